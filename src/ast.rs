@@ -1,0 +1,427 @@
+//! The abstract syntax tree: what a file says, with spans, before any
+//! name is resolved.
+//!
+//! Produced by [`crate::syntax::parse`], consumed by [`crate::lower`]. Names
+//! are plain strings with spans; nothing here knows about other files.
+
+use crate::source::Span;
+
+/// A name as written, with its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ident {
+    /// The text.
+    pub name: String,
+    /// Where it is.
+    pub span: Span,
+}
+
+/// One parsed file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct File {
+    /// Top-level declarations in source order.
+    pub items: Vec<Item>,
+}
+
+/// A top-level declaration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// `use "path"`.
+    Use(Use),
+    /// `tool Name { ... }`.
+    Tool(Tool),
+    /// `agent Name { ... }`.
+    Agent(Agent),
+    /// `provider Name { ... }`.
+    Provider(Provider),
+    /// `contract Name { ... }`.
+    Contract(Contract),
+}
+
+/// `use "path"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Use {
+    /// The path expression (a string literal).
+    pub path: Expr,
+    /// The whole statement.
+    pub span: Span,
+}
+
+/// A type as written: `array<string>?`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeExpr {
+    /// `string`, `array`, ...
+    pub name: Ident,
+    /// `T` of `array<T>`.
+    pub item: Option<Box<TypeExpr>>,
+    /// Written with `?`.
+    pub nullable: bool,
+    /// The whole type.
+    pub span: Span,
+}
+
+/// A typed parameter: a tool `param` or an agent/contract `input`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// Its name.
+    pub name: Ident,
+    /// Its type.
+    pub ty: TypeExpr,
+    /// `= expr`.
+    pub default: Option<Expr>,
+    /// The trailing description string.
+    pub description: Option<Expr>,
+    /// The whole statement.
+    pub span: Span,
+}
+
+/// `tool Name { ... }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    /// Declared name.
+    pub name: Ident,
+    /// `description "..."` statements (more than one is reported).
+    pub descriptions: Vec<Expr>,
+    /// `param` statements.
+    pub params: Vec<Param>,
+    /// `requires_capability` names, all statements joined.
+    pub capabilities: Vec<Ident>,
+    /// `timeout N` statements.
+    pub timeouts: Vec<Expr>,
+    /// `header "Name" = expr` statements.
+    pub headers: Vec<(Expr, Expr)>,
+    /// Implementation clauses (exactly one is valid).
+    pub implementations: Vec<Implementation>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// How a tool is implemented.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Implementation {
+    /// `returns expr`.
+    Returns(Expr, Span),
+    /// `exec "program" "arg" ...`.
+    Exec(Vec<Expr>, Span),
+    /// `http get|post "url"`.
+    Http {
+        /// `post` when true, `get` otherwise.
+        post: bool,
+        /// The URL string.
+        url: Expr,
+        /// The clause.
+        span: Span,
+    },
+    /// `builtin "name" {config}`.
+    Builtin {
+        /// The builtin's name string.
+        name: Expr,
+        /// The config object.
+        config: Option<Expr>,
+        /// The clause.
+        span: Span,
+    },
+    /// `native "name"`.
+    Native(Option<Expr>, Span),
+}
+
+impl Implementation {
+    /// The whole clause.
+    #[must_use]
+    pub fn span(&self) -> Span {
+        match self {
+            Implementation::Returns(_, span)
+            | Implementation::Exec(_, span)
+            | Implementation::Http { span, .. }
+            | Implementation::Builtin { span, .. }
+            | Implementation::Native(_, span) => *span,
+        }
+    }
+}
+
+/// A provider named in an agent: a kind (`anthropic`), a declared
+/// `provider`, or `script "file.json"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderRef {
+    /// The kind or declaration name.
+    pub name: Ident,
+    /// The file of `script "file.json"`.
+    pub file: Option<Expr>,
+    /// The whole reference.
+    pub span: Span,
+}
+
+/// An agent setting with its value and place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting<T> {
+    /// The value as written.
+    pub value: T,
+    /// The whole statement.
+    pub span: Span,
+}
+
+/// `agent Name { ... }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    /// Declared name.
+    pub name: Ident,
+    /// `provider a fallback b, c` statements.
+    pub providers: Vec<Setting<Vec<ProviderRef>>>,
+    /// `model "x" fallback "y"` statements.
+    pub models: Vec<Setting<Vec<Expr>>>,
+    /// `system_prompt` statements.
+    pub system_prompts: Vec<Setting<Expr>>,
+    /// `tools` names, all statements joined.
+    pub tools: Vec<Ident>,
+    /// `capabilities` names, all statements joined.
+    pub capabilities: Vec<Ident>,
+    /// `max_tool_iterations` statements.
+    pub max_tool_iterations: Vec<Setting<Expr>>,
+    /// `temperature` statements.
+    pub temperatures: Vec<Setting<Expr>>,
+    /// `max_tokens` statements.
+    pub max_tokens: Vec<Setting<Expr>>,
+    /// `input` statements.
+    pub inputs: Vec<Param>,
+    /// `prompt` statements.
+    pub prompts: Vec<Setting<Expr>>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// `provider Name { ... }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provider {
+    /// Declared name.
+    pub name: Ident,
+    /// `kind` statements.
+    pub kinds: Vec<Ident>,
+    /// `base_url` statements.
+    pub base_urls: Vec<Setting<Expr>>,
+    /// `api_key` statements.
+    pub api_keys: Vec<Setting<Expr>>,
+    /// `timeout` statements.
+    pub timeouts: Vec<Setting<Expr>>,
+    /// `retries` statements.
+    pub retries: Vec<Setting<Expr>>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// `contract Name { ... }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contract {
+    /// Declared name.
+    pub name: Ident,
+    /// `runner` statements.
+    pub runners: Vec<Runner>,
+    /// Inputs, computes, composes and guards in source order.
+    pub nodes: Vec<Node>,
+    /// `output` statements.
+    pub outputs: Vec<Output>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// `runner inline` or `runner thread_pool(args)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Runner {
+    /// One node at a time.
+    Inline(Span),
+    /// A pool with named arguments (`pool_size`).
+    ThreadPool(Vec<Arg>, Span),
+}
+
+/// A node of a contract.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    /// `input name: type = default`.
+    Input(Param),
+    /// `compute name = expr`.
+    Compute(Ident, Expr, Span),
+    /// `compose name = Contract(...)`.
+    Compose(Ident, Expr, Span),
+    /// `guard name = cond else "message"`.
+    Guard {
+        /// Node name.
+        name: Ident,
+        /// The condition.
+        condition: Expr,
+        /// The message when false.
+        message: Option<Expr>,
+        /// The statement.
+        span: Span,
+    },
+}
+
+impl Node {
+    /// The node's name.
+    #[must_use]
+    pub fn name(&self) -> &Ident {
+        match self {
+            Node::Input(param) => &param.name,
+            Node::Compute(name, ..) | Node::Compose(name, ..) | Node::Guard { name, .. } => name,
+        }
+    }
+
+    /// The whole statement.
+    #[must_use]
+    pub fn span(&self) -> Span {
+        match self {
+            Node::Input(param) => param.span,
+            Node::Compute(_, _, span) | Node::Compose(_, _, span) | Node::Guard { span, .. } => {
+                *span
+            }
+        }
+    }
+}
+
+/// `output node.field as alias`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// The node, then fields.
+    pub path: Vec<Ident>,
+    /// `as alias`.
+    pub alias: Option<Ident>,
+    /// The statement.
+    pub span: Span,
+}
+
+/// A call argument: `name: expr` or a bare `expr`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arg {
+    /// The name, when given.
+    pub name: Option<Ident>,
+    /// The value.
+    pub value: Expr,
+}
+
+/// An expression with its span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expr {
+    /// What it is.
+    pub kind: ExprKind,
+    /// Where it is.
+    pub span: Span,
+}
+
+/// Unary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    /// `-x`.
+    Neg,
+    /// `not x`.
+    Not,
+}
+
+/// Binary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `or`.
+    Or,
+    /// `and`.
+    And,
+    /// `==`.
+    Eq,
+    /// `!=`.
+    Ne,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+    /// `+`.
+    Add,
+    /// `-`.
+    Sub,
+    /// `*`.
+    Mul,
+    /// `/`.
+    Div,
+    /// `%`.
+    Mod,
+}
+
+impl BinaryOp {
+    /// The operator as written.
+    #[must_use]
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Or => "or",
+            BinaryOp::And => "and",
+            BinaryOp::Eq => "==",
+            BinaryOp::Ne => "!=",
+            BinaryOp::Lt => "<",
+            BinaryOp::Le => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::Ge => ">=",
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Mod => "%",
+        }
+    }
+}
+
+/// A piece of a string literal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StringPart {
+    /// Literal text, escapes already applied.
+    Text(String),
+    /// `{expr}`.
+    Expr(Expr),
+}
+
+/// The kinds of expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExprKind {
+    /// `null`.
+    Null,
+    /// `true`, `false`.
+    Bool(bool),
+    /// `42`.
+    Integer(i64),
+    /// `0.5`.
+    Float(f64),
+    /// A string, maybe interpolated.
+    String(Vec<StringPart>),
+    /// `[a, b]`.
+    Array(Vec<Expr>),
+    /// `{key: value}` with keys as written.
+    Object(Vec<(Ident, Expr)>),
+    /// A name.
+    Name(Ident),
+    /// `a.b`.
+    Field(Box<Expr>, Ident),
+    /// `a[i]`.
+    Index(Box<Expr>, Box<Expr>),
+    /// `Name(args)`.
+    Call(Ident, Vec<Arg>),
+    /// `-a`, `not a`.
+    Unary(UnaryOp, Box<Expr>),
+    /// `a + b`.
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// `if c then a else b`.
+    If(Box<Expr>, Box<Expr>, Box<Expr>),
+}
+
+impl Expr {
+    /// The text of a string literal with no interpolation.
+    #[must_use]
+    pub fn as_plain_string(&self) -> Option<String> {
+        match &self.kind {
+            ExprKind::String(parts) => parts
+                .iter()
+                .map(|p| match p {
+                    StringPart::Text(t) => Some(t.as_str()),
+                    StringPart::Expr(_) => None,
+                })
+                .collect::<Option<Vec<_>>>()
+                .map(|v| v.concat()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! Diagnostics: every user mistake the compiler finds, with a stable code.
+//!
+//! Input: spans and messages pushed by the stages. Output: a sorted
+//! [`Diagnostics`] list, rendered as miette reports (human) or JSON.
+//!
+//! One [`Diagnostic`] type serves every stage instead of one derive enum per
+//! stage: codes live in a single table ([`Code`]) that tests iterate to prove
+//! every code has a fixture, and a diagnostic can point into several files
+//! (a duplicate declared in another file), which a derive with one
+//! `#[source_code]` cannot express.
+
+use std::fmt;
+use std::sync::Arc;
+
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode};
+use serde::Serialize;
+
+use crate::source::{Sources, Span};
+
+macro_rules! codes {
+    ($($variant:ident => $code:literal,)*) => {
+        /// The stable code of a diagnostic, `ignite::<stage>::<name>`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code { $(#[doc = $code] $variant,)* }
+
+        impl Code {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The code as printed: `ignite::lower::unknown_name`.
+            #[must_use]
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $code,)* }
+            }
+        }
+    };
+}
+
+codes! {
+    Io => "ignite::io::read",
+    Syntax => "ignite::syntax::parse",
+    BadEscape => "ignite::syntax::bad_escape",
+    SameLine => "ignite::syntax::same_line",
+    MissingUse => "ignite::import::missing_file",
+    ImportCycle => "ignite::import::cycle",
+    Duplicate => "ignite::lower::duplicate",
+    UnknownName => "ignite::lower::unknown_name",
+    UnknownType => "ignite::lower::unknown_type",
+    UnknownFunction => "ignite::lower::unknown_function",
+    Arity => "ignite::lower::arity",
+    UnknownArgument => "ignite::lower::unknown_argument",
+    MissingArgument => "ignite::lower::missing_argument",
+    ArgumentType => "ignite::lower::argument_type",
+    DefaultType => "ignite::lower::default_type",
+    NotConstant => "ignite::lower::not_constant",
+    CallPosition => "ignite::lower::call_position",
+    ComposeNonContract => "ignite::lower::compose_non_contract",
+    ComputeContract => "ignite::lower::compute_contract",
+    RecursiveCompose => "ignite::lower::recursive_compose",
+    Cycle => "ignite::lower::cycle",
+    UnknownOutput => "ignite::lower::unknown_output",
+    NoOutputs => "ignite::lower::no_outputs",
+    Implementation => "ignite::lower::implementation",
+    UnknownBuiltin => "ignite::lower::unknown_builtin",
+    BadSetting => "ignite::lower::bad_setting",
+    UnknownTool => "ignite::lower::unknown_tool",
+    MissingCapability => "ignite::lower::missing_capability",
+    UnknownProvider => "ignite::lower::unknown_provider",
+    ToolNameClash => "ignite::lower::tool_name_clash",
+    UnusedNode => "ignite::lower::unused_node",
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The program is wrong; it will not run.
+    Error,
+    /// The program runs but probably not as meant.
+    Warning,
+}
+
+/// One finding: a code, a message naming the thing, where, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Stable code.
+    pub code: Code,
+    /// Error or warning.
+    pub severity: Severity,
+    /// Lower-case, the fact first, identifiers in backticks.
+    pub message: String,
+    /// Where the problem is.
+    pub span: Span,
+    /// Text under the primary span.
+    pub label: Option<String>,
+    /// Other places that explain it ("first declared here").
+    pub notes: Vec<(Span, String)>,
+    /// How to fix it, when known.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// An error with `code` at `span`.
+    #[must_use]
+    pub fn error(code: Code, span: Span, message: impl Into<String>) -> Self {
+        Self::new(code, Severity::Error, span, message.into())
+    }
+
+    /// A warning with `code` at `span`.
+    #[must_use]
+    pub fn warning(code: Code, span: Span, message: impl Into<String>) -> Self {
+        Self::new(code, Severity::Warning, span, message.into())
+    }
+
+    fn new(code: Code, severity: Severity, span: Span, message: String) -> Self {
+        Self { code, severity, message, span, label: None, notes: Vec::new(), help: None }
+    }
+
+    /// Sets the text under the primary span.
+    #[must_use]
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Adds a secondary place.
+    #[must_use]
+    pub fn note(mut self, span: Span, text: impl Into<String>) -> Self {
+        self.notes.push((span, text.into()));
+        self
+    }
+
+    /// Sets the help text.
+    #[must_use]
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Sets the help text when there is one.
+    #[must_use]
+    pub fn maybe_help(mut self, help: Option<String>) -> Self {
+        self.help = help.or(self.help);
+        self
+    }
+}
+
+/// The diagnostics of one compilation, in a deterministic order once sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    /// Adds one.
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.items.push(diagnostic);
+    }
+
+    /// Adds all of `other`.
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.items.extend(other.items);
+    }
+
+    /// True when any is an error.
+    #[must_use]
+    pub fn has_errors(&self) -> bool {
+        self.items.iter().any(|d| d.severity == Severity::Error)
+    }
+
+    /// How many there are of `severity`.
+    #[must_use]
+    pub fn count(&self, severity: Severity) -> usize {
+        self.items.iter().filter(|d| d.severity == severity).count()
+    }
+
+    /// True when there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// All of them.
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items.iter()
+    }
+
+    /// Sorts by file path, position, then code, so output never depends on
+    /// the order checks ran in.
+    pub fn sort(&mut self, sources: &Sources) {
+        self.items.sort_by(|a, b| {
+            let key =
+                |d: &Diagnostic| (sources[d.span.file].path.clone(), d.span.start, d.span.end);
+            key(a).cmp(&key(b)).then(a.code.cmp(&b.code)).then(a.message.cmp(&b.message))
+        });
+        self.items.dedup();
+    }
+
+    /// Renders every diagnostic as a miette report. `color` picks the theme;
+    /// `width` wraps the text.
+    #[must_use]
+    pub fn render(&self, sources: &Sources, color: bool, width: usize) -> String {
+        let theme =
+            if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
+        let handler = GraphicalReportHandler::new_themed(theme)
+            .with_width(width)
+            .with_links(false)
+            .without_syntax_highlighting();
+        let mut out = String::new();
+        for diagnostic in &self.items {
+            let report = Report::new(diagnostic, sources);
+            // Writing into a String cannot fail.
+            let _ = handler.render_report(&mut out, &report);
+        }
+        out
+    }
+
+    /// Every diagnostic as a JSON value: code, severity, message, file,
+    /// line, column, end_line, end_column, help.
+    #[must_use]
+    pub fn to_json(&self, sources: &Sources) -> serde_json::Value {
+        let items = self.items.iter().map(|d| {
+            let file = &sources[d.span.file];
+            let (line, column) = file.line_col(d.span.start as usize);
+            let (end_line, end_column) = file.line_col(d.span.end as usize);
+            serde_json::json!({
+                "code": d.code.as_str(),
+                "severity": d.severity,
+                "message": d.message,
+                "file": file.path.display().to_string(),
+                "line": line,
+                "column": column,
+                "end_line": end_line,
+                "end_column": end_column,
+                "label": d.label,
+                "help": d.help,
+            })
+        });
+        serde_json::Value::Array(items.collect())
+    }
+}
+
+impl IntoIterator for Diagnostics {
+    type Item = Diagnostic;
+    type IntoIter = std::vec::IntoIter<Diagnostic>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+impl From<Diagnostic> for Diagnostics {
+    fn from(diagnostic: Diagnostic) -> Self {
+        Self { items: vec![diagnostic] }
+    }
+}
+
+/// A diagnostic joined with its source, in the shape miette renders.
+/// Notes in other files become related reports with their own source.
+struct Report<'a> {
+    diagnostic: &'a Diagnostic,
+    message: String,
+    source: NamedSource<Arc<str>>,
+    labels: Vec<LabeledSpan>,
+    related: Vec<Report<'a>>,
+    code: Option<&'static str>,
+    help: Option<&'a str>,
+    severity: miette::Severity,
+}
+
+impl<'a> Report<'a> {
+    fn new(diagnostic: &'a Diagnostic, sources: &Sources) -> Self {
+        let file = diagnostic.span.file;
+        let mut labels =
+            vec![LabeledSpan::new_primary_with_span(diagnostic.label.clone(), diagnostic.span)];
+        let mut related = Vec::new();
+        for (span, text) in &diagnostic.notes {
+            if span.file == file {
+                labels.push(LabeledSpan::new_with_span(Some(text.clone()), *span));
+            } else {
+                related.push(Report {
+                    diagnostic,
+                    message: text.clone(),
+                    source: named(sources, span.file),
+                    labels: vec![LabeledSpan::new_primary_with_span(None, *span)],
+                    related: Vec::new(),
+                    code: None,
+                    help: None,
+                    severity: miette::Severity::Advice,
+                });
+            }
+        }
+        Report {
+            diagnostic,
+            message: diagnostic.message.clone(),
+            source: named(sources, file),
+            labels,
+            related,
+            code: Some(diagnostic.code.as_str()),
+            help: diagnostic.help.as_deref(),
+            severity: match diagnostic.severity {
+                Severity::Error => miette::Severity::Error,
+                Severity::Warning => miette::Severity::Warning,
+            },
+        }
+    }
+}
+
+fn named(sources: &Sources, file: crate::source::FileId) -> NamedSource<Arc<str>> {
+    let file = &sources[file];
+    NamedSource::new(file.path.display().to_string(), file.text.clone())
+}
+
+impl fmt::Debug for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.diagnostic, f)
+    }
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Report<'_> {}
+
+impl miette::Diagnostic for Report<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.code.map(|c| Box::new(c) as Box<dyn fmt::Display>)
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(self.severity)
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.help.map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        Some(&self.source)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        Some(Box::new(self.labels.iter().cloned()))
+    }
+
+    fn related<'b>(&'b self) -> Option<Box<dyn Iterator<Item = &'b dyn miette::Diagnostic> + 'b>> {
+        if self.related.is_empty() {
+            return None;
+        }
+        Some(Box::new(self.related.iter().map(|r| r as &dyn miette::Diagnostic)))
+    }
+}

@@ -1,0 +1,422 @@
+//! The checked program: what [`lower`](crate::lower) produces and the
+//! runtime, the tool registry and the agents consume.
+//!
+//! Every name is resolved to an id, every type is a [`Type`], every
+//! default is a value, and every contract is an acyclic graph whose
+//! topological order is precomputed. Nothing here can be wrong in a way
+//! `check` would report: later stages rely on it. This is the only module
+//! that imports petgraph.
+
+mod expr;
+mod graph;
+mod ids;
+mod types;
+
+use std::ops::Index;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp};
+pub use graph::Graph;
+pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
+pub use types::{Type, TypeKind, value_kind};
+
+use crate::source::{Sources, Span};
+
+/// A whole checked program: the root file and everything it `use`s.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// Every file, for diagnostics and relative paths.
+    pub sources: Sources,
+    /// Tools in declaration order.
+    pub tools: Vec<Tool>,
+    /// Agents in declaration order.
+    pub agents: Vec<Agent>,
+    /// `provider` declarations in declaration order.
+    pub providers: Vec<Provider>,
+    /// Contracts in declaration order.
+    pub contracts: Vec<Contract>,
+}
+
+impl Program {
+    /// The contract declared as `name`.
+    #[must_use]
+    pub fn contract_named(&self, name: &str) -> Option<ContractId> {
+        self.contracts.iter().position(|c| c.name == name).map(ContractId::from_index)
+    }
+
+    /// The tool declared as `name` or whose `tool_name` is `name`.
+    #[must_use]
+    pub fn tool_named(&self, name: &str) -> Option<ToolId> {
+        self.tools
+            .iter()
+            .position(|t| t.name == name || t.tool_name == name)
+            .map(ToolId::from_index)
+    }
+}
+
+macro_rules! index {
+    ($id:ty, $field:ident, $out:ty) => {
+        impl Index<$id> for Program {
+            type Output = $out;
+            fn index(&self, id: $id) -> &$out {
+                &self.$field[id.index()]
+            }
+        }
+    };
+}
+index!(ToolId, tools, Tool);
+index!(AgentId, agents, Agent);
+index!(ProviderId, providers, Provider);
+index!(ContractId, contracts, Contract);
+
+/// A typed parameter: a tool `param`, an agent or contract `input`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// Its name.
+    pub name: String,
+    /// Its type.
+    pub ty: Type,
+    /// The default; a param with a default (or a nullable type) is optional.
+    pub default: Option<Value>,
+    /// What it is for.
+    pub description: Option<String>,
+    /// The declaring statement.
+    pub span: Span,
+}
+
+impl Param {
+    /// True when a caller must pass it: no default and not nullable.
+    #[must_use]
+    pub fn required(&self) -> bool {
+        self.default.is_none() && !self.ty.nullable
+    }
+}
+
+/// A tool: a function an agent may call, or a contract may run unguarded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    /// Declared name: `DatabaseLookup`.
+    pub name: String,
+    /// Name seen by models: `database_lookup`.
+    pub tool_name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// Its parameters in declaration order.
+    pub params: Vec<Param>,
+    /// Capabilities a calling agent must hold.
+    pub capabilities: Vec<String>,
+    /// How it runs.
+    pub implementation: Implementation,
+    /// Time limit for `exec` and `http` tools.
+    pub timeout: Option<Duration>,
+    /// The folder of the declaring file: `exec` runs there, relative paths resolve from it.
+    pub dir: PathBuf,
+    /// The declaration.
+    pub span: Span,
+}
+
+/// How a tool is implemented.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Implementation {
+    /// `returns expr` over the params (`Var(i)` is param `i`).
+    Returns(Expr),
+    /// `exec "program" "arg" ...`: no shell; arguments as JSON on stdin.
+    Exec {
+        /// The program, relative to [`Tool::dir`] when it has a `/`.
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
+    /// `http get|post "url"`.
+    Http {
+        /// The method.
+        method: HttpMethod,
+        /// The URL; may interpolate params.
+        url: Expr,
+        /// `header "Name" = expr` lines; values may call `env`.
+        headers: Vec<(String, Expr)>,
+    },
+    /// `builtin "name" {config}`.
+    Builtin {
+        /// Which builtin.
+        builtin: Builtin,
+        /// Its settings (a constant object).
+        config: Map<String, Value>,
+    },
+    /// `native "name"`: registered from Rust by the embedding program.
+    Native {
+        /// The registration name (the `tool_name` when not written).
+        name: String,
+    },
+}
+
+/// The method of an `http` tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpMethod {
+    /// Arguments as a query string.
+    Get,
+    /// Arguments as a JSON body.
+    Post,
+}
+
+/// The tools shipped with ignite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// `math.eval`: arithmetic on numbers, never code.
+    MathEval,
+    /// `fs.read`: a file under the configured `root`.
+    FsRead,
+    /// `fs.write`: a file under the configured `root`.
+    FsWrite,
+    /// `http.get`: a URL, returns JSON or text.
+    HttpGet,
+    /// `json.lookup`: a record from a JSON file by key.
+    JsonLookup,
+}
+
+impl Builtin {
+    /// Every builtin with its name.
+    pub const ALL: &'static [(Builtin, &'static str)] = &[
+        (Builtin::MathEval, "math.eval"),
+        (Builtin::FsRead, "fs.read"),
+        (Builtin::FsWrite, "fs.write"),
+        (Builtin::HttpGet, "http.get"),
+        (Builtin::JsonLookup, "json.lookup"),
+    ];
+
+    /// The builtin's name in `.ign`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(b, _)| *b == self).map_or("", |(_, n)| n)
+    }
+}
+
+/// An agent: an LLM executor with tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    /// Declared name.
+    pub name: String,
+    /// Providers to try in order (the first, then its fallbacks).
+    pub providers: Vec<ProviderChoice>,
+    /// Models to try in order; the i-th goes with the i-th provider when
+    /// both chains are given, the last repeats otherwise.
+    pub models: Vec<String>,
+    /// The system prompt, a template over the inputs.
+    pub system_prompt: Option<Expr>,
+    /// Tools it may be offered, in the order listed.
+    pub tools: Vec<ToolId>,
+    /// Capabilities it holds.
+    pub capabilities: Vec<String>,
+    /// Tool turns allowed before a tool-loop error.
+    pub max_tool_iterations: u32,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Reply token limit.
+    pub max_tokens: Option<u32>,
+    /// Inputs (`Var(i)` in the prompts is input `i`).
+    pub inputs: Vec<Param>,
+    /// The user message, a template over the inputs.
+    pub prompt: Expr,
+    /// The declaration.
+    pub span: Span,
+}
+
+/// One provider of an agent's chain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderChoice {
+    /// A built-in kind with settings from the environment.
+    Kind(ProviderKind),
+    /// A `provider` declaration.
+    Declared(ProviderId),
+    /// `script "file.json"`: scripted replies, offline.
+    Script(PathBuf),
+}
+
+/// The wire protocols ignite speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// OpenAI Chat Completions (and compatible servers).
+    OpenAi,
+    /// Ollama `/api/chat`.
+    Ollama,
+}
+
+impl ProviderKind {
+    /// Every kind with its name in `.ign`.
+    pub const ALL: &'static [(ProviderKind, &'static str)] = &[
+        (ProviderKind::Anthropic, "anthropic"),
+        (ProviderKind::OpenAi, "openai"),
+        (ProviderKind::Ollama, "ollama"),
+    ];
+
+    /// The kind's name in `.ign`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(k, _)| *k == self).map_or("", |(_, n)| n)
+    }
+}
+
+/// A `provider Name { ... }` declaration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provider {
+    /// Declared name.
+    pub name: String,
+    /// Wire protocol.
+    pub kind: ProviderKind,
+    /// Base URL; the kind's environment default when absent.
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+    /// Request time limit.
+    pub timeout: Option<Duration>,
+    /// Retries after the first attempt.
+    pub retries: Option<u32>,
+    /// The declaration.
+    pub span: Span,
+}
+
+/// A contract: a DAG of nodes with outputs.
+#[derive(Debug, Clone)]
+pub struct Contract {
+    /// Declared name.
+    pub name: String,
+    /// How many nodes may run at once.
+    pub runner: Runner,
+    /// Nodes in declaration order ([`NodeId`] indexes this).
+    pub nodes: Vec<Node>,
+    /// Outputs in declaration order.
+    pub outputs: Vec<Output>,
+    /// Dependencies between nodes.
+    pub graph: Graph,
+    /// The declaration.
+    pub span: Span,
+}
+
+impl Contract {
+    /// The inputs, in declaration order.
+    pub fn inputs(&self) -> impl Iterator<Item = (NodeId, &Param)> {
+        self.nodes.iter().enumerate().filter_map(|(i, n)| match &n.kind {
+            NodeKind::Input(param) => Some((NodeId::from_index(i), param)),
+            _ => None,
+        })
+    }
+
+    /// The node named `name`.
+    #[must_use]
+    pub fn node_named(&self, name: &str) -> Option<NodeId> {
+        self.nodes.iter().position(|n| n.name == name).map(NodeId::from_index)
+    }
+}
+
+impl Index<NodeId> for Contract {
+    type Output = Node;
+    fn index(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+}
+
+/// How a contract's nodes are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// No runner declared: as parallel as the graph allows.
+    Default,
+    /// `runner inline`: one node at a time.
+    Inline,
+    /// `runner thread_pool(pool_size: N)`: at most N nodes at once.
+    Pool(usize),
+}
+
+/// A node of a contract.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub kind: NodeKind,
+    /// The statement.
+    pub span: Span,
+}
+
+/// What a node does. In expressions, `Var(i)` is the value of node `i`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// A value supplied by the caller.
+    Input(Param),
+    /// A pure expression.
+    Compute(Expr),
+    /// `compute x = Tool(...)`: runs the tool unguarded.
+    Tool {
+        /// The tool.
+        tool: ToolId,
+        /// Arguments by param name, in param order.
+        args: Vec<(String, Expr)>,
+    },
+    /// `compute x = Agent(...)`: runs the tool-use loop.
+    Agent {
+        /// The agent.
+        agent: AgentId,
+        /// Arguments by input name, in input order.
+        args: Vec<(String, Expr)>,
+    },
+    /// `compose x = Contract(...)`: an isolated child execution.
+    Compose {
+        /// The child contract.
+        contract: ContractId,
+        /// Arguments by input name, in input order.
+        args: Vec<(String, Expr)>,
+    },
+    /// `guard x = cond else "message"`.
+    Guard {
+        /// Must be `true`.
+        condition: Expr,
+        /// Why the run fails when it is not.
+        message: Option<Expr>,
+    },
+}
+
+impl NodeKind {
+    /// The kind's keyword-like name, for traces and graphs.
+    #[must_use]
+    pub fn label(&self) -> &'static str {
+        match self {
+            NodeKind::Input(_) => "input",
+            NodeKind::Compute(_) => "compute",
+            NodeKind::Tool { .. } => "tool",
+            NodeKind::Agent { .. } => "agent",
+            NodeKind::Compose { .. } => "compose",
+            NodeKind::Guard { .. } => "guard",
+        }
+    }
+
+    /// Every expression of the node, in source order.
+    pub fn exprs(&self) -> Box<dyn Iterator<Item = &Expr> + '_> {
+        match self {
+            NodeKind::Input(_) => Box::new(std::iter::empty()),
+            NodeKind::Compute(e) => Box::new(std::iter::once(e)),
+            NodeKind::Tool { args, .. }
+            | NodeKind::Agent { args, .. }
+            | NodeKind::Compose { args, .. } => Box::new(args.iter().map(|(_, e)| e)),
+            NodeKind::Guard { condition, message } => {
+                Box::new(std::iter::once(condition).chain(message.iter()))
+            }
+        }
+    }
+}
+
+/// `output node.field as name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// The public name: the alias, else the last path segment.
+    pub name: String,
+    /// The node it reads.
+    pub node: NodeId,
+    /// Fields to descend into (for `pricing.gross_total`).
+    pub fields: Vec<String>,
+    /// The statement.
+    pub span: Span,
+}

@@ -1,0 +1,7 @@
+//! ignite: declarative contract graphs with typed tools and LLM agents.
+
+pub mod ast;
+pub mod diagnostic;
+pub mod ir;
+pub mod source;
+pub mod syntax;

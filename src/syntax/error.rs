@@ -1,0 +1,225 @@
+//! Syntax errors in human terms: pest's failure turned into "expected `)`
+//! or an operator, found `}`", and recovery by declaration.
+
+use pest::Parser;
+use pest::error::{Error, ErrorVariant, InputLocation};
+
+use super::items::Builder;
+use super::{IgnParser, Rule};
+use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::source::{FileId, Span};
+
+/// Top-level keywords that start a recovery chunk in column 0.
+const ITEM_KEYWORDS: [&str; 5] = ["use", "tool", "agent", "provider", "contract"];
+
+/// Every syntax error of a file that does not parse: one per broken
+/// top-level declaration.
+pub(super) fn recover(file: FileId, text: &str) -> Diagnostics {
+    pest::set_error_detail(true);
+    let mut diagnostics = Diagnostics::default();
+    let starts = chunk_starts(text);
+    for (i, &start) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(text.len());
+        let masked = mask(text, start..end);
+        match IgnParser::parse(Rule::file, &masked) {
+            Err(error) => diagnostics.push(describe(file, text, &error)),
+            Ok(mut pairs) => {
+                let mut builder = Builder::new(file, &masked);
+                let root = pairs.next().unwrap_or_else(|| unreachable!("`file` yields one pair"));
+                let ast = builder.file(root);
+                if let Err(found) = builder.finish(ast) {
+                    diagnostics.extend(found);
+                }
+            }
+        }
+    }
+    if diagnostics.is_empty() {
+        // The chunks parse alone but not together (a declaration split
+        // oddly across lines): report the whole-file error.
+        if let Err(error) = IgnParser::parse(Rule::file, text) {
+            diagnostics.push(describe(file, text, &error));
+        }
+    }
+    pest::set_error_detail(false);
+    diagnostics
+}
+
+/// `text` with everything outside `keep` blanked to spaces, newlines and
+/// byte offsets unchanged, so a chunk parses alone at its real position.
+fn mask(text: &str, keep: std::ops::Range<usize>) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.char_indices() {
+        if keep.contains(&i) || c == '\n' {
+            out.push(c);
+        } else {
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+        }
+    }
+    out
+}
+
+/// Byte offsets where a top-level declaration starts in column 0; the
+/// first chunk also holds anything before the first declaration.
+fn chunk_starts(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let word: String =
+            line.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if offset > 0 && ITEM_KEYWORDS.contains(&word.as_str()) {
+            starts.push(offset);
+        }
+        offset += line.len();
+    }
+    starts
+}
+
+/// One pest error as a diagnostic.
+fn describe(file: FileId, text: &str, error: &Error<Rule>) -> Diagnostic {
+    let attempts = error.parse_attempts();
+    let position = attempts.as_ref().map_or_else(
+        || match error.location {
+            InputLocation::Pos(p) | InputLocation::Span((p, _)) => p,
+        },
+        |a| a.max_position,
+    );
+    let found = found_at(text, position);
+    let span = Span::new(file, position, position + found.len());
+    let mut expected: Vec<String> = Vec::new();
+    if let Some(attempts) = &attempts {
+        // pest keeps its token type private; its Debug form tells a
+        // case-sensitive literal (`Sensitive { .. }`) from the rest.
+        for token in attempts.expected_tokens() {
+            let text = token.to_string();
+            if !format!("{token:?}").starts_with("Sensitive")
+                || text.trim().is_empty()
+                || text == "#"
+            {
+                continue;
+            }
+            expected.push(if OPERATORS.contains(&text.as_str()) {
+                "an operator".to_owned()
+            } else {
+                format!("`{text}`")
+            });
+        }
+    }
+    if let ErrorVariant::ParsingError { positives, .. } = &error.variant {
+        expected.extend(positives.iter().filter_map(|&rule| rule_name(rule)));
+    }
+    expected.sort();
+    expected.dedup();
+    let found_text = if found.is_empty() { "end of file".to_owned() } else { format!("`{found}`") };
+    let statement = expected.iter().any(|e| STATEMENT_KEYWORDS.contains(&e.as_str()));
+    let word = found.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    let diagnostic = if statement && word {
+        expected.retain(|e| e == "`}`" || STATEMENT_KEYWORDS.contains(&e.as_str()));
+        Diagnostic::error(Code::Syntax, span, format!("unknown statement `{found}`"))
+            .label("not a statement of this block")
+            .help(format!("expected {}", join_or(&expected)))
+    } else if expected.is_empty() {
+        Diagnostic::error(Code::Syntax, span, format!("unexpected {found_text}"))
+            .label("not expected here")
+    } else {
+        Diagnostic::error(
+            Code::Syntax,
+            span,
+            format!("expected {}, found {found_text}", join_or(&expected)),
+        )
+        .label(format!("expected {}", join_or(&expected)))
+    };
+    diagnostic
+}
+
+/// Tokens that continue an expression, all reported as "an operator".
+const OPERATORS: [&str; 16] =
+    ["!=", "%", "*", "+", "-", ".", "/", "<=", "<", "==", ">=", ">", "[", "and", "or", "not"];
+
+/// Statement keywords as [`rule_name`] prints them.
+const STATEMENT_KEYWORDS: [&str; 28] = [
+    "`description`",
+    "`param`",
+    "`requires_capability`",
+    "`returns`",
+    "`exec`",
+    "`http`",
+    "`builtin`",
+    "`native`",
+    "`timeout`",
+    "`header`",
+    "`model`",
+    "`system_prompt`",
+    "`tools`",
+    "`capabilities`",
+    "`max_tool_iterations`",
+    "`temperature`",
+    "`max_tokens`",
+    "`input`",
+    "`prompt`",
+    "`kind`",
+    "`base_url`",
+    "`api_key`",
+    "`retries`",
+    "`runner`",
+    "`compute`",
+    "`compose`",
+    "`guard`",
+    "`output`",
+];
+
+/// The token at `position`: a word, a string, one character, or nothing
+/// at the end of the text.
+fn found_at(text: &str, position: usize) -> &str {
+    let rest = text.get(position..).unwrap_or("");
+    let Some(first) = rest.chars().next() else { return "" };
+    if first.is_ascii_alphanumeric() || first == '_' {
+        let end =
+            rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        return &rest[..end];
+    }
+    if first == '\n' || first == '\r' {
+        return &rest[..1];
+    }
+    &rest[..first.len_utf8()]
+}
+
+/// "a", "a or b", "a, b or c".
+fn join_or(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// What a user calls a rule; `None` for rules covered by their tokens.
+fn rule_name(rule: Rule) -> Option<String> {
+    let name = match rule {
+        Rule::ident => "a name",
+        Rule::expr => "an expression",
+        Rule::plain_string | Rule::triple_string => "a string",
+        Rule::integer | Rule::float => "a number",
+        Rule::type_expr => "a type",
+        Rule::op_or
+        | Rule::op_and
+        | Rule::op_eq
+        | Rule::op_ne
+        | Rule::op_le
+        | Rule::op_ge
+        | Rule::op_lt
+        | Rule::op_gt
+        | Rule::op_add
+        | Rule::op_sub
+        | Rule::op_mul
+        | Rule::op_div
+        | Rule::op_mod
+        | Rule::field
+        | Rule::index => "an operator",
+        other => {
+            let debug = format!("{other:?}");
+            let word = debug.strip_prefix("kw_")?;
+            return Some(format!("`{word}`"));
+        }
+    };
+    Some(name.to_owned())
+}

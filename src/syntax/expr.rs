@@ -1,0 +1,321 @@
+//! Expressions and strings: pairs to [`ast::Expr`], operator precedence by
+//! a Pratt parser.
+//!
+//! Precedence, loosest first: `or`; `and`; `not`; `==` `!=`; `<` `<=` `>`
+//! `>=`; `+` `-`; `*` `/` `%`; unary `-`; `.field` and `[index]`. All binary
+//! operators are left-associative.
+
+use std::sync::LazyLock;
+
+use pest::iterators::{Pair, Pairs};
+use pest::pratt_parser::{Assoc, Op, PrattParser};
+
+use super::{Rule, items::Builder, span};
+use crate::ast::{Arg, BinaryOp, Expr, ExprKind, Ident, StringPart, UnaryOp};
+use crate::diagnostic::{Code, Diagnostic};
+
+static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
+    PrattParser::new()
+        .op(Op::infix(Rule::op_or, Assoc::Left))
+        .op(Op::infix(Rule::op_and, Assoc::Left))
+        .op(Op::prefix(Rule::op_not))
+        .op(Op::infix(Rule::op_eq, Assoc::Left) | Op::infix(Rule::op_ne, Assoc::Left))
+        .op(Op::infix(Rule::op_lt, Assoc::Left)
+            | Op::infix(Rule::op_le, Assoc::Left)
+            | Op::infix(Rule::op_gt, Assoc::Left)
+            | Op::infix(Rule::op_ge, Assoc::Left))
+        .op(Op::infix(Rule::op_add, Assoc::Left) | Op::infix(Rule::op_sub, Assoc::Left))
+        .op(Op::infix(Rule::op_mul, Assoc::Left)
+            | Op::infix(Rule::op_div, Assoc::Left)
+            | Op::infix(Rule::op_mod, Assoc::Left))
+        .op(Op::prefix(Rule::op_neg))
+        .op(Op::postfix(Rule::field) | Op::postfix(Rule::index))
+});
+
+impl Builder<'_> {
+    /// An `expr` pair (or any rule that yields one expression).
+    pub(super) fn expr(&mut self, pair: Pair<'_, Rule>) -> Expr {
+        match pair.as_rule() {
+            Rule::expr => self.operators(pair.into_inner()),
+            _ => self.primary(pair),
+        }
+    }
+
+    fn operators(&mut self, pairs: Pairs<'_, Rule>) -> Expr {
+        // The Pratt parser's closures each need `self`; a RefCell-free way is
+        // to build a small tree first and convert it afterwards.
+        let tree = PRATT
+            .map_primary(Tree::Leaf)
+            .map_prefix(|op, rhs| Tree::Prefix(op, Box::new(rhs)))
+            .map_postfix(|lhs, op| Tree::Postfix(Box::new(lhs), op))
+            .map_infix(|lhs, op, rhs| Tree::Infix(Box::new(lhs), op, Box::new(rhs)))
+            .parse(pairs);
+        self.tree(tree)
+    }
+
+    fn tree(&mut self, tree: Tree<'_>) -> Expr {
+        match tree {
+            Tree::Leaf(pair) => self.primary(pair),
+            Tree::Prefix(op, rhs) => {
+                let rhs = self.tree(*rhs);
+                let op_span = span(self.file, &op);
+                let unary = match op.as_rule() {
+                    Rule::op_neg => UnaryOp::Neg,
+                    Rule::op_not => UnaryOp::Not,
+                    rule => unreachable!("prefix operator {rule:?}"),
+                };
+                let span = op_span.to(rhs.span);
+                Expr { kind: ExprKind::Unary(unary, Box::new(rhs)), span }
+            }
+            Tree::Postfix(lhs, op) => {
+                let lhs = self.tree(*lhs);
+                let span = lhs.span.to(span(self.file, &op));
+                let inner =
+                    op.into_inner().next().unwrap_or_else(|| unreachable!("postfix operand"));
+                let kind = match inner.as_rule() {
+                    Rule::ident => ExprKind::Field(Box::new(lhs), self.ident(inner)),
+                    _ => ExprKind::Index(Box::new(lhs), Box::new(self.expr(inner))),
+                };
+                Expr { kind, span }
+            }
+            Tree::Infix(lhs, op, rhs) => {
+                let lhs = self.tree(*lhs);
+                let rhs = self.tree(*rhs);
+                let span = lhs.span.to(rhs.span);
+                Expr {
+                    kind: ExprKind::Binary(binary_op(op.as_rule()), Box::new(lhs), Box::new(rhs)),
+                    span,
+                }
+            }
+        }
+    }
+
+    fn primary(&mut self, pair: Pair<'_, Rule>) -> Expr {
+        let span = span(self.file, &pair);
+        let kind = match pair.as_rule() {
+            Rule::expr => return self.expr(pair),
+            Rule::paren => {
+                let inner = pair.into_inner().next().unwrap_or_else(|| unreachable!("paren expr"));
+                let mut expr = self.expr(inner);
+                expr.span = span;
+                return expr;
+            }
+            Rule::integer => self.integer(&pair),
+            Rule::float => self.float(&pair),
+            Rule::boolean => ExprKind::Bool(pair.as_str() == "true"),
+            Rule::null => ExprKind::Null,
+            Rule::plain_string | Rule::triple_string => ExprKind::String(self.string(pair)),
+            Rule::ident => ExprKind::Name(self.ident(pair)),
+            Rule::array => ExprKind::Array(pair.into_inner().map(|p| self.expr(p)).collect()),
+            Rule::object => ExprKind::Object(pair.into_inner().map(|p| self.entry(p)).collect()),
+            Rule::call => {
+                let mut inner = pair.into_inner();
+                let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("call name")));
+                let args = inner.next().map(|args| self.args(args)).unwrap_or_default();
+                ExprKind::Call(name, args)
+            }
+            Rule::if_expr => {
+                let mut parts = pair.into_inner().filter(|p| p.as_rule() == Rule::expr);
+                let mut next =
+                    || parts.next().unwrap_or_else(|| unreachable!("if has three parts"));
+                let (c, a, b) = (next(), next(), next());
+                ExprKind::If(Box::new(self.expr(c)), Box::new(self.expr(a)), Box::new(self.expr(b)))
+            }
+            rule => unreachable!("primary {rule:?}"),
+        };
+        Expr { kind, span }
+    }
+
+    fn integer(&mut self, pair: &Pair<'_, Rule>) -> ExprKind {
+        if let Ok(n) = pair.as_str().parse::<i64>() {
+            return ExprKind::Integer(n);
+        }
+        self.diagnostics.push(
+            Diagnostic::error(Code::Syntax, span(self.file, pair), "integer is too large")
+                .label("does not fit in 64 bits")
+                .help("write it as a float, e.g. `1.0e20`"),
+        );
+        ExprKind::Integer(0)
+    }
+
+    fn float(&mut self, pair: &Pair<'_, Rule>) -> ExprKind {
+        match pair.as_str().parse::<f64>() {
+            Ok(f) if f.is_finite() => ExprKind::Float(f),
+            _ => {
+                self.diagnostics.push(
+                    Diagnostic::error(Code::Syntax, span(self.file, pair), "number is too large")
+                        .label("not a finite 64-bit float"),
+                );
+                ExprKind::Float(0.0)
+            }
+        }
+    }
+
+    fn entry(&mut self, pair: Pair<'_, Rule>) -> (Ident, Expr) {
+        let mut inner = pair.into_inner();
+        let key = inner.next().unwrap_or_else(|| unreachable!("entry key"));
+        let key = match key.as_rule() {
+            Rule::ident => self.ident(key),
+            _ => {
+                let key_span = span(self.file, &key);
+                let parts = self.string(key);
+                let name = parts
+                    .into_iter()
+                    .map(|p| match p {
+                        StringPart::Text(t) => t,
+                        StringPart::Expr(e) => {
+                            self.diagnostics.push(
+                                Diagnostic::error(
+                                    Code::Syntax,
+                                    e.span,
+                                    "object keys cannot be interpolated",
+                                )
+                                .help("build the object with a plain key"),
+                            );
+                            String::new()
+                        }
+                    })
+                    .collect();
+                Ident { name, span: key_span }
+            }
+        };
+        let value = self.expr(inner.next().unwrap_or_else(|| unreachable!("entry value")));
+        (key, value)
+    }
+
+    /// An `args` pair: the arguments of a call.
+    pub(super) fn args(&mut self, pair: Pair<'_, Rule>) -> Vec<Arg> {
+        pair.into_inner()
+            .map(|arg| {
+                let mut inner = arg.into_inner().peekable();
+                let name = match inner.peek().map(Pair::as_rule) {
+                    Some(Rule::ident) if inner.len() == 2 => inner.next().map(|p| self.ident(p)),
+                    _ => None,
+                };
+                let value = self.expr(inner.next().unwrap_or_else(|| unreachable!("arg value")));
+                Arg { name, value }
+            })
+            .collect()
+    }
+
+    /// A `plain_string` or `triple_string` pair, escapes applied and
+    /// triple-quoted text dedented.
+    pub(super) fn string(&mut self, pair: Pair<'_, Rule>) -> Vec<StringPart> {
+        let triple = pair.as_rule() == Rule::triple_string;
+        let mut parts: Vec<StringPart> = Vec::new();
+        for piece in pair.into_inner() {
+            match piece.as_rule() {
+                Rule::text | Rule::triple_text => push_text(&mut parts, piece.as_str()),
+                Rule::escape => {
+                    let c = self.escape(&piece);
+                    push_text(&mut parts, c);
+                }
+                Rule::interpolation => {
+                    let inner = piece.into_inner().next().unwrap_or_else(|| unreachable!("interp"));
+                    parts.push(StringPart::Expr(self.expr(inner)));
+                }
+                rule => unreachable!("string piece {rule:?}"),
+            }
+        }
+        if triple { dedent(parts) } else { parts }
+    }
+
+    fn escape(&mut self, pair: &Pair<'_, Rule>) -> &'static str {
+        match &pair.as_str()[1..] {
+            "n" => "\n",
+            "t" => "\t",
+            "r" => "\r",
+            "\"" => "\"",
+            "\\" => "\\",
+            "{" => "{",
+            "}" => "}",
+            other => {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Code::BadEscape,
+                        span(self.file, pair),
+                        format!("unknown escape `\\{other}`"),
+                    )
+                    .label("not an escape")
+                    .help(r#"the escapes are `\n`, `\t`, `\r`, `\"`, `\\`, `\{` and `\}`"#),
+                );
+                ""
+            }
+        }
+    }
+}
+
+/// An operator tree from the Pratt parser, before conversion.
+enum Tree<'i> {
+    Leaf(Pair<'i, Rule>),
+    Prefix(Pair<'i, Rule>, Box<Tree<'i>>),
+    Postfix(Box<Tree<'i>>, Pair<'i, Rule>),
+    Infix(Box<Tree<'i>>, Pair<'i, Rule>, Box<Tree<'i>>),
+}
+
+fn binary_op(rule: Rule) -> BinaryOp {
+    match rule {
+        Rule::op_or => BinaryOp::Or,
+        Rule::op_and => BinaryOp::And,
+        Rule::op_eq => BinaryOp::Eq,
+        Rule::op_ne => BinaryOp::Ne,
+        Rule::op_lt => BinaryOp::Lt,
+        Rule::op_le => BinaryOp::Le,
+        Rule::op_gt => BinaryOp::Gt,
+        Rule::op_ge => BinaryOp::Ge,
+        Rule::op_add => BinaryOp::Add,
+        Rule::op_sub => BinaryOp::Sub,
+        Rule::op_mul => BinaryOp::Mul,
+        Rule::op_div => BinaryOp::Div,
+        Rule::op_mod => BinaryOp::Mod,
+        rule => unreachable!("infix operator {rule:?}"),
+    }
+}
+
+fn push_text(parts: &mut Vec<StringPart>, text: &str) {
+    if let Some(StringPart::Text(last)) = parts.last_mut() {
+        last.push_str(text);
+    } else {
+        parts.push(StringPart::Text(text.to_owned()));
+    }
+}
+
+/// Stands for an interpolation while a triple-quoted string is dedented.
+const HOLE: char = '\u{0}';
+
+/// Removes the common indentation of a triple-quoted string's lines, a
+/// first line that is empty and a last line of only spaces. Interpolations
+/// count as text.
+fn dedent(parts: Vec<StringPart>) -> Vec<StringPart> {
+    let mut exprs = Vec::new();
+    let mut skeleton = String::new();
+    for part in parts {
+        match part {
+            StringPart::Text(text) => skeleton.push_str(&text),
+            StringPart::Expr(expr) => {
+                skeleton.push(HOLE);
+                exprs.push(expr);
+            }
+        }
+    }
+    let mut body = skeleton.strip_prefix('\n').unwrap_or(&skeleton);
+    if let Some(cut) = body.rfind('\n') {
+        if body[cut + 1..].trim_matches([' ', '\t']).is_empty() {
+            body = &body[..cut];
+        }
+    }
+    let indent_of = |line: &str| line.len() - line.trim_start_matches([' ', '\t']).len();
+    let indent =
+        body.split('\n').filter(|line| !line.trim().is_empty()).map(indent_of).min().unwrap_or(0);
+    let lines: Vec<&str> =
+        body.split('\n').map(|line| &line[indent_of(line).min(indent)..]).collect();
+    let mut exprs = exprs.into_iter();
+    let mut parts = Vec::new();
+    for c in lines.join("\n").chars() {
+        match (c, c == HOLE) {
+            (_, true) if exprs.len() > 0 => parts.extend(exprs.next().map(StringPart::Expr)),
+            _ => push_text(&mut parts, c.encode_utf8(&mut [0; 4])),
+        }
+    }
+    parts
+}

@@ -1,0 +1,399 @@
+//! Declarations and statements: pairs to [`ast`] items.
+
+use pest::iterators::Pair;
+
+use super::{Rule, span};
+use crate::ast::{
+    Agent, Contract, File, Ident, Implementation, Item, Node, Output, Param, Provider, ProviderRef,
+    Runner, Setting, Tool, TypeExpr, Use,
+};
+use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::source::{FileId, Span};
+
+/// Builds the AST of one file and collects the errors found on the way
+/// (bad escapes, numbers out of range, statements sharing a line).
+pub(super) struct Builder<'t> {
+    pub(super) file: FileId,
+    text: &'t str,
+    pub(super) diagnostics: Diagnostics,
+}
+
+impl<'t> Builder<'t> {
+    pub(super) fn new(file: FileId, text: &'t str) -> Self {
+        Self { file, text, diagnostics: Diagnostics::default() }
+    }
+
+    pub(super) fn finish(self, file: File) -> Result<File, Diagnostics> {
+        if self.diagnostics.is_empty() { Ok(file) } else { Err(self.diagnostics) }
+    }
+
+    pub(super) fn file(&mut self, pair: Pair<'_, Rule>) -> File {
+        let mut items = Vec::new();
+        let mut spans = Vec::new();
+        for pair in pair.into_inner() {
+            spans.push(span(self.file, &pair));
+            items.push(match pair.as_rule() {
+                Rule::use_decl => Item::Use(self.use_decl(pair)),
+                Rule::tool_decl => Item::Tool(self.tool(pair)),
+                Rule::agent_decl => Item::Agent(self.agent(pair)),
+                Rule::provider_decl => Item::Provider(self.provider(pair)),
+                Rule::contract_decl => Item::Contract(self.contract(pair)),
+                Rule::EOI => {
+                    spans.pop();
+                    continue;
+                }
+                rule => unreachable!("item {rule:?}"),
+            });
+        }
+        self.check_lines(&spans);
+        File { items }
+    }
+
+    /// Reports a statement that starts on the line where the previous ended.
+    fn check_lines(&mut self, spans: &[Span]) {
+        for pair in spans.windows(2) {
+            let between = &self.text[pair[0].end as usize..pair[1].start as usize];
+            if !between.contains('\n') {
+                let word = self.text[pair[1].range()].split_whitespace().next().unwrap_or("");
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Code::SameLine,
+                        pair[1],
+                        format!("`{word}` must start on a new line"),
+                    )
+                    .label("on the same line as the statement before")
+                    .help("put each statement on a line of its own"),
+                );
+            }
+        }
+    }
+
+    pub(super) fn ident(&mut self, pair: Pair<'_, Rule>) -> Ident {
+        Ident { name: pair.as_str().to_owned(), span: span(self.file, &pair) }
+    }
+
+    fn idents(&mut self, pair: Pair<'_, Rule>) -> Vec<Ident> {
+        pair.into_inner().map(|p| self.ident(p)).collect()
+    }
+
+    /// The pairs of a block after its keyword and name, with their spans
+    /// checked one per line.
+    fn block<'i>(&mut self, pair: Pair<'i, Rule>) -> (Ident, Vec<Pair<'i, Rule>>) {
+        let mut inner = pair.into_inner().skip(1);
+        let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("block name")));
+        let statements: Vec<_> = inner.collect();
+        let spans: Vec<Span> = statements.iter().map(|p| span(self.file, p)).collect();
+        self.check_lines(&spans);
+        (name, statements)
+    }
+
+    /// The children of a statement after its keyword.
+    fn operands<'i>(pair: Pair<'i, Rule>) -> impl Iterator<Item = Pair<'i, Rule>> {
+        pair.into_inner().filter(|p| !is_keyword(p.as_rule()))
+    }
+
+    fn first_expr(&mut self, pair: Pair<'_, Rule>) -> Expr {
+        let operand = Self::operands(pair).next().unwrap_or_else(|| unreachable!("operand"));
+        self.expr(operand)
+    }
+
+    fn setting(&mut self, pair: Pair<'_, Rule>) -> Setting<Expr> {
+        let span = span(self.file, &pair);
+        Setting { value: self.first_expr(pair), span }
+    }
+
+    fn use_decl(&mut self, pair: Pair<'_, Rule>) -> Use {
+        let span = span(self.file, &pair);
+        Use { path: self.first_expr(pair), span }
+    }
+
+    fn type_expr(&mut self, pair: Pair<'_, Rule>) -> TypeExpr {
+        let span = span(self.file, &pair);
+        let mut inner = pair.into_inner();
+        let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("type name")));
+        let mut item = None;
+        let mut nullable = false;
+        for part in inner {
+            match part.as_rule() {
+                Rule::type_expr => item = Some(Box::new(self.type_expr(part))),
+                Rule::optional_mark => nullable = true,
+                rule => unreachable!("type part {rule:?}"),
+            }
+        }
+        TypeExpr { name, item, nullable, span }
+    }
+
+    fn param(&mut self, pair: Pair<'_, Rule>) -> Param {
+        let span = span(self.file, &pair);
+        let mut inner = Self::operands(pair);
+        let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("param name")));
+        let ty = self.type_expr(inner.next().unwrap_or_else(|| unreachable!("param type")));
+        let mut default = None;
+        let mut description = None;
+        for part in inner {
+            match part.as_rule() {
+                Rule::default_value => default = Some(self.first_expr(part)),
+                _ => description = Some(self.expr(part)),
+            }
+        }
+        Param { name, ty, default, description, span }
+    }
+
+    fn tool(&mut self, pair: Pair<'_, Rule>) -> Tool {
+        let span = span(self.file, &pair);
+        let (name, statements) = self.block(pair);
+        let mut tool = Tool {
+            name,
+            descriptions: Vec::new(),
+            params: Vec::new(),
+            capabilities: Vec::new(),
+            timeouts: Vec::new(),
+            headers: Vec::new(),
+            implementations: Vec::new(),
+            span,
+        };
+        for stmt in statements {
+            let stmt_span = super::span(self.file, &stmt);
+            match stmt.as_rule() {
+                Rule::description_stmt => tool.descriptions.push(self.first_expr(stmt)),
+                Rule::param_stmt => tool.params.push(self.param(stmt)),
+                Rule::requires_stmt => {
+                    let list = Self::operands(stmt).next().unwrap_or_else(|| unreachable!("list"));
+                    tool.capabilities.extend(self.idents(list));
+                }
+                Rule::timeout_stmt => tool.timeouts.push(self.first_expr(stmt)),
+                Rule::header_stmt => {
+                    let mut inner = Self::operands(stmt);
+                    let mut next = || inner.next().unwrap_or_else(|| unreachable!("header part"));
+                    let (header, value) = (next(), next());
+                    tool.headers.push((self.expr(header), self.expr(value)));
+                }
+                Rule::returns_impl => {
+                    let expr = self.first_expr(stmt);
+                    tool.implementations.push(Implementation::Returns(expr, stmt_span));
+                }
+                Rule::exec_impl => {
+                    let args = Self::operands(stmt).map(|p| self.expr(p)).collect();
+                    tool.implementations.push(Implementation::Exec(args, stmt_span));
+                }
+                Rule::http_impl => {
+                    let mut inner = Self::operands(stmt);
+                    let method = inner.next().unwrap_or_else(|| unreachable!("http method"));
+                    let post = method.as_str().trim() == "post";
+                    let url = self.expr(inner.next().unwrap_or_else(|| unreachable!("http url")));
+                    tool.implementations.push(Implementation::Http { post, url, span: stmt_span });
+                }
+                Rule::builtin_impl => {
+                    let mut inner = Self::operands(stmt);
+                    let name = self.expr(inner.next().unwrap_or_else(|| unreachable!("builtin")));
+                    let config = inner.next().map(|p| self.expr(p));
+                    tool.implementations.push(Implementation::Builtin {
+                        name,
+                        config,
+                        span: stmt_span,
+                    });
+                }
+                Rule::native_impl => {
+                    let name = Self::operands(stmt).next().map(|p| self.expr(p));
+                    tool.implementations.push(Implementation::Native(name, stmt_span));
+                }
+                rule => unreachable!("tool statement {rule:?}"),
+            }
+        }
+        tool
+    }
+
+    fn provider_ref(&mut self, pair: Pair<'_, Rule>) -> ProviderRef {
+        let span = span(self.file, &pair);
+        let mut inner = pair.into_inner();
+        let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("provider name")));
+        let file = inner.next().map(|p| self.expr(p));
+        ProviderRef { name, file, span }
+    }
+
+    fn agent(&mut self, pair: Pair<'_, Rule>) -> Agent {
+        let span = span(self.file, &pair);
+        let (name, statements) = self.block(pair);
+        let mut agent = Agent {
+            name,
+            providers: Vec::new(),
+            models: Vec::new(),
+            system_prompts: Vec::new(),
+            tools: Vec::new(),
+            capabilities: Vec::new(),
+            max_tool_iterations: Vec::new(),
+            temperatures: Vec::new(),
+            max_tokens: Vec::new(),
+            inputs: Vec::new(),
+            prompts: Vec::new(),
+            span,
+        };
+        for stmt in statements {
+            let stmt_span = super::span(self.file, &stmt);
+            match stmt.as_rule() {
+                Rule::provider_stmt => {
+                    let refs = Self::operands(stmt).map(|p| self.provider_ref(p)).collect();
+                    agent.providers.push(Setting { value: refs, span: stmt_span });
+                }
+                Rule::model_stmt => {
+                    let models = Self::operands(stmt).map(|p| self.expr(p)).collect();
+                    agent.models.push(Setting { value: models, span: stmt_span });
+                }
+                Rule::system_prompt_stmt => agent.system_prompts.push(self.setting(stmt)),
+                Rule::tools_stmt | Rule::capabilities_stmt => {
+                    let is_tools = stmt.as_rule() == Rule::tools_stmt;
+                    let list = Self::operands(stmt).next().unwrap_or_else(|| unreachable!("list"));
+                    let names = self.idents(list);
+                    if is_tools {
+                        agent.tools.extend(names)
+                    } else {
+                        agent.capabilities.extend(names)
+                    }
+                }
+                Rule::max_tool_iterations_stmt => {
+                    agent.max_tool_iterations.push(self.setting(stmt))
+                }
+                Rule::temperature_stmt => agent.temperatures.push(self.setting(stmt)),
+                Rule::max_tokens_stmt => agent.max_tokens.push(self.setting(stmt)),
+                Rule::input_stmt => agent.inputs.push(self.param(stmt)),
+                Rule::prompt_stmt => agent.prompts.push(self.setting(stmt)),
+                rule => unreachable!("agent statement {rule:?}"),
+            }
+        }
+        agent
+    }
+
+    fn provider(&mut self, pair: Pair<'_, Rule>) -> Provider {
+        let span = span(self.file, &pair);
+        let (name, statements) = self.block(pair);
+        let mut provider = Provider {
+            name,
+            kinds: Vec::new(),
+            base_urls: Vec::new(),
+            api_keys: Vec::new(),
+            timeouts: Vec::new(),
+            retries: Vec::new(),
+            span,
+        };
+        for stmt in statements {
+            match stmt.as_rule() {
+                Rule::kind_stmt => {
+                    let kind = Self::operands(stmt).next().unwrap_or_else(|| unreachable!("kind"));
+                    provider.kinds.push(self.ident(kind));
+                }
+                Rule::base_url_stmt => provider.base_urls.push(self.setting(stmt)),
+                Rule::api_key_stmt => provider.api_keys.push(self.setting(stmt)),
+                Rule::timeout_stmt => provider.timeouts.push(self.setting(stmt)),
+                Rule::retries_stmt => provider.retries.push(self.setting(stmt)),
+                rule => unreachable!("provider statement {rule:?}"),
+            }
+        }
+        provider
+    }
+
+    fn contract(&mut self, pair: Pair<'_, Rule>) -> Contract {
+        let span = span(self.file, &pair);
+        let (name, statements) = self.block(pair);
+        let mut contract =
+            Contract { name, runners: Vec::new(), nodes: Vec::new(), outputs: Vec::new(), span };
+        for stmt in statements {
+            let stmt_span = super::span(self.file, &stmt);
+            match stmt.as_rule() {
+                Rule::runner_stmt => contract.runners.push(self.runner(stmt)),
+                Rule::input_stmt => contract.nodes.push(Node::Input(self.param(stmt))),
+                Rule::compute_stmt | Rule::compose_stmt => {
+                    let compose = stmt.as_rule() == Rule::compose_stmt;
+                    let mut inner = Self::operands(stmt);
+                    let name =
+                        self.ident(inner.next().unwrap_or_else(|| unreachable!("node name")));
+                    let expr = self.expr(inner.next().unwrap_or_else(|| unreachable!("node expr")));
+                    contract.nodes.push(if compose {
+                        Node::Compose(name, expr, stmt_span)
+                    } else {
+                        Node::Compute(name, expr, stmt_span)
+                    });
+                }
+                Rule::guard_stmt => {
+                    let mut inner = Self::operands(stmt);
+                    let name =
+                        self.ident(inner.next().unwrap_or_else(|| unreachable!("guard name")));
+                    let condition =
+                        self.expr(inner.next().unwrap_or_else(|| unreachable!("guard")));
+                    let message = inner.next().map(|p| self.expr(p));
+                    contract.nodes.push(Node::Guard { name, condition, message, span: stmt_span });
+                }
+                Rule::output_stmt => contract.outputs.push(self.output(stmt, stmt_span)),
+                rule => unreachable!("contract statement {rule:?}"),
+            }
+        }
+        contract
+    }
+
+    fn runner(&mut self, pair: Pair<'_, Rule>) -> Runner {
+        let span = span(self.file, &pair);
+        let mut inner = pair.into_inner().skip(1);
+        match inner.next().map(|p| p.as_rule()) {
+            Some(Rule::kw_inline) => Runner::Inline(span),
+            _ => Runner::ThreadPool(inner.next().map(|a| self.args(a)).unwrap_or_default(), span),
+        }
+    }
+
+    fn output(&mut self, pair: Pair<'_, Rule>, span: Span) -> Output {
+        let mut path = Vec::new();
+        let mut alias = None;
+        let mut after_as = false;
+        for part in pair.into_inner() {
+            match part.as_rule() {
+                Rule::kw_output => {}
+                Rule::kw_as => after_as = true,
+                _ if after_as => alias = Some(self.ident(part)),
+                _ => path.push(self.ident(part)),
+            }
+        }
+        Output { path, alias, span }
+    }
+}
+
+use crate::ast::Expr;
+
+/// True for the `kw_*` rules, which carry no data.
+fn is_keyword(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::kw_use
+            | Rule::kw_tool
+            | Rule::kw_agent
+            | Rule::kw_provider
+            | Rule::kw_contract
+            | Rule::kw_description
+            | Rule::kw_param
+            | Rule::kw_requires_capability
+            | Rule::kw_returns
+            | Rule::kw_exec
+            | Rule::kw_http
+            | Rule::kw_header
+            | Rule::kw_builtin
+            | Rule::kw_native
+            | Rule::kw_timeout
+            | Rule::kw_fallback
+            | Rule::kw_model
+            | Rule::kw_system_prompt
+            | Rule::kw_tools
+            | Rule::kw_capabilities
+            | Rule::kw_max_tool_iterations
+            | Rule::kw_temperature
+            | Rule::kw_max_tokens
+            | Rule::kw_input
+            | Rule::kw_prompt
+            | Rule::kw_kind
+            | Rule::kw_base_url
+            | Rule::kw_api_key
+            | Rule::kw_retries
+            | Rule::kw_runner
+            | Rule::kw_compute
+            | Rule::kw_compose
+            | Rule::kw_guard
+            | Rule::kw_output
+            | Rule::kw_else
+    )
+}
