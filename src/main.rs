@@ -1,1 +1,3 @@
+//! The `ignite` command line; see `igniter::cli`.
+
 fn main() {}

@@ -112,7 +112,7 @@ fn describe(file: FileId, text: &str, error: &Error<Rule>) -> Diagnostic {
     let found_text = if found.is_empty() { "end of file".to_owned() } else { format!("`{found}`") };
     let statement = expected.iter().any(|e| STATEMENT_KEYWORDS.contains(&e.as_str()));
     let word = found.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-    let diagnostic = if statement && word {
+    if statement && word {
         expected.retain(|e| e == "`}`" || STATEMENT_KEYWORDS.contains(&e.as_str()));
         Diagnostic::error(Code::Syntax, span, format!("unknown statement `{found}`"))
             .label("not a statement of this block")
@@ -127,8 +127,7 @@ fn describe(file: FileId, text: &str, error: &Error<Rule>) -> Diagnostic {
             format!("expected {}, found {found_text}", join_or(&expected)),
         )
         .label(format!("expected {}", join_or(&expected)))
-    };
-    diagnostic
+    }
 }
 
 /// Tokens that continue an expression, all reported as "an operator".

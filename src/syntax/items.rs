@@ -245,13 +245,13 @@ impl<'t> Builder<'t> {
                     let list = Self::operands(stmt).next().unwrap_or_else(|| unreachable!("list"));
                     let names = self.idents(list);
                     if is_tools {
-                        agent.tools.extend(names)
+                        agent.tools.extend(names);
                     } else {
-                        agent.capabilities.extend(names)
+                        agent.capabilities.extend(names);
                     }
                 }
                 Rule::max_tool_iterations_stmt => {
-                    agent.max_tool_iterations.push(self.setting(stmt))
+                    agent.max_tool_iterations.push(self.setting(stmt));
                 }
                 Rule::temperature_stmt => agent.temperatures.push(self.setting(stmt)),
                 Rule::max_tokens_stmt => agent.max_tokens.push(self.setting(stmt)),

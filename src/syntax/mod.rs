@@ -15,16 +15,20 @@ mod items;
 
 use pest::Parser;
 use pest::iterators::Pair;
-use pest_derive::Parser;
 
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 
-/// The pest parser generated from `grammar/ignite.pest`.
-#[derive(Parser)]
-#[grammar = "../grammar/ignite.pest"]
-struct IgnParser;
+mod generated {
+    #![allow(missing_docs, unreachable_pub)]
+    /// The pest parser generated from `grammar/ignite.pest`.
+    #[derive(pest_derive::Parser)]
+    #[grammar = "../grammar/ignite.pest"]
+    pub(crate) struct IgnParser;
+}
+
+use generated::{IgnParser, Rule};
 
 /// Deepest bracket nesting accepted; deeper input is reported, not parsed,
 /// because the parser recurses once per level.
