@@ -2,6 +2,8 @@
 
 pub mod ast;
 pub mod diagnostic;
+pub mod eval;
 pub mod ir;
 pub mod source;
 pub mod syntax;
+pub mod trace;

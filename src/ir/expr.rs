@@ -148,5 +148,5 @@ functions! {
     ToNumber "to_number" 1..=1,
     ToJson "to_json" 1..=1,
     FromJson "from_json" 1..=1,
-    Env "env" 1..=1,
+    Env "env" 1..=2,
 }

@@ -1,0 +1,199 @@
+//! The pure built-in functions of LANGUAGE.md §6.
+//!
+//! Argument counts are checked by the compiler; values are checked here
+//! and every failure says which function got what.
+
+use serde_json::Value;
+
+use super::{Num, describe, equal, push_display};
+use crate::ir::Function;
+
+/// Calls `function` with `args` (their count already checked).
+pub(super) fn call(function: Function, args: &[Value]) -> Result<Value, String> {
+    let name = function.name();
+    let arg = |i: usize| args.get(i).unwrap_or(&Value::Null);
+    let text = |i: usize| expect_str(name, arg(i));
+    let result = match function {
+        Function::Len => match arg(0) {
+            Value::String(s) => Value::from(s.chars().count()),
+            Value::Array(items) => Value::from(items.len()),
+            Value::Object(map) => Value::from(map.len()),
+            other => return Err(wrong(name, "a string, array or object", other)),
+        },
+        Function::Upper => Value::String(text(0)?.to_uppercase()),
+        Function::Lower => Value::String(text(0)?.to_lowercase()),
+        Function::Trim => Value::String(text(0)?.trim().to_owned()),
+        Function::Split => {
+            let (s, sep) = (text(0)?, text(1)?);
+            if sep.is_empty() {
+                Value::Array(s.chars().map(|c| Value::String(c.to_string())).collect())
+            } else {
+                Value::Array(s.split(sep).map(|p| Value::String(p.to_owned())).collect())
+            }
+        }
+        Function::Join => {
+            let items = expect_array(name, arg(0))?;
+            let sep = text(1)?;
+            let mut out = String::new();
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                push_display(&mut out, item);
+            }
+            Value::String(out)
+        }
+        Function::Contains => Value::Bool(match (arg(0), arg(1)) {
+            (Value::String(s), Value::String(part)) => s.contains(part.as_str()),
+            (Value::Array(items), needle) => items.iter().any(|i| equal(i, needle)),
+            (Value::Object(map), Value::String(key)) => map.contains_key(key),
+            (other, _) => return Err(wrong(name, "a string, array or object", other)),
+        }),
+        Function::StartsWith => Value::Bool(text(0)?.starts_with(text(1)?)),
+        Function::EndsWith => Value::Bool(text(0)?.ends_with(text(1)?)),
+        Function::Replace => Value::String(text(0)?.replace(text(1)?, text(2)?)),
+        Function::Round => round(args)?,
+        Function::Floor => whole(name, arg(0), f64::floor)?,
+        Function::Ceil => whole(name, arg(0), f64::ceil)?,
+        Function::Abs => match expect_num(name, arg(0))? {
+            Num::I(i) => Value::from(i.checked_abs().ok_or("integer overflow in `abs`")?),
+            Num::F(f) => Num::F(f.abs()).to_value(),
+        },
+        Function::Min | Function::Max => extreme(function, args)?,
+        Function::Sum => {
+            let mut total = Num::I(0);
+            for item in expect_array(name, arg(0))? {
+                total = total
+                    .checked_add(expect_num(name, item)?)
+                    .ok_or("integer overflow in `sum`")?;
+            }
+            total.finite().ok_or("`sum` is not a finite number")?.to_value()
+        }
+        Function::Keys => {
+            Value::Array(expect_object(name, arg(0))?.keys().cloned().map(Value::String).collect())
+        }
+        Function::Values => Value::Array(expect_object(name, arg(0))?.values().cloned().collect()),
+        Function::Get => {
+            let default = arg(2).clone();
+            match (arg(0), arg(1)) {
+                (Value::Object(map), Value::String(key)) => {
+                    map.get(key).cloned().unwrap_or(default)
+                }
+                (Value::Array(items), Value::Number(n)) => n
+                    .as_u64()
+                    .and_then(|i| usize::try_from(i).ok())
+                    .and_then(|i| items.get(i))
+                    .cloned()
+                    .unwrap_or(default),
+                (Value::Null, _) => default,
+                (other, _) => return Err(wrong(name, "an object or array", other)),
+            }
+        }
+        Function::ToString => {
+            let mut out = String::new();
+            push_display(&mut out, arg(0));
+            Value::String(out)
+        }
+        Function::ToNumber => match arg(0) {
+            Value::Number(_) => arg(0).clone(),
+            Value::String(s) => parse_number(s.trim()).ok_or_else(|| {
+                format!("`to_number` cannot read {} as a number", describe(arg(0)))
+            })?,
+            other => return Err(wrong(name, "a string or number", other)),
+        },
+        Function::ToJson => Value::String(arg(0).to_string()),
+        Function::FromJson => serde_json::from_str(text(0)?)
+            .map_err(|e| format!("`from_json` got invalid JSON: {e}"))?,
+        Function::Env => {
+            let var = text(0)?;
+            match std::env::var(var) {
+                Ok(value) => Value::String(value),
+                Err(_) if args.len() > 1 => arg(1).clone(),
+                Err(_) => return Err(format!("environment variable `{var}` is not set")),
+            }
+        }
+    };
+    Ok(result)
+}
+
+fn wrong(name: &str, expected: &str, got: &Value) -> String {
+    format!("`{name}` needs {expected}, got {}", describe(got))
+}
+
+fn expect_str<'v>(name: &str, value: &'v Value) -> Result<&'v str, String> {
+    value.as_str().ok_or_else(|| wrong(name, "a string", value))
+}
+
+fn expect_array<'v>(name: &str, value: &'v Value) -> Result<&'v Vec<Value>, String> {
+    value.as_array().ok_or_else(|| wrong(name, "an array", value))
+}
+
+fn expect_object<'v>(
+    name: &str,
+    value: &'v Value,
+) -> Result<&'v serde_json::Map<String, Value>, String> {
+    value.as_object().ok_or_else(|| wrong(name, "an object", value))
+}
+
+fn expect_num(name: &str, value: &Value) -> Result<Num, String> {
+    Num::of(value).ok_or_else(|| wrong(name, "a number", value))
+}
+
+/// `round(x)` to an integer, `round(x, digits)` to a float; halves go away
+/// from zero.
+fn round(args: &[Value]) -> Result<Value, String> {
+    let x = expect_num("round", &args[0])?;
+    let Some(digits) = args.get(1) else {
+        return whole("round", &args[0], f64::round);
+    };
+    let digits = digits
+        .as_i64()
+        .filter(|d| (0..=15).contains(d))
+        .ok_or_else(|| wrong("round", "digits from 0 to 15", digits))?;
+    let scale = 10f64.powi(i32::try_from(digits).unwrap_or(0));
+    Ok(Num::F((x.as_f64() * scale).round() / scale).to_value())
+}
+
+/// `floor`, `ceil`, `round`: integers stay, floats become integers when they fit.
+#[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+fn whole(name: &str, value: &Value, f: fn(f64) -> f64) -> Result<Value, String> {
+    match expect_num(name, value)? {
+        Num::I(i) => Ok(Value::from(i)),
+        Num::F(x) => {
+            let y = f(x);
+            if y.abs() < 9.0e15 { Ok(Value::from(y as i64)) } else { Ok(Num::F(y).to_value()) }
+        }
+    }
+}
+
+/// `min`/`max` of one array or of several arguments.
+fn extreme(function: Function, args: &[Value]) -> Result<Value, String> {
+    let name = function.name();
+    let items: &[Value] = match args {
+        [Value::Array(items)] => items,
+        _ => args,
+    };
+    let mut best: Option<(Num, &Value)> = None;
+    for item in items {
+        let n = expect_num(name, item)?;
+        let better = best.is_none_or(|(b, _)| {
+            let ord = n.cmp_num(b);
+            if function == Function::Min {
+                ord.is_some_and(std::cmp::Ordering::is_lt)
+            } else {
+                ord.is_some_and(std::cmp::Ordering::is_gt)
+            }
+        });
+        if better {
+            best = Some((n, item));
+        }
+    }
+    best.map(|(_, v)| v.clone()).ok_or_else(|| format!("`{name}` of an empty array"))
+}
+
+fn parse_number(s: &str) -> Option<Value> {
+    if let Ok(i) = s.parse::<i64>() {
+        return Some(Value::from(i));
+    }
+    s.parse::<f64>().ok().and_then(|f| Num::F(f).finite()).map(Num::to_value)
+}

@@ -1,0 +1,297 @@
+//! Expression evaluation: [`ir::Expr`](crate::ir::Expr) to a JSON value.
+//!
+//! Input: a resolved expression and a [`Scope`] giving each variable's
+//! value. Output: the value, or an [`EvalError`] that says what value was
+//! wrong and points at the sub-expression. Pure: no I/O except `env`.
+//!
+//! Semantics (documented for users in `docs/language.md`):
+//! - integers stay integers under `+ - * %` (overflow is an error); `/`
+//!   always yields a float; integers and floats compare by value;
+//! - `+` adds numbers, joins strings and concatenates arrays;
+//! - `and`, `or`, `not` and `if` take booleans only, `and`/`or` short-circuit;
+//! - a missing field or an index out of range is an error (use `get` for a
+//!   default); negative indexes count from the end;
+//! - interpolation inserts strings as they are and other values as JSON.
+
+mod functions;
+mod number;
+
+use serde_json::{Map, Value};
+
+use crate::ir::{BinaryOp, Expr, ExprKind, Part, UnaryOp, value_kind};
+use crate::source::Span;
+
+pub use number::Num;
+
+/// Where variables get their values.
+pub trait Scope {
+    /// The value of variable `var` (a node, param or input index).
+    fn var(&self, var: u32) -> &Value;
+}
+
+impl Scope for [Value] {
+    fn var(&self, var: u32) -> &Value {
+        &self[var as usize]
+    }
+}
+
+/// Why an expression could not be evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct EvalError {
+    /// What went wrong, naming the value.
+    pub message: String,
+    /// The sub-expression that failed.
+    pub span: Span,
+}
+
+impl EvalError {
+    fn new(span: Span, message: impl Into<String>) -> Self {
+        Self { message: message.into(), span }
+    }
+}
+
+/// Evaluates `expr` with variables from `scope`.
+///
+/// # Errors
+/// When an operation gets a value it cannot handle: division by zero, a
+/// missing field, a string where a number is needed, ...
+pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Value, EvalError> {
+    match &expr.kind {
+        ExprKind::Literal(value) => Ok(value.clone()),
+        ExprKind::Var(var) => Ok(scope.var(*var).clone()),
+        ExprKind::Field(target, name) => {
+            let target = eval(target, scope)?;
+            field(&target, name).cloned().map_err(|m| EvalError::new(expr.span, m))
+        }
+        ExprKind::Index(target, index) => {
+            let target = eval(target, scope)?;
+            let index = eval(index, scope)?;
+            self::index(&target, &index).cloned().map_err(|m| EvalError::new(expr.span, m))
+        }
+        ExprKind::Unary(op, operand) => {
+            let value = eval(operand, scope)?;
+            unary(*op, &value).map_err(|m| EvalError::new(expr.span, m))
+        }
+        ExprKind::Binary(op, lhs, rhs) => binary(*op, lhs, rhs, scope, expr.span),
+        ExprKind::If(condition, then, otherwise) => {
+            if truth(&eval(condition, scope)?, "`if`", condition.span)? {
+                eval(then, scope)
+            } else {
+                eval(otherwise, scope)
+            }
+        }
+        ExprKind::Array(items) => {
+            Ok(Value::Array(items.iter().map(|e| eval(e, scope)).collect::<Result<_, _>>()?))
+        }
+        ExprKind::Object(entries) => {
+            let mut object = Map::with_capacity(entries.len());
+            for (key, value) in entries {
+                object.insert(key.clone(), eval(value, scope)?);
+            }
+            Ok(Value::Object(object))
+        }
+        ExprKind::Interpolate(parts) => {
+            let mut out = String::new();
+            for part in parts {
+                match part {
+                    Part::Text(text) => out.push_str(text),
+                    Part::Expr(e) => push_display(&mut out, &eval(e, scope)?),
+                }
+            }
+            Ok(Value::String(out))
+        }
+        ExprKind::Call(function, args) => {
+            let values = args.iter().map(|e| eval(e, scope)).collect::<Result<Vec<_>, _>>()?;
+            functions::call(*function, &values).map_err(|m| EvalError::new(expr.span, m))
+        }
+    }
+}
+
+/// Appends a value as interpolation shows it: strings raw, the rest as JSON.
+pub fn push_display(out: &mut String, value: &Value) {
+    match value {
+        Value::String(s) => out.push_str(s),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A short description of a value for messages: `string "abc"`, `integer 3`.
+#[must_use]
+pub fn describe(value: &Value) -> String {
+    let mut text = value.to_string();
+    if text.chars().count() > 40 {
+        text = text.chars().take(37).collect::<String>() + "...";
+    }
+    format!("{} {text}", value_kind(value))
+}
+
+fn truth(value: &Value, what: &str, span: Span) -> Result<bool, EvalError> {
+    match value {
+        Value::Bool(b) => Ok(*b),
+        other => {
+            Err(EvalError::new(span, format!("{what} needs a boolean, got {}", describe(other))))
+        }
+    }
+}
+
+fn field<'v>(target: &'v Value, name: &str) -> Result<&'v Value, String> {
+    match target {
+        Value::Object(map) => map.get(name).ok_or_else(|| {
+            let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+            if keys.is_empty() {
+                format!("field `{name}` not found: the object is empty")
+            } else {
+                format!("field `{name}` not found; the object has `{}`", keys.join("`, `"))
+            }
+        }),
+        other => Err(format!("cannot read field `{name}` of {}", describe(other))),
+    }
+}
+
+fn index<'v>(target: &'v Value, index: &Value) -> Result<&'v Value, String> {
+    match (target, index) {
+        (Value::Array(items), Value::Number(n)) => {
+            let i = n
+                .as_i64()
+                .ok_or_else(|| format!("index must be an integer, got {}", describe(index)))?;
+            let len = i64::try_from(items.len()).unwrap_or(i64::MAX);
+            let at = if i < 0 { len + i } else { i };
+            usize::try_from(at)
+                .ok()
+                .and_then(|at| items.get(at))
+                .ok_or_else(|| format!("index {i} is out of range for an array of length {len}"))
+        }
+        (Value::Object(_), Value::String(key)) => field(target, key),
+        (Value::Array(_), other) => {
+            Err(format!("an array index must be an integer, got {}", describe(other)))
+        }
+        (Value::Object(_), other) => {
+            Err(format!("an object key must be a string, got {}", describe(other)))
+        }
+        (other, _) => Err(format!("cannot index {}", describe(other))),
+    }
+}
+
+fn unary(op: UnaryOp, value: &Value) -> Result<Value, String> {
+    match (op, value) {
+        (UnaryOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+        (UnaryOp::Not, other) => Err(format!("`not` needs a boolean, got {}", describe(other))),
+        (UnaryOp::Neg, other) => {
+            let n = Num::of(other)
+                .ok_or_else(|| format!("`-` needs a number, got {}", describe(other)))?;
+            n.checked_neg().map(Num::to_value).ok_or_else(|| "integer overflow in `-`".to_owned())
+        }
+    }
+}
+
+fn binary<S: Scope + ?Sized>(
+    op: BinaryOp,
+    lhs: &Expr,
+    rhs: &Expr,
+    scope: &S,
+    span: Span,
+) -> Result<Value, EvalError> {
+    let left = eval(lhs, scope)?;
+    match op {
+        BinaryOp::And | BinaryOp::Or => {
+            let what = format!("`{}`", op.symbol());
+            let l = truth(&left, &what, lhs.span)?;
+            if l == (op == BinaryOp::Or) {
+                return Ok(Value::Bool(l));
+            }
+            return Ok(Value::Bool(truth(&eval(rhs, scope)?, &what, rhs.span)?));
+        }
+        _ => {}
+    }
+    let right = eval(rhs, scope)?;
+    operate(op, &left, &right).map_err(|m| EvalError::new(span, m))
+}
+
+/// Applies a non-logical binary operator to two values.
+fn operate(op: BinaryOp, left: &Value, right: &Value) -> Result<Value, String> {
+    match op {
+        BinaryOp::Eq => return Ok(Value::Bool(equal(left, right))),
+        BinaryOp::Ne => return Ok(Value::Bool(!equal(left, right))),
+        BinaryOp::Add => match (left, right) {
+            (Value::String(a), Value::String(b)) => return Ok(Value::String(format!("{a}{b}"))),
+            (Value::Array(a), Value::Array(b)) => {
+                return Ok(Value::Array(a.iter().chain(b).cloned().collect()));
+            }
+            _ => {}
+        },
+        BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+            return compare(op, left, right).map(Value::Bool);
+        }
+        _ => {}
+    }
+    let symbol = op.symbol();
+    let (Some(a), Some(b)) = (Num::of(left), Num::of(right)) else {
+        return Err(format!(
+            "cannot apply `{symbol}` to {} and {}",
+            describe(left),
+            describe(right)
+        ));
+    };
+    let result = match op {
+        BinaryOp::Add => a.checked_add(b),
+        BinaryOp::Sub => a.checked_sub(b),
+        BinaryOp::Mul => a.checked_mul(b),
+        BinaryOp::Div => {
+            if b.as_f64() == 0.0 {
+                return Err(format!("division by zero: {} / {}", a, b));
+            }
+            Some(Num::F(a.as_f64() / b.as_f64()))
+        }
+        BinaryOp::Mod => {
+            if b.as_f64() == 0.0 {
+                return Err(format!("division by zero: {} % {}", a, b));
+            }
+            a.checked_rem(b)
+        }
+        _ => unreachable!("logical and comparison operators are handled above"),
+    };
+    let result = result.ok_or_else(|| format!("integer overflow in {a} {symbol} {b}"))?;
+    result
+        .finite()
+        .map(Num::to_value)
+        .ok_or_else(|| format!("{a} {symbol} {b} is not a finite number"))
+}
+
+/// Deep equality where `1 == 1.0`.
+#[must_use]
+pub fn equal(left: &Value, right: &Value) -> bool {
+    match (left, right) {
+        (Value::Number(_), Value::Number(_)) => Num::of(left)
+            .zip(Num::of(right))
+            .is_some_and(|(a, b)| a.cmp_num(b) == Some(std::cmp::Ordering::Equal)),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| equal(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| equal(v, w)))
+        }
+        _ => left == right,
+    }
+}
+
+fn compare(op: BinaryOp, left: &Value, right: &Value) -> Result<bool, String> {
+    let ordering = match (left, right) {
+        (Value::String(a), Value::String(b)) => Some(a.cmp(b)),
+        _ => Num::of(left).zip(Num::of(right)).and_then(|(a, b)| a.cmp_num(b)),
+    };
+    let ordering = ordering.ok_or_else(|| {
+        format!(
+            "cannot compare {} with {} using `{}`",
+            describe(left),
+            describe(right),
+            op.symbol()
+        )
+    })?;
+    Ok(match op {
+        BinaryOp::Lt => ordering.is_lt(),
+        BinaryOp::Le => ordering.is_le(),
+        BinaryOp::Gt => ordering.is_gt(),
+        _ => ordering.is_ge(),
+    })
+}
