@@ -68,6 +68,12 @@ codes! {
     UnknownProvider => "ignite::lower::unknown_provider",
     ToolNameClash => "ignite::lower::tool_name_clash",
     UnusedNode => "ignite::lower::unused_node",
+    RunInput => "ignite::run::input",
+    RunOutput => "ignite::run::unknown_output",
+    NodeFailed => "ignite::run::node_failed",
+    GuardFailed => "ignite::run::guard_failed",
+    ToolFailed => "ignite::run::tool_failed",
+    AgentFailed => "ignite::run::agent_failed",
 }
 
 impl fmt::Display for Code {

@@ -5,6 +5,8 @@ pub mod diagnostic;
 pub mod eval;
 pub mod ir;
 pub mod llm;
+pub mod render;
+pub mod runtime;
 pub mod source;
 pub mod syntax;
 pub mod tools;

@@ -21,11 +21,20 @@ impl Toolbox {
         Self
     }
 
-    pub async fn call(&self, program: &Program, tool: ToolId, args: Value) -> Result<Value, ToolError> {
+    pub async fn call(
+        &self,
+        program: &Program,
+        tool: ToolId,
+        args: Value,
+    ) -> Result<Value, ToolError> {
         let tool = &program[tool];
         match &tool.implementation {
             Implementation::Returns(expr) => {
-                let scope: Vec<Value> = tool.params.iter().map(|p| args.get(&p.name).cloned().unwrap_or(Value::Null)).collect();
+                let scope: Vec<Value> = tool
+                    .params
+                    .iter()
+                    .map(|p| args.get(&p.name).cloned().unwrap_or(Value::Null))
+                    .collect();
                 crate::eval::eval(expr, scope.as_slice()).map_err(|e| ToolError::Failed(e.message))
             }
             Implementation::Exec { program, .. } if program == "sleep" => {

@@ -1,0 +1,90 @@
+//! Binding inputs: caller values checked against declared params.
+//!
+//! Used for a contract's inputs, a composed child's inputs and an agent
+//! node's inputs. Every problem is reported, each naming the input.
+
+use serde_json::{Map, Value};
+
+use crate::eval::describe;
+use crate::ir::Param;
+use crate::source::Span;
+
+/// One wrong input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputProblem {
+    /// What is wrong, naming the input.
+    pub message: String,
+    /// The declaration it concerns (the contract's for unknown inputs).
+    pub span: Span,
+    /// How to fix it, when known.
+    pub help: Option<String>,
+}
+
+/// The values of `params` in order: given, defaulted, or `null` for an
+/// absent nullable param.
+///
+/// # Errors
+/// Every unknown, missing and wrongly typed input; `owner` is the span
+/// unknown inputs point at.
+pub fn bind(
+    params: &[Param],
+    given: &Map<String, Value>,
+    owner: Span,
+) -> Result<Vec<Value>, Vec<InputProblem>> {
+    let mut problems = Vec::new();
+    for name in given.keys() {
+        if !params.iter().any(|p| &p.name == name) {
+            let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+            problems.push(InputProblem {
+                message: format!("unknown input `{name}`"),
+                span: owner,
+                help: Some(match suggest(name, &names) {
+                    Some(close) => format!("did you mean `{close}`?"),
+                    None if names.is_empty() => "this takes no inputs".to_owned(),
+                    None => format!("the inputs are `{}`", names.join("`, `")),
+                }),
+            });
+        }
+    }
+    let mut values = Vec::with_capacity(params.len());
+    for param in params {
+        let value = match (given.get(&param.name), &param.default) {
+            (Some(value), _) => value.clone(),
+            (None, Some(default)) => default.clone(),
+            (None, None) if param.ty.nullable => Value::Null,
+            (None, None) => {
+                problems.push(InputProblem {
+                    message: format!("missing required input `{}` ({})", param.name, param.ty),
+                    span: param.span,
+                    help: Some(format!("pass it with `--input {}=VALUE`", param.name)),
+                });
+                continue;
+            }
+        };
+        if !param.ty.accepts(&value) {
+            problems.push(InputProblem {
+                message: format!(
+                    "input `{}` must be {}, got {}",
+                    param.name,
+                    param.ty,
+                    describe(&value)
+                ),
+                span: param.span,
+                help: None,
+            });
+        }
+        values.push(value);
+    }
+    if problems.is_empty() { Ok(values) } else { Err(problems) }
+}
+
+/// The closest of `names` to `name`, if any is close enough to be a typo.
+#[must_use]
+pub fn suggest<'n>(name: &str, names: &[&'n str]) -> Option<&'n str> {
+    names
+        .iter()
+        .map(|n| (strsim::jaro_winkler(name, n), *n))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n)
+}

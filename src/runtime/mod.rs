@@ -1,0 +1,156 @@
+//! Running contracts: a checked [`Program`] plus inputs to outputs.
+//!
+//! Input: an [`Engine`] (the program, the tools, the LLM client) and a
+//! contract's inputs as JSON. Output: the contract's outputs as a JSON
+//! object, or a [`RunError`] that names the node path and points at its
+//! source.
+//!
+//! Only the nodes that the requested outputs (and the guards) need are run.
+//! Pure nodes are evaluated by the scheduler's thread as soon as they are
+//! ready, wide batches of them in parallel on a rayon pool; nodes that wait
+//! (tools, agents) run as tasks on a tokio runtime and hold no CPU worker
+//! while they wait; a `compose` node starts a child execution inside the
+//! same scheduler, so waiting in children overlaps too. See
+//! [`scheduler`] for the details.
+
+mod error;
+pub mod inputs;
+mod scheduler;
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Map, Value};
+
+use crate::ir::{ContractId, Program};
+use crate::llm::Llm;
+use crate::tools::Toolbox;
+use crate::trace::Trace;
+
+pub use error::RunError;
+
+/// What to run and how.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Output names to compute; all when empty.
+    pub outputs: Vec<String>,
+    /// How many nodes may run at once; overrides the contract's runner.
+    pub jobs: Option<usize>,
+    /// Record a per-node timeline.
+    pub trace: bool,
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The outputs, in declaration order.
+    pub outputs: Map<String, Value>,
+    /// The timeline (empty unless asked for).
+    pub trace: Arc<Trace>,
+}
+
+/// A program ready to run, with the tools and the LLM client its nodes use.
+/// Cheap to share between threads; one engine can run many times.
+pub struct Engine {
+    program: Arc<Program>,
+    toolbox: Toolbox,
+    llm: Llm,
+    io: OnceLock<Option<tokio::runtime::Runtime>>,
+}
+
+impl Engine {
+    /// An engine for `program` with no native tools and LLM settings from
+    /// the environment.
+    #[must_use]
+    pub fn new(program: Program) -> Self {
+        Self {
+            program: Arc::new(program),
+            toolbox: Toolbox::new(),
+            llm: Llm::from_env(),
+            io: OnceLock::new(),
+        }
+    }
+
+    /// Uses `toolbox` (with its native tools) for tool nodes and agents.
+    #[must_use]
+    pub fn with_toolbox(mut self, toolbox: Toolbox) -> Self {
+        self.toolbox = toolbox;
+        self
+    }
+
+    /// Uses `llm` for agent nodes (recording, replay, other settings).
+    #[must_use]
+    pub fn with_llm(mut self, llm: Llm) -> Self {
+        self.llm = llm;
+        self
+    }
+
+    /// The program.
+    #[must_use]
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The LLM client (to save a recording after runs).
+    #[must_use]
+    pub fn llm(&self) -> &Llm {
+        &self.llm
+    }
+
+    /// The contract called `name`, or the only contract when `name` is `None`.
+    ///
+    /// # Errors
+    /// No such contract, or several and none named.
+    pub fn contract(&self, name: Option<&str>) -> Result<ContractId, RunError> {
+        let names: Vec<&str> = self.program.contracts.iter().map(|c| c.name.as_str()).collect();
+        let message = match name {
+            Some(name) => match self.program.contract_named(name) {
+                Some(id) => return Ok(id),
+                None => match inputs::suggest(name, &names) {
+                    Some(close) => format!("no contract `{name}`; did you mean `{close}`?"),
+                    None => {
+                        format!("no contract `{name}`; the contracts are `{}`", names.join("`, `"))
+                    }
+                },
+            },
+            None => match names.as_slice() {
+                [_] => return Ok(ContractId(0)),
+                [] => "the program declares no contract".to_owned(),
+                _ => format!(
+                    "the program declares several contracts (`{}`): choose one with `--contract NAME`",
+                    names.join("`, `")
+                ),
+            },
+        };
+        Err(RunError::Contract { message })
+    }
+
+    /// Runs `contract` with `inputs`.
+    ///
+    /// # Errors
+    /// Wrong inputs (all listed), an unknown requested output, or the first
+    /// failing node.
+    pub fn run(
+        &self,
+        contract: ContractId,
+        inputs: &Map<String, Value>,
+        options: &RunOptions,
+    ) -> Result<RunOutput, RunError> {
+        let trace = Arc::new(Trace::new(options.trace));
+        let outputs = scheduler::run(self, contract, inputs, options, &trace)?;
+        Ok(RunOutput { outputs, trace })
+    }
+
+    /// The tokio runtime for waiting nodes, started on first use.
+    fn io(&self) -> Option<&tokio::runtime::Runtime> {
+        self.io
+            .get_or_init(|| {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("ignite-io")
+                    .enable_all()
+                    .build()
+                    .ok()
+            })
+            .as_ref()
+    }
+}
