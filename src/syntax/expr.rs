@@ -13,6 +13,10 @@ use pest::pratt_parser::{Assoc, Op, PrattParser};
 use super::{Rule, items::Builder, span};
 use crate::ast::{Arg, BinaryOp, Expr, ExprKind, Ident, StringPart, UnaryOp};
 use crate::diagnostic::{Code, Diagnostic};
+use crate::source::Span;
+
+/// Most operators and operands one expression may have.
+const MAX_OPERATOR_PAIRS: usize = 1000;
 
 static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
     PrattParser::new()
@@ -42,6 +46,19 @@ impl Builder<'_> {
     }
 
     fn operators(&mut self, pairs: Pairs<'_, Rule>) -> Expr {
+        // Operator trees are walked recursively here and by later stages;
+        // a bound on their size bounds that recursion.
+        if pairs.len() > MAX_OPERATOR_PAIRS {
+            let first = pairs.clone().next().map(|p| span(self.file, &p));
+            let last = pairs.clone().last().map(|p| span(self.file, &p));
+            let span = first.zip(last).map(|(a, b)| a.to(b)).unwrap_or(Span::new(self.file, 0, 0));
+            self.diagnostics.push(
+                Diagnostic::error(Code::Syntax, span, "expression is too long")
+                    .label(format!("more than {MAX_OPERATOR_PAIRS} operators and operands"))
+                    .help("split it into several `compute` nodes"),
+            );
+            return Expr { kind: ExprKind::Null, span };
+        }
         // The Pratt parser's closures each need `self`; a RefCell-free way is
         // to build a small tree first and convert it afterwards.
         let tree = PRATT

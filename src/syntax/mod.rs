@@ -53,21 +53,26 @@ pub fn parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
     }
 }
 
-/// Reports brackets nested deeper than [`MAX_NESTING`].
+/// Reports brackets nested deeper than [`MAX_NESTING`], or more than
+/// [`MAX_NESTING`] `if`s on one line (nested `if`s need no brackets).
 fn check_nesting(file: FileId, text: &str) -> Option<Diagnostic> {
     let mut depth = 0usize;
-    for (i, b) in text.bytes().enumerate() {
+    let mut ifs = 0usize;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
         match b {
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'\n' => ifs = 0,
+            b'i' if bytes.get(i + 1) == Some(&b'f') => ifs += 1,
             _ => continue,
         }
-        if depth > MAX_NESTING {
+        if depth > MAX_NESTING || ifs > MAX_NESTING {
             return Some(
                 Diagnostic::error(
                     Code::Syntax,
                     Span::new(file, i, i + 1),
-                    "brackets nest too deeply",
+                    "expression nests too deeply",
                 )
                 .label(format!("more than {MAX_NESTING} levels deep"))
                 .help("split the expression into several `compute` nodes"),
@@ -102,4 +107,80 @@ fn content_end(pair: &Pair<'_, Rule>) -> usize {
         offset += line.len();
     }
     inner_end + significant
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::parse;
+    use crate::source::FileId;
+
+    const SAMPLE: &str = r#"
+use "tools.ign"
+tool Lookup {
+  description "Find a thing"
+  param sku: string "the SKU"
+  param limit: integer? = 5
+  requires_capability db_read, other
+  returns {sku: sku, "n": limit * 2, tags: [1, 2.5, true, null]}
+}
+agent Helper {
+  provider anthropic fallback openai, script "s.json"
+  model "m" fallback "n"
+  tools Lookup
+  input q: string
+  prompt """
+    Answer {q}
+    """
+}
+contract C {
+  runner thread_pool(pool_size: 2)
+  input a: float = 1
+  compute b = if a > 1 and not (a == 3) then -a % 2 else a[0].x
+  guard g = b != 0 else "b is {b}"
+  output b as result
+}
+"#;
+
+    #[test]
+    fn the_sample_parses() {
+        let file = parse(FileId(0), SAMPLE).expect("sample parses");
+        assert_eq!(file.items.len(), 4);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Arbitrary text never panics the parser.
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+            let _ = parse(FileId(0), &text);
+        }
+
+        /// Deep nesting is reported, not overflowed.
+        #[test]
+        fn deep_nesting_is_an_error(depth in 200..3000usize, op in prop::sample::select(vec!["(", "[", "-", "not ", "if true then "])) {
+            let text = format!("contract C {{\n compute x = {}1\n output x\n}}\n", op.repeat(depth));
+            // The compiler parses on a thread with a large stack; so does this test.
+            let parsed = std::thread::Builder::new()
+                .stack_size(256 << 20)
+                .spawn(move || parse(FileId(0), &text).is_ok())
+                .expect("thread starts")
+                .join()
+                .expect("no panic");
+            prop_assert!(depth <= 256 || !parsed || op == "-" || op == "not ");
+        }
+
+        /// Nor does a valid file with a slice cut out or a byte repeated.
+        #[test]
+        fn damaged_files_never_panic(at in 0..SAMPLE.len(), len in 0..40usize, insert in "[{}()\"\\\\#a-z=.,<>?\n -]{0,4}") {
+            let mut text = SAMPLE.to_owned();
+            let start = (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            let end = (start + len).min(text.len());
+            let end = (end..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+            text.replace_range(start..end, &insert);
+            let _ = parse(FileId(0), &text);
+        }
+    }
 }
