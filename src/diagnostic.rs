@@ -49,6 +49,7 @@ codes! {
     UnknownFunction => "ignite::lower::unknown_function",
     Arity => "ignite::lower::arity",
     UnknownArgument => "ignite::lower::unknown_argument",
+    PositionalArgument => "ignite::lower::positional_argument",
     MissingArgument => "ignite::lower::missing_argument",
     ArgumentType => "ignite::lower::argument_type",
     DefaultType => "ignite::lower::default_type",

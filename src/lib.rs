@@ -1,13 +1,113 @@
 //! ignite: declarative contract graphs with typed tools and LLM agents.
+//!
+//! ```text
+//! .ign text ──load/parse──▶ AST ──lower──▶ checked Program ──▶ runtime, tools, llm
+//! ```
+//!
+//! | stage | module | input | output | errors |
+//! | --- | --- | --- | --- | --- |
+//! | read + import | [`load`] | a root path | [`Sources`] + one [`ast::File`] per file | [`Diagnostics`] (`ignite::io`, `ignite::import`) |
+//! | parse | [`syntax`] | one file's text | [`ast::File`] | [`Diagnostics`] (`ignite::syntax`) |
+//! | lower + check | [`lower`] | the files' ASTs | [`ir::Program`] | [`Diagnostics`] (`ignite::lower`) |
+//! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] | [`runtime::RunError`] |
+//! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`tools::ToolError`] |
+//! | agents | [`llm`] | an agent and its inputs | the final text | [`llm::LlmError`] |
+//! | command line | [`cli`] | arguments | exit code, printed reports | exit codes |
+//!
+//! [`compile`] runs the first three stages: reading and parsing report
+//! every file's errors, and lowering runs only when every file parsed.
 
 pub mod ast;
+pub mod cli;
 pub mod diagnostic;
 pub mod eval;
 pub mod ir;
 pub mod llm;
+pub mod load;
+pub mod lower;
 pub mod render;
 pub mod runtime;
 pub mod source;
 pub mod syntax;
 pub mod tools;
 pub mod trace;
+
+use std::path::Path;
+
+use diagnostic::Diagnostics;
+use ir::Program;
+use source::Sources;
+
+/// Stack of the thread checks run on: deep expressions (a sum of ten
+/// thousand terms) recurse once per level.
+const STACK_SIZE: usize = 256 * 1024 * 1024;
+
+/// The result of compiling one root file.
+#[derive(Debug)]
+pub struct Compilation {
+    /// Every file read.
+    pub sources: Sources,
+    /// Every diagnostic, sorted by file and position.
+    pub diagnostics: Diagnostics,
+    /// The checked program; present exactly when there is no error.
+    pub program: Option<Program>,
+}
+
+/// Reads `root` and everything it `use`s, then checks the program.
+#[must_use]
+pub fn compile(root: &Path) -> Compilation {
+    let root = root.to_path_buf();
+    on_big_stack(move || finish(load::load(&root)))
+}
+
+/// Checks one in-memory file named `name` (its `use`s resolve from the
+/// folder of `name`).
+#[must_use]
+pub fn compile_source(name: &str, text: &str) -> Compilation {
+    let (name, text) = (name.to_owned(), text.to_owned());
+    on_big_stack(move || finish(load::load_source(&name, &text)))
+}
+
+fn finish(loaded: load::Loaded) -> Compilation {
+    let load::Loaded { sources, files, mut diagnostics } = loaded;
+    let mut program = None;
+    if !diagnostics.has_errors() {
+        let (lowered, found) = lower::lower(&sources, &files);
+        diagnostics.extend(found);
+        program = lowered;
+    }
+    diagnostics.sort(&sources);
+    Compilation { sources, diagnostics, program }
+}
+
+/// Runs `f` on a thread with a [`STACK_SIZE`] stack, or on this thread
+/// when one cannot be started.
+pub fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Some(f)));
+    let job = std::sync::Arc::clone(&shared);
+    let spawned = std::thread::Builder::new().stack_size(STACK_SIZE).spawn(move || {
+        let f = job.lock().ok().and_then(|mut f| f.take());
+        if let Some(f) = f {
+            let _ = sender.send(f());
+        }
+    });
+    match spawned {
+        Ok(handle) => {
+            if let Err(panic) = handle.join() {
+                std::panic::resume_unwind(panic);
+            }
+            match receiver.recv() {
+                Ok(value) => value,
+                Err(_) => unreachable!("the check thread sends its result before it ends"),
+            }
+        }
+        Err(_) => {
+            let f = shared.lock().ok().and_then(|mut f| f.take());
+            match f {
+                Some(f) => f(),
+                None => unreachable!("a thread that failed to start did not take the job"),
+            }
+        }
+    }
+}

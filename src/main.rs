@@ -1,3 +1,9 @@
 //! The `ignite` command line; see `igniter::cli`.
 
-fn main() {}
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    igniter::cli::run(igniter::cli::Cli::parse())
+}

@@ -1,0 +1,85 @@
+//! The command line: clap parsing, printing and exit codes. This is the
+//! only module that prints; the library returns values.
+//!
+//! | exit code | meaning |
+//! | --- | --- |
+//! | 0 | success (warnings allowed) |
+//! | 1 | the contracts have errors (or warnings with `--deny-warnings`) |
+//! | 2 | usage or I/O error (no such path) |
+//!
+//! Each subcommand is a `*Args` struct in its own file with
+//! `fn run(self, &GlobalArgs) -> ExitCode`; adding one means a file and a
+//! [`Command`] variant.
+
+// The CLI is where output goes to the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod check;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+pub use check::{CheckArgs, Format};
+
+/// `ignite`: check and run declarative contract graphs.
+#[derive(Debug, Parser)]
+#[command(name = "ignite", version, about)]
+pub struct Cli {
+    /// Options shared by every command.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every command.
+#[derive(Debug, clap::Args)]
+pub struct GlobalArgs {
+    /// When to colour diagnostics.
+    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+}
+
+/// When to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    /// When stderr is a terminal and `NO_COLOR` is unset.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl GlobalArgs {
+    /// True when diagnostics on stderr should be coloured.
+    #[must_use]
+    pub fn color_stderr(&self) -> bool {
+        match self.color {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => {
+                std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+            }
+        }
+    }
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check `.ign` files and report every problem.
+    Check(CheckArgs),
+}
+
+/// Runs a parsed command line and returns the process exit code.
+#[must_use]
+pub fn run(cli: Cli) -> ExitCode {
+    let Cli { global, command } = cli;
+    crate::on_big_stack(move || match command {
+        Command::Check(args) => args.run(&global),
+    })
+}

@@ -1,0 +1,172 @@
+//! Loading: a root `.ign` file and every file it `use`s, parsed.
+//!
+//! Input: a root path (or a name and a text). Output: [`Loaded`], the
+//! [`Sources`] table, one [`ast::File`] per file that parsed, and the
+//! diagnostics of reading and parsing: missing `use` files, import cycles,
+//! unreadable files and every file's syntax errors.
+//!
+//! A `use` path is relative to the folder of the file that writes it. Each
+//! file is loaded once, keyed by its canonical path, so a diamond of uses
+//! loads the shared file once; a `use` that reaches a file still being
+//! loaded is an import cycle.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::ast;
+use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::source::{FileId, Sources, Span};
+use crate::syntax;
+
+/// The files of one program, parsed.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Every file read, the root first.
+    pub sources: Sources,
+    /// The ASTs of the files that parsed, in load order.
+    pub files: Vec<(FileId, ast::File)>,
+    /// Read, import and syntax errors.
+    pub diagnostics: Diagnostics,
+}
+
+/// Loads `root` and, transitively, every file it `use`s.
+#[must_use]
+pub fn load(root: &Path) -> Loaded {
+    let mut loader = Loader::default();
+    match read(root) {
+        Ok(text) => {
+            loader.add(root.to_path_buf(), &text);
+        }
+        Err(reason) => {
+            // The root has no text to point into: register it empty so the
+            // diagnostic still names the file.
+            let file = loader.loaded.sources.add(root.to_path_buf(), "");
+            loader.loaded.diagnostics.push(
+                Diagnostic::error(
+                    Code::Io,
+                    Span::new(file, 0, 0),
+                    format!("cannot read `{}`: {reason}", root.display()),
+                )
+                .label("this file"),
+            );
+        }
+    }
+    loader.loaded
+}
+
+/// Loads one in-memory file named `name`; its `use`s resolve from the
+/// folder of `name`.
+#[must_use]
+pub fn load_source(name: &str, text: &str) -> Loaded {
+    let mut loader = Loader::default();
+    loader.add(PathBuf::from(name), text);
+    loader.loaded
+}
+
+/// Reads a file as UTF-8 text, the reason in words when it cannot.
+fn read(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string().to_lowercase())?;
+    String::from_utf8(bytes).map_err(|_| "the file is not valid UTF-8".to_owned())
+}
+
+/// The canonical form of `path`, for telling files apart.
+fn key(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[derive(Default)]
+struct Loader {
+    loaded: Loaded,
+    /// Files by canonical path.
+    seen: HashMap<PathBuf, FileId>,
+    /// Files being loaded, outermost first: a `use` of one is a cycle.
+    stack: Vec<FileId>,
+}
+
+impl Loader {
+    /// Registers and parses a file, then loads its uses depth first.
+    fn add(&mut self, path: PathBuf, text: &str) -> FileId {
+        let file = self.loaded.sources.add(path.clone(), text);
+        self.seen.insert(key(&path), file);
+        let ast = match syntax::parse(file, text) {
+            Ok(ast) => ast,
+            Err(errors) => {
+                self.loaded.diagnostics.extend(errors);
+                return file;
+            }
+        };
+        self.stack.push(file);
+        for item in &ast.items {
+            if let ast::Item::Use(use_decl) = item {
+                self.follow(file, use_decl);
+            }
+        }
+        self.stack.pop();
+        self.loaded.files.push((file, ast));
+        file
+    }
+
+    /// Loads the file a `use` names, reporting a missing file or a cycle.
+    fn follow(&mut self, from: FileId, use_decl: &ast::Use) {
+        let span = use_decl.path.span;
+        let Some(relative) = use_decl.path.as_plain_string() else {
+            self.loaded.diagnostics.push(
+                Diagnostic::error(Code::NotConstant, span, "a `use` path cannot interpolate")
+                    .label("not a plain string"),
+            );
+            return;
+        };
+        let path = self.loaded.sources[from].dir().join(&relative);
+        if let Some(&file) = self.seen.get(&key(&path)) {
+            if let Some(at) = self.stack.iter().position(|&f| f == file) {
+                self.report_cycle(at, file, span);
+            }
+            return;
+        }
+        if !path.is_file() {
+            self.loaded.diagnostics.push(
+                Diagnostic::error(
+                    Code::MissingUse,
+                    span,
+                    format!("imported file `{}` does not exist", path.display()),
+                )
+                .label("no such file")
+                .help(format!("paths are relative to the folder of `{}`", self.name(from))),
+            );
+            return;
+        }
+        match read(&path) {
+            Ok(text) => {
+                self.add(path, &text);
+            }
+            Err(reason) => self.loaded.diagnostics.push(
+                Diagnostic::error(
+                    Code::Io,
+                    span,
+                    format!("cannot read `{}`: {reason}", path.display()),
+                )
+                .label("imported here"),
+            ),
+        }
+    }
+
+    /// An import cycle: the files on the stack from `at`, back to `file`.
+    fn report_cycle(&mut self, at: usize, file: FileId, span: Span) {
+        let mut names: Vec<String> =
+            self.stack[at..].iter().map(|&f| format!("`{}`", self.name(f))).collect();
+        names.push(format!("`{}`", self.name(file)));
+        self.loaded.diagnostics.push(
+            Diagnostic::error(
+                Code::ImportCycle,
+                span,
+                format!("import cycle: {}", names.join(" → ")),
+            )
+            .label("this `use` closes the cycle")
+            .help("move the shared declarations into a file both can `use`"),
+        );
+    }
+
+    fn name(&self, file: FileId) -> String {
+        self.loaded.sources[file].path.display().to_string()
+    }
+}

@@ -1,0 +1,268 @@
+//! Agents: the provider and model chains, tools and the capabilities they
+//! need, sampling settings, inputs and the prompt templates.
+//!
+//! A listed tool whose required capabilities the agent lacks is a warning,
+//! not an error: the program runs, but that tool call would be refused.
+
+use std::collections::HashMap;
+
+use super::Lowerer;
+use super::expr::Scope;
+use super::names::Decl;
+use super::suggest::{did_you_mean, list};
+use crate::ast;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, ExprKind, ProviderChoice, ProviderId, ProviderKind, ToolId};
+
+/// Tool turns allowed when `max_tool_iterations` is not written.
+const DEFAULT_MAX_TOOL_ITERATIONS: u32 = 10;
+
+impl Lowerer<'_> {
+    /// Lowers every agent against the lowered tools.
+    pub(super) fn lower_agents(&mut self, tools: &[ir::Tool]) -> Vec<ir::Agent> {
+        let decls = self.decls;
+        decls.agents.iter().map(|a| self.lower_agent(a, tools)).collect()
+    }
+
+    fn lower_agent(&mut self, agent: &ast::Agent, tools: &[ir::Tool]) -> ir::Agent {
+        let name = &agent.name.name;
+        let providers = match self.single(&agent.providers, |s| s.span, "provider") {
+            Some(setting) => setting.value.iter().filter_map(|r| self.provider_choice(r)).collect(),
+            None => {
+                self.missing_setting(agent, "provider", "provider anthropic");
+                Vec::new()
+            }
+        };
+        let models = match self.single(&agent.models, |s| s.span, "model") {
+            Some(setting) => setting
+                .value
+                .iter()
+                .map(|m| self.expect_plain_string(m, "a model name").unwrap_or_default())
+                .collect(),
+            None => {
+                self.missing_setting(agent, "model", "model \"claude-haiku-4-5\"");
+                Vec::new()
+            }
+        };
+        let mut capabilities: Vec<String> = Vec::new();
+        for cap in &agent.capabilities {
+            if !capabilities.contains(&cap.name) {
+                capabilities.push(cap.name.clone());
+            }
+        }
+        let agent_tools = self.agent_tools(agent, tools, &capabilities);
+        let max_tool_iterations = self
+            .single(&agent.max_tool_iterations, |s| s.span, "max_tool_iterations")
+            .map_or(Some(DEFAULT_MAX_TOOL_ITERATIONS), |s| {
+                self.whole_number(&s.value, "max_tool_iterations", 1)
+            })
+            .unwrap_or(DEFAULT_MAX_TOOL_ITERATIONS);
+        let temperature =
+            self.single(&agent.temperatures, |s| s.span, "temperature").and_then(|s| {
+                let t = Self::number(&s.value);
+                if (0.0..=2.0).contains(&t) {
+                    return Some(t);
+                }
+                self.push(
+                    Diagnostic::error(
+                        Code::BadSetting,
+                        s.value.span,
+                        "`temperature` must be between 0 and 2",
+                    )
+                    .label(format!("`{}`", self.sources.slice(s.value.span))),
+                );
+                None
+            });
+        let max_tokens = self
+            .single(&agent.max_tokens, |s| s.span, "max_tokens")
+            .and_then(|s| self.whole_number(&s.value, "max_tokens", 1));
+        let inputs = self.lower_params(&agent.inputs, "input");
+        let scope = Scope::new(
+            inputs.iter().map(|p| p.name.as_str()).collect(),
+            "input",
+            format!("agent `{name}`"),
+        );
+        let system_prompt = self
+            .single(&agent.system_prompts, |s| s.span, "system_prompt")
+            .map(|s| self.lower_expr(&s.value, &scope));
+        let prompt = self.prompt(agent, &inputs, &scope);
+        ir::Agent {
+            name: name.clone(),
+            providers,
+            models,
+            system_prompt,
+            tools: agent_tools,
+            capabilities,
+            max_tool_iterations,
+            temperature,
+            max_tokens,
+            inputs,
+            prompt,
+            span: agent.span,
+        }
+    }
+
+    fn missing_setting(&mut self, agent: &ast::Agent, what: &str, example: &str) {
+        self.push(
+            Diagnostic::error(
+                Code::BadSetting,
+                agent.name.span,
+                format!("agent `{}` has no `{what}`", agent.name.name),
+            )
+            .label(format!("no `{what}` line"))
+            .help(format!("add `{example}`")),
+        );
+    }
+
+    /// The prompt: the `prompt` template, or the only input when there is
+    /// no `prompt` line.
+    fn prompt(&mut self, agent: &ast::Agent, inputs: &[ir::Param], scope: &Scope<'_>) -> ir::Expr {
+        if let Some(setting) = self.single(&agent.prompts, |s| s.span, "prompt") {
+            return self.lower_expr(&setting.value, scope);
+        }
+        if let [only] = inputs {
+            return ir::Expr { kind: ExprKind::Var(0), span: only.span };
+        }
+        self.push(
+            Diagnostic::error(
+                Code::BadSetting,
+                agent.name.span,
+                format!("agent `{}` has no `prompt`", agent.name.name),
+            )
+            .label(format!("{} inputs and no `prompt` line", inputs.len()))
+            .help(
+                "add `prompt \"...{input}...\"`; only an agent with exactly one input may omit it",
+            ),
+        );
+        ir::Expr { kind: ExprKind::Literal(serde_json::Value::Null), span: agent.name.span }
+    }
+
+    /// One provider of the chain: a kind, `script "file"` or a declaration.
+    fn provider_choice(&mut self, reference: &ast::ProviderRef) -> Option<ProviderChoice> {
+        let name = reference.name.name.as_str();
+        if name == "script" {
+            let Some(file) = &reference.file else {
+                self.push(
+                    Diagnostic::error(Code::BadSetting, reference.span, "`script` needs a file")
+                        .label("no file")
+                        .help("write `provider script \"replies.json\"`"),
+                );
+                return None;
+            };
+            let path = self.expect_plain_string(file, "a script file")?;
+            return Some(ProviderChoice::Script(self.sources[file.span.file].dir().join(path)));
+        }
+        if let Some(file) = &reference.file {
+            self.push(
+                Diagnostic::error(
+                    Code::BadSetting,
+                    file.span,
+                    format!("provider `{name}` takes no file"),
+                )
+                .label("only `script` takes a file"),
+            );
+        }
+        if let Some(&(kind, _)) = ProviderKind::ALL.iter().find(|(_, n)| *n == name) {
+            return Some(ProviderChoice::Kind(kind));
+        }
+        if let Some(Decl::Provider(i)) = self.decls.get(name) {
+            return Some(ProviderChoice::Declared(ProviderId::from_index(i)));
+        }
+        let mut candidates: Vec<&str> = ProviderKind::ALL.iter().map(|(_, n)| *n).collect();
+        candidates.push("script");
+        let declared = self.decls.names_where(|d| matches!(d, Decl::Provider(_)));
+        let help =
+            did_you_mean(name, candidates.iter().chain(&declared).copied()).unwrap_or_else(|| {
+                format!(
+                    "use {}, `script \"file.json\"` or a declared `provider`",
+                    list(&candidates[..3])
+                )
+            });
+        self.push(
+            Diagnostic::error(
+                Code::UnknownProvider,
+                reference.name.span,
+                format!("unknown provider `{name}`"),
+            )
+            .label("not a provider kind or declaration")
+            .help(help),
+        );
+        None
+    }
+
+    /// The listed tools, each declared; a tool needing capabilities the
+    /// agent lacks is a warning.
+    fn agent_tools(
+        &mut self,
+        agent: &ast::Agent,
+        tools: &[ir::Tool],
+        held: &[String],
+    ) -> Vec<ToolId> {
+        let mut out = Vec::new();
+        let mut seen: HashMap<&str, &ast::Ident> = HashMap::new();
+        for ident in &agent.tools {
+            if let Some(first) = seen.insert(&ident.name, ident) {
+                self.push(
+                    Diagnostic::error(
+                        Code::Duplicate,
+                        ident.span,
+                        format!("tool `{}` is listed twice", ident.name),
+                    )
+                    .label("listed again")
+                    .note(first.span, "first listed here"),
+                );
+                continue;
+            }
+            let Some(Decl::Tool(i)) = self.decls.get(&ident.name) else {
+                self.unknown_tool(ident);
+                continue;
+            };
+            out.push(ToolId::from_index(i));
+            let Some(tool) = tools.get(i) else { continue };
+            let missing: Vec<&String> =
+                tool.capabilities.iter().filter(|c| !held.contains(c)).collect();
+            if missing.is_empty() {
+                continue;
+            }
+            let has = if held.is_empty() { "no capabilities".to_owned() } else { list(held) };
+            self.push(
+                Diagnostic::warning(
+                    Code::MissingCapability,
+                    ident.span,
+                    format!(
+                        "agent `{}` lists tool `{}` but lacks capabilit{} {}",
+                        agent.name.name,
+                        tool.name,
+                        if missing.len() == 1 { "y" } else { "ies" },
+                        list(&missing)
+                    ),
+                )
+                .label(format!("the agent holds {has}"))
+                .note(
+                    self.decls.tools[i].name.span,
+                    format!("`{}` requires {}", tool.name, list(&tool.capabilities)),
+                )
+                .help(format!(
+                    "add `capabilities {}` to the agent, or remove the tool",
+                    missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                )),
+            );
+        }
+        out
+    }
+
+    fn unknown_tool(&mut self, ident: &ast::Ident) {
+        let name = &ident.name;
+        let mut diagnostic =
+            Diagnostic::error(Code::UnknownTool, ident.span, format!("unknown tool `{name}`"))
+                .label("not a declared tool");
+        diagnostic = match self.decls.get(name) {
+            Some(decl) => diagnostic.help(format!("`{name}` is a {}, not a tool", decl.kind())),
+            None => diagnostic.maybe_help(did_you_mean(
+                name,
+                self.decls.names_where(|d| matches!(d, Decl::Tool(_))),
+            )),
+        };
+        self.push(diagnostic);
+    }
+}

@@ -1,0 +1,257 @@
+//! Node calls: `compute x = Tool(...)`, `compute x = Agent(...)`,
+//! `compose x = Contract(...)`, and their arguments.
+//!
+//! A call of a tool, agent or contract must be a node's whole expression,
+//! so each effect is one node of the graph. Arguments are named; a bare
+//! name `sku` is short for `sku: sku`. Unknown and missing arguments are
+//! reported, and a constant argument must be of the param's type.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::Lowerer;
+use super::expr::Scope;
+use super::names::Decl;
+use super::suggest::{did_you_mean, list};
+use super::types::{a_kind, constant, show};
+use crate::ast::{self, ExprKind};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, AgentId, ContractId, Function, NodeKind, ToolId};
+use crate::source::Span;
+
+/// What is being called, for messages: "tool `DatabaseLookup`".
+struct Callee<'c> {
+    ident: &'c ast::Ident,
+    what: &'static str,
+    params: &'c [ir::Param],
+}
+
+impl Lowerer<'_> {
+    /// `compute x = expr`: a tool or agent call, or a pure expression.
+    pub(super) fn lower_compute(&mut self, expr: &ast::Expr, scope: &Scope<'_>) -> NodeKind {
+        let ExprKind::Call(ident, args) = &expr.kind else {
+            return NodeKind::Compute(self.lower_expr(expr, scope));
+        };
+        let decl = match self.decls.get(&ident.name) {
+            Some(decl) if Function::from_name(&ident.name).is_none() => decl,
+            _ => return NodeKind::Compute(self.lower_expr(expr, scope)),
+        };
+        let tools = std::mem::take(&mut self.tools);
+        let agents = std::mem::take(&mut self.agents);
+        let kind = match decl {
+            Decl::Tool(i) => {
+                let callee = Callee { ident, what: "tool", params: &tools[i].params };
+                NodeKind::Tool {
+                    tool: ToolId::from_index(i),
+                    args: self.lower_args(&callee, args, scope),
+                }
+            }
+            Decl::Agent(i) => {
+                let callee = Callee { ident, what: "agent", params: &agents[i].inputs };
+                NodeKind::Agent {
+                    agent: AgentId::from_index(i),
+                    args: self.lower_args(&callee, args, scope),
+                }
+            }
+            Decl::Contract(_) => {
+                self.push(
+                    Diagnostic::error(
+                        Code::ComputeContract,
+                        ident.span,
+                        format!("`compute` of contract `{}`", ident.name),
+                    )
+                    .label("a contract runs as a child execution")
+                    .help("use `compose` to run a contract: `compose x = Contract(...)`"),
+                );
+                NodeKind::Compute(ir::Expr {
+                    kind: ir::ExprKind::Literal(Value::Null),
+                    span: expr.span,
+                })
+            }
+            Decl::Provider(_) => NodeKind::Compute(self.lower_expr(expr, scope)),
+        };
+        self.tools = tools;
+        self.agents = agents;
+        kind
+    }
+
+    /// `compose x = Contract(...)`; `composes` receives the child.
+    pub(super) fn lower_compose(
+        &mut self,
+        expr: &ast::Expr,
+        scope: &Scope<'_>,
+        composes: &mut Vec<(usize, Span)>,
+    ) -> NodeKind {
+        let placeholder =
+            |span| NodeKind::Compute(ir::Expr { kind: ir::ExprKind::Literal(Value::Null), span });
+        let ExprKind::Call(ident, args) = &expr.kind else {
+            self.push(
+                Diagnostic::error(Code::ComposeNonContract, expr.span, "`compose` needs a contract call")
+                    .label("not a call of a contract")
+                    .help("write `compose x = Contract(input: value)`, or use `compute` for an expression"),
+            );
+            return placeholder(expr.span);
+        };
+        let decl = self.decls.get(&ident.name);
+        let Some(Decl::Contract(i)) = decl else {
+            let contracts = self.decls.names_where(|d| matches!(d, Decl::Contract(_)));
+            let (message, label, help) = match decl {
+                Some(decl) => (
+                    format!("`compose` of {} `{}`", decl.kind(), ident.name),
+                    format!("a {}, not a contract", decl.kind()),
+                    Some(format!("use `compute` to call a {}", decl.kind())),
+                ),
+                None if Function::from_name(&ident.name).is_some() => (
+                    format!("`compose` of function `{}`", ident.name),
+                    "a function, not a contract".to_owned(),
+                    Some("use `compute` for an expression".to_owned()),
+                ),
+                None => (
+                    format!("`compose` of unknown contract `{}`", ident.name),
+                    "not a declared contract".to_owned(),
+                    did_you_mean(&ident.name, contracts),
+                ),
+            };
+            self.push(
+                Diagnostic::error(Code::ComposeNonContract, ident.span, message)
+                    .label(label)
+                    .maybe_help(help),
+            );
+            return placeholder(expr.span);
+        };
+        composes.push((i, ident.span));
+        let inputs = std::mem::take(&mut self.contract_inputs);
+        let callee = Callee { ident, what: "contract", params: &inputs[i] };
+        let args = self.lower_args(&callee, args, scope);
+        self.contract_inputs = inputs;
+        NodeKind::Compose { contract: ContractId::from_index(i), args }
+    }
+
+    /// Named arguments checked against the callee's params, returned in
+    /// param order.
+    fn lower_args(
+        &mut self,
+        callee: &Callee<'_>,
+        args: &[ast::Arg],
+        scope: &Scope<'_>,
+    ) -> Vec<(String, ir::Expr)> {
+        let mut given: HashMap<&str, (usize, &ast::Ident)> = HashMap::new();
+        let mut values: Vec<Option<ir::Expr>> = vec![None; callee.params.len()];
+        for arg in args {
+            let value = self.lower_expr(&arg.value, scope);
+            let ((Some(name), _) | (None, ExprKind::Name(name))) = (&arg.name, &arg.value.kind)
+            else {
+                self.positional_argument(callee, arg);
+                continue;
+            };
+            let Some(index) = callee.params.iter().position(|p| p.name == name.name) else {
+                self.unknown_argument(callee, name);
+                continue;
+            };
+            if let Some((_, first)) = given.insert(&name.name, (index, name)) {
+                self.push(
+                    Diagnostic::error(
+                        Code::Duplicate,
+                        name.span,
+                        format!("argument `{}` is given twice", name.name),
+                    )
+                    .label("given again")
+                    .note(first.span, "first given here"),
+                );
+                continue;
+            }
+            self.check_argument_type(callee, &callee.params[index], &arg.value);
+            values[index] = Some(value);
+        }
+        let missing: Vec<&str> = callee
+            .params
+            .iter()
+            .zip(&values)
+            .filter(|(p, v)| v.is_none() && p.required() && !given.contains_key(p.name.as_str()))
+            .map(|(p, _)| p.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            let plural = if missing.len() == 1 { "" } else { "s" };
+            self.push(
+                Diagnostic::error(
+                    Code::MissingArgument,
+                    callee.ident.span,
+                    format!(
+                        "{} `{}` is missing argument{plural} {}",
+                        callee.what,
+                        callee.ident.name,
+                        list(&missing)
+                    ),
+                )
+                .label(format!("missing {}", list(&missing)))
+                .help(format!(
+                    "pass {}",
+                    missing.iter().map(|m| format!("`{m}: ...`")).collect::<Vec<_>>().join(", ")
+                )),
+            );
+        }
+        callee.params.iter().zip(values).filter_map(|(p, v)| Some((p.name.clone(), v?))).collect()
+    }
+
+    fn positional_argument(&mut self, callee: &Callee<'_>, arg: &ast::Arg) {
+        let names: Vec<&str> = callee.params.iter().map(|p| p.name.as_str()).collect();
+        self.push(
+            Diagnostic::error(
+                Code::PositionalArgument,
+                arg.value.span,
+                format!("argument to {} `{}` has no name", callee.what, callee.ident.name),
+            )
+            .label("positional argument")
+            .help(if names.is_empty() {
+                format!("{} `{}` takes no arguments", callee.what, callee.ident.name)
+            } else {
+                format!("name it: `{}: ...` (params are {})", names[0], list(&names))
+            }),
+        );
+    }
+
+    fn unknown_argument(&mut self, callee: &Callee<'_>, name: &ast::Ident) {
+        let names: Vec<&str> = callee.params.iter().map(|p| p.name.as_str()).collect();
+        let help = did_you_mean(&name.name, names.iter().copied()).unwrap_or_else(|| {
+            if names.is_empty() {
+                format!("{} `{}` takes no arguments", callee.what, callee.ident.name)
+            } else {
+                format!("{} `{}` takes {}", callee.what, callee.ident.name, list(&names))
+            }
+        });
+        self.push(
+            Diagnostic::error(
+                Code::UnknownArgument,
+                name.span,
+                format!("{} `{}` has no param `{}`", callee.what, callee.ident.name, name.name),
+            )
+            .label("unknown argument")
+            .help(help),
+        );
+    }
+
+    /// A constant argument must be of the param's type.
+    fn check_argument_type(&mut self, callee: &Callee<'_>, param: &ir::Param, value: &ast::Expr) {
+        let Some(literal) = constant(value) else { return };
+        if param.ty.accepts(&literal) {
+            return;
+        }
+        self.push(
+            Diagnostic::error(
+                Code::ArgumentType,
+                value.span,
+                format!(
+                    "argument `{}` of {} `{}` must be `{}`, not {}",
+                    param.name,
+                    callee.what,
+                    callee.ident.name,
+                    param.ty,
+                    a_kind(&literal)
+                ),
+            )
+            .label(format!("`{}`", show(&literal)))
+            .note(param.span, format!("`{}` is declared `{}` here", param.name, param.ty)),
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Contracts: the runner, the nodes (names unique, expressions resolved),
+//! the outputs (of known nodes, public names unique) and at least one
+//! output.
+//!
+//! Every contract's inputs are lowered first, so a `compose` can check its
+//! arguments against a contract declared later in the program.
+
+use std::collections::HashMap;
+
+use super::Lowerer;
+use super::expr::Scope;
+use super::suggest::did_you_mean;
+use crate::ast::{self, ExprKind, Node};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, Graph, NodeId, NodeKind, Runner};
+use crate::source::Span;
+
+impl Lowerer<'_> {
+    /// Lowers every contract, then checks for recursive composition.
+    pub(super) fn lower_contracts(&mut self) -> Vec<ir::Contract> {
+        let decls = self.decls;
+        self.contract_inputs = decls
+            .contracts
+            .iter()
+            .map(|c| {
+                c.nodes
+                    .iter()
+                    .filter_map(|n| match n {
+                        Node::Input(param) => Some(self.lower_param(param, "input")),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut composes = Vec::with_capacity(decls.contracts.len());
+        let mut contracts = Vec::with_capacity(decls.contracts.len());
+        for (index, contract) in decls.contracts.iter().enumerate() {
+            let mut sites = Vec::new();
+            contracts.push(self.lower_contract(index, contract, &mut sites));
+            composes.push(sites);
+        }
+        self.check_recursive_compose(&composes);
+        contracts
+    }
+
+    /// One contract. `composes` receives each composed contract with the
+    /// place of its call.
+    fn lower_contract(
+        &mut self,
+        index: usize,
+        contract: &ast::Contract,
+        composes: &mut Vec<(usize, Span)>,
+    ) -> ir::Contract {
+        let errors_before = self.errors;
+        let runner = self.runner(contract);
+        let scope = Scope::new(
+            contract.nodes.iter().map(|n| n.name().name.as_str()).collect(),
+            "node",
+            format!("contract `{}`", contract.name.name),
+        );
+        self.check_duplicate_nodes(contract, &scope);
+        let mut inputs = self.contract_inputs[index].clone().into_iter();
+        let mut nodes = Vec::with_capacity(contract.nodes.len());
+        for node in &contract.nodes {
+            let kind = match node {
+                Node::Input(_) => NodeKind::Input(
+                    inputs.next().unwrap_or_else(|| unreachable!("one lowered param per input")),
+                ),
+                Node::Compute(_, expr, _) => self.lower_compute(expr, &scope),
+                Node::Compose(_, expr, _) => self.lower_compose(expr, &scope, composes),
+                Node::Guard { condition, message, .. } => NodeKind::Guard {
+                    condition: self.lower_expr(condition, &scope),
+                    message: message.as_ref().map(|m| self.lower_expr(m, &scope)),
+                },
+            };
+            nodes.push(ir::Node { name: node.name().name.clone(), kind, span: node.span() });
+        }
+        let outputs = self.lower_outputs(contract, &scope);
+        let graph = if self.errors == errors_before {
+            self.check_graph(contract, &nodes, &outputs)
+        } else {
+            Graph::default()
+        };
+        ir::Contract {
+            name: contract.name.name.clone(),
+            runner,
+            nodes,
+            outputs,
+            graph,
+            span: contract.span,
+        }
+    }
+
+    fn check_duplicate_nodes(&mut self, contract: &ast::Contract, scope: &Scope<'_>) {
+        for (i, node) in contract.nodes.iter().enumerate() {
+            let name = node.name();
+            let Some(&first) = scope.vars.get(name.name.as_str()) else { continue };
+            if first as usize == i {
+                continue;
+            }
+            self.push(
+                Diagnostic::error(
+                    Code::Duplicate,
+                    name.span,
+                    format!(
+                        "node `{}` is declared twice in contract `{}`",
+                        name.name, contract.name.name
+                    ),
+                )
+                .label("declared again here")
+                .note(contract.nodes[first as usize].name().span, "first declared here")
+                .help("give each node its own name"),
+            );
+        }
+    }
+
+    /// `runner inline` or `runner thread_pool(pool_size: N)`, N ≥ 1.
+    fn runner(&mut self, contract: &ast::Contract) -> Runner {
+        let span_of = |r: &ast::Runner| match r {
+            ast::Runner::Inline(span) | ast::Runner::ThreadPool(_, span) => *span,
+        };
+        match self.single(&contract.runners, span_of, "runner") {
+            None => Runner::Default,
+            Some(ast::Runner::Inline(_)) => Runner::Inline,
+            Some(ast::Runner::ThreadPool(args, span)) => self.pool_size(args, *span),
+        }
+    }
+
+    fn pool_size(&mut self, args: &[ast::Arg], span: Span) -> Runner {
+        let mut size = None;
+        let mut named = false;
+        for arg in args {
+            let Some(name) = arg.name.as_ref().filter(|n| n.name == "pool_size") else {
+                let at = arg.name.as_ref().map_or(arg.value.span, |n| n.span);
+                self.push(
+                    Diagnostic::error(
+                        Code::UnknownArgument,
+                        at,
+                        "`thread_pool` takes only `pool_size`",
+                    )
+                    .label("unknown argument")
+                    .help("write `runner thread_pool(pool_size: 4)`"),
+                );
+                continue;
+            };
+            named = true;
+            match arg.value.kind {
+                ExprKind::Integer(n) if n >= 1 => size = usize::try_from(n).ok(),
+                _ => self.push(
+                    Diagnostic::error(
+                        Code::BadSetting,
+                        arg.value.span,
+                        "`pool_size` must be a whole number of at least 1",
+                    )
+                    .label(format!("`{}`", self.sources.slice(arg.value.span)))
+                    .note(name.span, "the pool size"),
+                ),
+            }
+        }
+        if !named {
+            self.push(
+                Diagnostic::error(Code::MissingArgument, span, "`thread_pool` needs `pool_size`")
+                    .label("no pool size")
+                    .help("write `runner thread_pool(pool_size: 4)`, or `runner inline`"),
+            );
+        }
+        size.map_or(Runner::Default, Runner::Pool)
+    }
+
+    /// Outputs: each of a node, each public name once; at least one.
+    fn lower_outputs(&mut self, contract: &ast::Contract, scope: &Scope<'_>) -> Vec<ir::Output> {
+        let mut outputs = Vec::with_capacity(contract.outputs.len());
+        let mut public: HashMap<&str, &ast::Output> = HashMap::new();
+        for output in &contract.outputs {
+            let [head, fields @ ..] = output.path.as_slice() else {
+                unreachable!("`output_stmt` has a node name")
+            };
+            let name = output.alias.as_ref().unwrap_or_else(|| output.path.last().unwrap_or(head));
+            if let Some(first) = public.insert(&name.name, output) {
+                self.push(
+                    Diagnostic::error(
+                        Code::Duplicate,
+                        name.span,
+                        format!("output `{}` is declared twice", name.name),
+                    )
+                    .label("same public name")
+                    .note(first.span, "first output with that name")
+                    .help("rename one with `as other_name`"),
+                );
+            }
+            let Some(&node) = scope.vars.get(head.name.as_str()) else {
+                self.push(
+                    Diagnostic::error(
+                        Code::UnknownOutput,
+                        head.span,
+                        format!("output of unknown node `{}`", head.name),
+                    )
+                    .label(format!("not a node of contract `{}`", contract.name.name))
+                    .maybe_help(did_you_mean(&head.name, scope.names.iter().copied())),
+                );
+                continue;
+            };
+            outputs.push(ir::Output {
+                name: name.name.clone(),
+                node: NodeId(node),
+                fields: fields.iter().map(|f| f.name.clone()).collect(),
+                span: output.span,
+            });
+        }
+        if contract.outputs.is_empty() {
+            self.push(
+                Diagnostic::error(
+                    Code::NoOutputs,
+                    contract.name.span,
+                    format!("contract `{}` has no outputs", contract.name.name),
+                )
+                .label("nothing would run")
+                .help("add `output <node>` for each result the contract gives"),
+            );
+        }
+        outputs
+    }
+}

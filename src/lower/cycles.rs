@@ -1,0 +1,170 @@
+//! The graph checks: cycles in a contract, unused nodes, and contracts
+//! that compose themselves through other contracts.
+//!
+//! A node depends on the nodes its expressions mention, in first-mention
+//! order. Guards always run when their contract runs (they are checks on
+//! the run, whatever outputs are asked for), so a guard is never unused
+//! and what it reads is needed. Every other node, inputs included, that
+//! no output and no guard needs, directly or not, is reported unused.
+
+use super::Lowerer;
+use crate::ast;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, ContractId, Graph, NodeId, NodeKind};
+use crate::source::Span;
+
+impl Lowerer<'_> {
+    /// Builds the graph of a contract without other errors: reports its
+    /// cycles, or else its unused nodes.
+    pub(super) fn check_graph(
+        &mut self,
+        contract: &ast::Contract,
+        nodes: &[ir::Node],
+        outputs: &[ir::Output],
+    ) -> Graph {
+        let deps = dependencies(nodes);
+        match Graph::new(deps) {
+            Ok(graph) => {
+                self.check_unused(contract, nodes, outputs, &graph);
+                graph
+            }
+            Err(cycles) => {
+                for cycle in cycles {
+                    self.report_cycle(contract, &cycle);
+                }
+                Graph::default()
+            }
+        }
+    }
+
+    fn report_cycle(&mut self, contract: &ast::Contract, cycle: &[NodeId]) {
+        let name = |id: NodeId| &contract.nodes[id.index()].name().name;
+        let span = |id: NodeId| contract.nodes[id.index()].name().span;
+        let path: Vec<String> = cycle.iter().map(|&id| format!("`{}`", name(id))).collect();
+        let first = cycle[0];
+        let message = if cycle.len() <= 2 {
+            format!("node `{}` reads itself", name(first))
+        } else {
+            format!("nodes form a cycle: {}", path.join(" → "))
+        };
+        let mut diagnostic = Diagnostic::error(Code::Cycle, span(first), message)
+            .help("a node cannot depend on its own value; break the cycle");
+        for (i, pair) in cycle.windows(2).enumerate() {
+            let text = format!("`{}` reads `{}`", name(pair[0]), name(pair[1]));
+            diagnostic =
+                if i == 0 { diagnostic.label(text) } else { diagnostic.note(span(pair[0]), text) };
+        }
+        self.push(diagnostic);
+    }
+
+    fn check_unused(
+        &mut self,
+        contract: &ast::Contract,
+        nodes: &[ir::Node],
+        outputs: &[ir::Output],
+        graph: &Graph,
+    ) {
+        let mut needed = vec![false; nodes.len()];
+        let mut stack: Vec<NodeId> = outputs.iter().map(|o| o.node).collect();
+        stack.extend(
+            nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| matches!(n.kind, NodeKind::Guard { .. }))
+                .map(|(i, _)| NodeId::from_index(i)),
+        );
+        while let Some(node) = stack.pop() {
+            if std::mem::replace(&mut needed[node.index()], true) {
+                continue;
+            }
+            stack.extend(graph.deps(node).iter().filter(|d| !needed[d.index()]));
+        }
+        for (i, node) in nodes.iter().enumerate() {
+            if needed[i] {
+                continue;
+            }
+            let what = if matches!(node.kind, NodeKind::Input(_)) { "input" } else { "node" };
+            self.push(
+                Diagnostic::warning(
+                    Code::UnusedNode,
+                    contract.nodes[i].name().span,
+                    format!("{what} `{}` is never used", node.name),
+                )
+                .label("no output or guard needs it")
+                .help(format!("output it (`output {}`) or remove it", node.name)),
+            );
+        }
+    }
+
+    /// Reports contracts that compose themselves; `composes[c]` lists the
+    /// contracts `c` composes with the place of each call.
+    pub(super) fn check_recursive_compose(&mut self, composes: &[Vec<(usize, Span)>]) {
+        let deps: Vec<Vec<NodeId>> = composes
+            .iter()
+            .map(|sites| {
+                let mut children: Vec<NodeId> = Vec::new();
+                for &(child, _) in sites {
+                    if !children.iter().any(|c| c.index() == child) {
+                        children.push(NodeId::from_index(child));
+                    }
+                }
+                children
+            })
+            .collect();
+        let Err(cycles) = Graph::new(deps) else { return };
+        let decls = self.decls;
+        let name = |id: NodeId| &decls.contracts[id.index()].name.name;
+        let site = |from: NodeId, to: NodeId| {
+            composes[from.index()]
+                .iter()
+                .find(|(c, _)| *c == to.index())
+                .map_or(decls.contracts[from.index()].name.span, |(_, span)| *span)
+        };
+        for cycle in cycles {
+            let path: Vec<String> = cycle.iter().map(|&c| format!("`{}`", name(c))).collect();
+            let first = ContractId::from_index(cycle[0].index());
+            let mut diagnostic = Diagnostic::error(
+                Code::RecursiveCompose,
+                site(cycle[0], cycle[1]),
+                format!(
+                    "contract `{}` composes itself: {}",
+                    decls.contracts[first.index()].name.name,
+                    path.join(" → ")
+                ),
+            )
+            .help(
+                "a contract cannot run inside itself; move the shared part into its own contract",
+            );
+            for (i, pair) in cycle.windows(2).enumerate() {
+                let text = format!("`{}` composes `{}`", name(pair[0]), name(pair[1]));
+                diagnostic = if i == 0 {
+                    diagnostic.label(text)
+                } else {
+                    diagnostic.note(site(pair[0], pair[1]), text)
+                };
+            }
+            self.push(diagnostic);
+        }
+    }
+}
+
+/// The nodes each node reads, in first-mention order, once each. A stamp
+/// per node makes the dedup linear however many names an expression has.
+fn dependencies(nodes: &[ir::Node]) -> Vec<Vec<NodeId>> {
+    let mut stamp = vec![usize::MAX; nodes.len()];
+    let mut deps = Vec::with_capacity(nodes.len());
+    for (i, node) in nodes.iter().enumerate() {
+        let mut node_deps = Vec::new();
+        for expr in node.kind.exprs() {
+            expr.visit_vars(&mut |var| {
+                let var = var as usize;
+                if var < stamp.len() && stamp[var] != i {
+                    stamp[var] = i;
+                    node_deps.push(NodeId::from_index(var));
+                }
+            });
+        }
+        deps.push(node_deps);
+    }
+    deps
+}

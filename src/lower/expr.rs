@@ -1,0 +1,214 @@
+//! Expressions: names resolved to variables, pure functions resolved and
+//! their argument counts checked, calls of tools, agents and contracts
+//! refused (they may only be a node's whole expression, see `calls.rs`).
+//!
+//! Every expression lowers to an [`ir::Expr`], even a wrong one (a `null`
+//! literal stands in), so one pass reports every problem.
+
+use std::collections::HashMap;
+
+use serde_json::{Number, Value};
+
+use super::Lowerer;
+use super::suggest::{did_you_mean, list};
+use crate::ast::{self, ExprKind, StringPart};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, Function, Part};
+
+/// The names an expression may read: nodes of a contract, params of a
+/// tool or inputs of an agent, each with its variable number.
+pub(super) struct Scope<'s> {
+    /// Variable of each name (the first when repeated).
+    pub(super) vars: HashMap<&'s str, u32>,
+    /// Names in declaration order, for "did you mean".
+    pub(super) names: Vec<&'s str>,
+    /// What the names are: "node", "param", "input".
+    pub(super) what: &'static str,
+    /// Whose they are: "contract `Checkout`".
+    pub(super) owner: String,
+}
+
+impl<'s> Scope<'s> {
+    /// A scope of `names`, numbered in order; a repeated name keeps its
+    /// first number.
+    pub(super) fn new(names: Vec<&'s str>, what: &'static str, owner: String) -> Self {
+        let mut vars = HashMap::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            vars.entry(*name).or_insert(u32::try_from(i).unwrap_or(u32::MAX));
+        }
+        Self { vars, names, what, owner }
+    }
+}
+
+impl Lowerer<'_> {
+    /// Lowers an expression over `scope`, reporting every problem in it.
+    pub(super) fn lower_expr(&mut self, expr: &ast::Expr, scope: &Scope<'_>) -> ir::Expr {
+        let span = expr.span;
+        let kind = match &expr.kind {
+            ExprKind::Null => ir::ExprKind::Literal(Value::Null),
+            ExprKind::Bool(b) => ir::ExprKind::Literal(Value::Bool(*b)),
+            ExprKind::Integer(n) => ir::ExprKind::Literal(Value::from(*n)),
+            ExprKind::Float(x) => {
+                ir::ExprKind::Literal(Number::from_f64(*x).map_or(Value::Null, Value::Number))
+            }
+            ExprKind::String(parts) => self.lower_string(parts, scope),
+            ExprKind::Array(items) => {
+                ir::ExprKind::Array(items.iter().map(|e| self.lower_expr(e, scope)).collect())
+            }
+            ExprKind::Object(entries) => ir::ExprKind::Object(
+                entries.iter().map(|(k, v)| (k.name.clone(), self.lower_expr(v, scope))).collect(),
+            ),
+            ExprKind::Name(ident) => self.lower_name(ident, scope),
+            ExprKind::Field(inner, field) => {
+                ir::ExprKind::Field(Box::new(self.lower_expr(inner, scope)), field.name.clone())
+            }
+            ExprKind::Index(a, b) => ir::ExprKind::Index(
+                Box::new(self.lower_expr(a, scope)),
+                Box::new(self.lower_expr(b, scope)),
+            ),
+            ExprKind::Unary(op, inner) => {
+                ir::ExprKind::Unary(*op, Box::new(self.lower_expr(inner, scope)))
+            }
+            ExprKind::Binary(op, a, b) => ir::ExprKind::Binary(
+                *op,
+                Box::new(self.lower_expr(a, scope)),
+                Box::new(self.lower_expr(b, scope)),
+            ),
+            ExprKind::If(c, a, b) => ir::ExprKind::If(
+                Box::new(self.lower_expr(c, scope)),
+                Box::new(self.lower_expr(a, scope)),
+                Box::new(self.lower_expr(b, scope)),
+            ),
+            ExprKind::Call(callee, args) => self.lower_function_call(callee, args, scope),
+        };
+        ir::Expr { kind, span }
+    }
+
+    /// A string: a literal when it has no `{...}`, else an interpolation.
+    fn lower_string(&mut self, parts: &[StringPart], scope: &Scope<'_>) -> ir::ExprKind {
+        if parts.iter().all(|p| matches!(p, StringPart::Text(_))) {
+            let text: String = parts
+                .iter()
+                .map(|p| match p {
+                    StringPart::Text(t) => t.as_str(),
+                    StringPart::Expr(_) => "",
+                })
+                .collect();
+            return ir::ExprKind::Literal(Value::String(text));
+        }
+        ir::ExprKind::Interpolate(
+            parts
+                .iter()
+                .map(|p| match p {
+                    StringPart::Text(t) => Part::Text(t.clone()),
+                    StringPart::Expr(e) => Part::Expr(self.lower_expr(e, scope)),
+                })
+                .collect(),
+        )
+    }
+
+    /// A name: the variable it refers to, or an unknown-name error.
+    fn lower_name(&mut self, ident: &ast::Ident, scope: &Scope<'_>) -> ir::ExprKind {
+        if let Some(&var) = scope.vars.get(ident.name.as_str()) {
+            return ir::ExprKind::Var(var);
+        }
+        let name = &ident.name;
+        let mut diagnostic =
+            Diagnostic::error(Code::UnknownName, ident.span, format!("unknown name `{name}`"))
+                .label(format!("not a {} of {}", scope.what, scope.owner));
+        diagnostic = match self.decls.get(name) {
+            Some(decl) => diagnostic.help(format!(
+                "`{name}` is a {}; it can only be called as a node's whole expression",
+                decl.kind()
+            )),
+            None => diagnostic.maybe_help(did_you_mean(name, scope.names.iter().copied())),
+        };
+        self.push(diagnostic);
+        ir::ExprKind::Literal(Value::Null)
+    }
+
+    /// A call inside an expression: a pure function with positional
+    /// arguments. Tools, agents and contracts are refused here.
+    fn lower_function_call(
+        &mut self,
+        callee: &ast::Ident,
+        args: &[ast::Arg],
+        scope: &Scope<'_>,
+    ) -> ir::ExprKind {
+        let values: Vec<ir::Expr> = args.iter().map(|a| self.lower_expr(&a.value, scope)).collect();
+        let name = &callee.name;
+        let Some(function) = Function::from_name(name) else {
+            self.report_bad_callee(callee);
+            return ir::ExprKind::Literal(Value::Null);
+        };
+        for arg in args {
+            if let Some(arg_name) = &arg.name {
+                self.push(
+                    Diagnostic::error(
+                        Code::UnknownArgument,
+                        arg_name.span,
+                        format!("function `{name}` takes no named arguments"),
+                    )
+                    .label("named argument")
+                    .help(format!("pass the value alone: `{name}(...)` arguments are positional")),
+                );
+            }
+        }
+        let (min, max) = function.arity();
+        if args.len() < min || args.len() > max {
+            let expected = match (min, max) {
+                (a, b) if a == b => format!("{a} argument{}", if a == 1 { "" } else { "s" }),
+                (a, b) if b >= 255 => {
+                    format!("at least {a} argument{}", if a == 1 { "" } else { "s" })
+                }
+                (a, b) => format!("{a} to {b} arguments"),
+            };
+            self.push(
+                Diagnostic::error(
+                    Code::Arity,
+                    callee.span,
+                    format!("`{name}` takes {expected}, but {} were given", args.len()),
+                )
+                .label(format!("called with {}", args.len())),
+            );
+        }
+        ir::ExprKind::Call(function, values)
+    }
+
+    /// A call of something that is not a pure function.
+    fn report_bad_callee(&mut self, callee: &ast::Ident) {
+        let name = &callee.name;
+        let diagnostic = match self.decls.get(name) {
+            Some(decl @ super::names::Decl::Provider(_)) => Diagnostic::error(
+                Code::UnknownFunction,
+                callee.span,
+                format!("`{name}` is a {}, not something to call", decl.kind()),
+            )
+            .label("not callable"),
+            Some(decl) => Diagnostic::error(
+                Code::CallPosition,
+                callee.span,
+                format!("{} `{name}` is called inside an expression", decl.kind()),
+            )
+            .label("not a node's whole expression")
+            .help(format!(
+                "give the call its own node, e.g. `{} result = {name}(...)`, and use `result` here",
+                if decl.kind() == "contract" { "compose" } else { "compute" }
+            )),
+            None => {
+                let functions: Vec<&str> = Function::ALL.iter().map(|f| f.name()).collect();
+                Diagnostic::error(
+                    Code::UnknownFunction,
+                    callee.span,
+                    format!("unknown function `{name}`"),
+                )
+                .label("not a function")
+                .maybe_help(
+                    did_you_mean(name, functions.iter().copied())
+                        .or_else(|| Some(format!("functions are {}", list(&functions)))),
+                )
+            }
+        };
+        self.push(diagnostic);
+    }
+}

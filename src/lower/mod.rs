@@ -1,0 +1,128 @@
+//! Lowering: parsed files to a checked [`Program`], with every semantic
+//! check of `ignite check`.
+//!
+//! Input: the [`Sources`] and the ASTs of a program's files (see
+//! [`crate::load`]). Output: the [`Program`] when no error was found, and
+//! every diagnostic (errors and warnings) either way.
+//!
+//! The checks run in a fixed order, one family per file, each collecting
+//! all its findings:
+//!
+//! | order | file | what |
+//! | --- | --- | --- |
+//! | 1 | `names.rs` | the global declaration table, duplicate declarations |
+//! | 2 | `providers.rs` | `provider` declarations |
+//! | 3 | `tools.rs` | tools: params, implementation, `tool_name` clashes |
+//! | 4 | `agents.rs` | agents: providers, models, tools, capabilities, prompts |
+//! | 5 | `contracts.rs` | contract inputs first (call signatures), then bodies |
+//! | 6 | `calls.rs` | node calls of tools, agents and contracts, their arguments |
+//! | 7 | `cycles.rs` | per contract: cycles, the graph, unused nodes; then recursive composition |
+//!
+//! `types.rs` (types, constants, params) and `expr.rs` (name resolution in
+//! expressions) serve them all. A contract that already has errors is not
+//! checked for cycles or unused nodes: its graph would be wrong.
+//!
+//! Lookups go through hash maps built once, and "did you mean" runs only on
+//! the error path, so checking is linear in the size of the program.
+
+mod agents;
+mod calls;
+mod contracts;
+mod cycles;
+mod expr;
+mod names;
+mod providers;
+mod suggest;
+mod tools;
+mod types;
+
+use crate::ast;
+use crate::diagnostic::{Code, Diagnostic, Diagnostics, Severity};
+use crate::ir::{self, Program};
+use crate::source::{FileId, Sources, Span};
+
+pub use tools::tool_name;
+
+use names::Declarations;
+
+/// Lowers the parsed files of one program (in load order) and checks it.
+/// The program is returned only when no error was found; warnings do not
+/// prevent it.
+#[must_use]
+pub fn lower(sources: &Sources, files: &[(FileId, ast::File)]) -> (Option<Program>, Diagnostics) {
+    let declarations = Declarations::collect(files);
+    let mut lowerer = Lowerer::new(sources, &declarations);
+    lowerer.check_duplicate_declarations();
+    let providers = lowerer.lower_providers();
+    let tools = lowerer.lower_tools();
+    let agents = lowerer.lower_agents(&tools);
+    lowerer.tools = tools;
+    lowerer.agents = agents;
+    let contracts = lowerer.lower_contracts();
+    let Lowerer { diagnostics, tools, agents, .. } = lowerer;
+    if diagnostics.has_errors() {
+        return (None, diagnostics);
+    }
+    let program = Program { sources: sources.clone(), tools, agents, providers, contracts };
+    (Some(program), diagnostics)
+}
+
+/// The state of one lowering: the declaration table, what is lowered so
+/// far, and the diagnostics.
+struct Lowerer<'a> {
+    sources: &'a Sources,
+    decls: &'a Declarations<'a>,
+    diagnostics: Diagnostics,
+    /// Lowered tools (set after the tool pass; contracts and agents read
+    /// their params).
+    tools: Vec<ir::Tool>,
+    /// Lowered agents (set after the agent pass).
+    agents: Vec<ir::Agent>,
+    /// Each contract's inputs, lowered before any body so that `compose`
+    /// can check its arguments whatever the declaration order.
+    contract_inputs: Vec<Vec<ir::Param>>,
+    /// Errors counted so far, kept in step with `diagnostics`.
+    errors: usize,
+}
+
+impl<'a> Lowerer<'a> {
+    fn new(sources: &'a Sources, decls: &'a Declarations<'a>) -> Self {
+        Self {
+            sources,
+            decls,
+            diagnostics: Diagnostics::default(),
+            tools: Vec::new(),
+            agents: Vec::new(),
+            contract_inputs: Vec::new(),
+            errors: 0,
+        }
+    }
+
+    /// Records a diagnostic.
+    fn push(&mut self, diagnostic: Diagnostic) {
+        if diagnostic.severity == Severity::Error {
+            self.errors += 1;
+        }
+        self.diagnostics.push(diagnostic);
+    }
+
+    /// Reports every repeat of a single-valued setting (`model` twice...)
+    /// and returns the first.
+    fn single<'s, T>(
+        &mut self,
+        items: &'s [T],
+        span_of: impl Fn(&T) -> Span,
+        what: &str,
+    ) -> Option<&'s T> {
+        let first = items.first()?;
+        for item in &items[1..] {
+            self.push(
+                Diagnostic::error(Code::Duplicate, span_of(item), format!("`{what}` is set twice"))
+                    .label("set again here")
+                    .note(span_of(first), "first set here")
+                    .help(format!("keep one `{what}` line")),
+            );
+        }
+        Some(first)
+    }
+}

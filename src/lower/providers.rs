@@ -1,0 +1,107 @@
+//! `provider Name { ... }` declarations: a wire protocol (`kind`), a base
+//! URL, the environment variable of the API key, timeout and retries.
+
+use std::time::Duration;
+
+use super::Lowerer;
+use super::suggest::{did_you_mean, list};
+use crate::ast::{self, ExprKind};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, ProviderKind};
+
+impl Lowerer<'_> {
+    /// Lowers every `provider` declaration.
+    pub(super) fn lower_providers(&mut self) -> Vec<ir::Provider> {
+        let decls = self.decls;
+        decls.providers.iter().map(|p| self.lower_provider(p)).collect()
+    }
+
+    fn lower_provider(&mut self, provider: &ast::Provider) -> ir::Provider {
+        let kind = match self.single(&provider.kinds, |k| k.span, "kind") {
+            Some(kind) => self.provider_kind(kind),
+            None => {
+                self.push(
+                    Diagnostic::error(
+                        Code::BadSetting,
+                        provider.name.span,
+                        format!("provider `{}` has no `kind`", provider.name.name),
+                    )
+                    .label("no `kind` line")
+                    .help("add `kind anthropic`, `kind openai` or `kind ollama`"),
+                );
+                ProviderKind::OpenAi
+            }
+        };
+        let base_url = self
+            .single(&provider.base_urls, |s| s.span, "base_url")
+            .and_then(|s| self.expect_plain_string(&s.value, "a `base_url`"));
+        let api_key_env = self
+            .single(&provider.api_keys, |s| s.span, "api_key")
+            .and_then(|s| self.api_key(&s.value));
+        let timeout = self.single(&provider.timeouts, |s| s.span, "timeout").and_then(|s| {
+            let seconds = Self::number(&s.value);
+            let duration = Duration::try_from_secs_f64(seconds).ok();
+            if duration.is_none() {
+                self.push(
+                    Diagnostic::error(
+                        Code::BadSetting,
+                        s.value.span,
+                        "`timeout` must be a non-negative number of seconds",
+                    )
+                    .label(format!("`{}`", self.sources.slice(s.value.span))),
+                );
+            }
+            duration
+        });
+        let retries = self
+            .single(&provider.retries, |s| s.span, "retries")
+            .and_then(|s| self.whole_number(&s.value, "retries", 0));
+        ir::Provider {
+            name: provider.name.name.clone(),
+            kind,
+            base_url,
+            api_key_env,
+            timeout,
+            retries,
+            span: provider.span,
+        }
+    }
+
+    /// A wire protocol name.
+    fn provider_kind(&mut self, kind: &ast::Ident) -> ProviderKind {
+        if let Some(&(k, _)) = ProviderKind::ALL.iter().find(|(_, n)| *n == kind.name) {
+            return k;
+        }
+        let names: Vec<&str> = ProviderKind::ALL.iter().map(|(_, n)| *n).collect();
+        self.push(
+            Diagnostic::error(
+                Code::UnknownProvider,
+                kind.span,
+                format!("unknown provider kind `{}`", kind.name),
+            )
+            .label("not a wire protocol")
+            .help(
+                did_you_mean(&kind.name, names.iter().copied())
+                    .unwrap_or_else(|| format!("kinds are {}", list(&names))),
+            ),
+        );
+        ProviderKind::OpenAi
+    }
+
+    /// `env("VAR")`: the variable's name; the key itself is never written.
+    fn api_key(&mut self, expr: &ast::Expr) -> Option<String> {
+        if let ExprKind::Call(callee, args) = &expr.kind {
+            if let ([arg], "env") = (args.as_slice(), callee.name.as_str()) {
+                if let (None, Some(var)) = (&arg.name, arg.value.as_plain_string()) {
+                    return Some(var);
+                }
+            }
+        }
+        self.push(
+            Diagnostic::error(Code::BadSetting, expr.span, "`api_key` must be `env(\"VAR\")`")
+                .label("not an environment variable")
+                .help("keep keys out of `.ign` files: `api_key env(\"MY_API_KEY\")`"),
+        );
+        None
+    }
+}
