@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 
-use super::GlobalArgs;
+use super::{GlobalArgs, WIDTH};
 use crate::diagnostic::{Diagnostics, Severity};
 
 /// Arguments of `ignite check`.
@@ -32,9 +32,6 @@ pub enum Format {
     /// A JSON array of diagnostics on stdout.
     Json,
 }
-
-/// Width diagnostics wrap at.
-const WIDTH: usize = 100;
 
 impl CheckArgs {
     /// Runs the check and returns the exit code.
@@ -89,7 +86,7 @@ impl CheckArgs {
 }
 
 /// The last line of a human report.
-fn summary(errors: usize, warnings: usize, files: usize) -> String {
+pub(super) fn summary(errors: usize, warnings: usize, files: usize) -> String {
     let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     match (errors, warnings) {
         (0, 0) => format!("ok: {} checked", count(files, "file")),

@@ -5,7 +5,8 @@
 //! | --- | --- |
 //! | 0 | success (warnings allowed) |
 //! | 1 | the contracts have errors (or warnings with `--deny-warnings`) |
-//! | 2 | usage or I/O error (no such path) |
+//! | 2 | usage or I/O error (no such path, bad run inputs) |
+//! | 3 | a run failed (a node failed) |
 //!
 //! Each subcommand is a `*Args` struct in its own file with
 //! `fn run(self, &GlobalArgs) -> ExitCode`; adding one means a file and a
@@ -15,6 +16,8 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod check;
+mod graph;
+mod run;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -22,6 +25,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 pub use check::{CheckArgs, Format};
+pub use graph::GraphArgs;
+pub use run::RunArgs;
+
+/// Width diagnostics wrap at.
+const WIDTH: usize = 100;
 
 /// `ignite`: check and run declarative contract graphs.
 #[derive(Debug, Parser)]
@@ -73,6 +81,10 @@ impl GlobalArgs {
 pub enum Command {
     /// Check `.ign` files and report every problem.
     Check(CheckArgs),
+    /// Run a contract and print its outputs as JSON.
+    Run(RunArgs),
+    /// Draw a contract's graph.
+    Graph(GraphArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -81,5 +93,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let Cli { global, command } = cli;
     crate::on_big_stack(move || match command {
         Command::Check(args) => args.run(&global),
+        Command::Run(args) => args.run(&global),
+        Command::Graph(args) => args.run(&global),
     })
 }

@@ -295,6 +295,8 @@ pub struct Contract {
     pub graph: Graph,
     /// The declaration.
     pub span: Span,
+    /// The name in the declaration (where whole-contract errors point).
+    pub name_span: Span,
 }
 
 impl Contract {

@@ -88,6 +88,7 @@ impl Lowerer<'_> {
             outputs,
             graph,
             span: contract.span,
+            name_span: contract.name.span,
         }
     }
 

@@ -57,7 +57,7 @@ impl RunError {
                 for p in problems {
                     out.push(
                         Diagnostic::error(Code::RunInput, p.span, p.message.clone())
-                            .label("declared here")
+                            .label(p.label)
                             .maybe_help(p.help.clone()),
                     );
                 }

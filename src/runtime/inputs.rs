@@ -14,8 +14,10 @@ use crate::source::Span;
 pub struct InputProblem {
     /// What is wrong, naming the input.
     pub message: String,
-    /// The declaration it concerns (the contract's for unknown inputs).
+    /// The declaration it concerns (the contract's name for unknown inputs).
     pub span: Span,
+    /// The text under the span.
+    pub label: &'static str,
     /// How to fix it, when known.
     pub help: Option<String>,
 }
@@ -38,6 +40,7 @@ pub fn bind(
             problems.push(InputProblem {
                 message: format!("unknown input `{name}`"),
                 span: owner,
+                label: "has no input of that name",
                 help: Some(match suggest(name, &names) {
                     Some(close) => format!("did you mean `{close}`?"),
                     None if names.is_empty() => "this takes no inputs".to_owned(),
@@ -56,6 +59,7 @@ pub fn bind(
                 problems.push(InputProblem {
                     message: format!("missing required input `{}` ({})", param.name, param.ty),
                     span: param.span,
+                    label: "declared here",
                     help: Some(format!("pass it with `--input {}=VALUE`", param.name)),
                 });
                 continue;
@@ -70,6 +74,7 @@ pub fn bind(
                     describe(&value)
                 ),
                 span: param.span,
+                label: "declared here",
                 help: None,
             });
         }

@@ -47,7 +47,7 @@ pub(super) fn run(
     let root = &program[contract];
     let outputs = requested_outputs(program, contract, &options.outputs)?;
     let params: Vec<_> = root.inputs().map(|(_, p)| p.clone()).collect();
-    let values = inputs::bind(&params, given, root.span)
+    let values = inputs::bind(&params, given, root.name_span)
         .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?;
     let runner = options.jobs.map_or(root.runner, Runner::Pool);
     let pool = match runner {
@@ -103,7 +103,7 @@ fn requested_outputs(
                     contract: c.name.clone(),
                     output: name.clone(),
                     suggestion: inputs::suggest(name, &all).map(str::to_owned),
-                    span: c.span,
+                    span: c.name_span,
                 }
             })
         })

@@ -1,0 +1,111 @@
+//! Runtime benchmarks: scheduler overhead per node and the overlap of
+//! waiting nodes. `cargo bench --bench run`; figures go to BENCHMARKS.md.
+//!
+//! - chain: 10,000 `compute` nodes, each adding 1 to the previous;
+//! - fan-out: 10,000 independent `compute` nodes reading one input;
+//! - http fan-out: 64 `http get` tool nodes against a local server that
+//!   answers after 200 ms (critical path: 200 ms);
+//! - exec fan-out: 16 `exec` tool nodes that each sleep 200 ms.
+//!
+//! Parse and check are excluded: each program is compiled once and run
+//! several times; the median run is reported.
+
+#![allow(clippy::print_stdout, missing_docs)]
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use igniter::runtime::{Engine, RunOptions};
+use serde_json::{Map, Value};
+
+fn main() {
+    let nodes = 10_000;
+    let mut chain = String::from("contract Chain {\n  input x: integer\n  compute n0 = x + 1\n");
+    for i in 1..nodes {
+        let _ = writeln!(chain, "  compute n{i} = n{} + 1", i - 1);
+    }
+    let _ = writeln!(chain, "  output n{}\n}}", nodes - 1);
+    let mut fan = String::from("contract Fan {\n  input x: integer\n");
+    for i in 0..nodes {
+        let _ = writeln!(fan, "  compute f{i} = x * {i} + 1");
+    }
+    for i in 0..nodes {
+        let _ = writeln!(fan, "  output f{i}");
+    }
+    fan.push_str("}\n");
+    println!("| benchmark | nodes | median run | per node |");
+    println!("| --- | ---: | ---: | ---: |");
+    for (name, text) in [("chain", chain), ("fan-out", fan)] {
+        let median = median_run(&text, 15);
+        let per_node = median.as_secs_f64() * 1e9 / f64::from(nodes);
+        println!("| {name} | {nodes} | {:.2} ms | {per_node:.0} ns |", median.as_secs_f64() * 1e3);
+    }
+    io_fan_outs();
+}
+
+fn engine(text: &str) -> Engine {
+    let compilation = igniter::compile_source("bench.ign", text);
+    let program = compilation.program.expect("benchmark program compiles");
+    Engine::new(program)
+}
+
+fn median_run(text: &str, runs: usize) -> Duration {
+    let engine = engine(text);
+    let contract = engine.contract(None).expect("one contract");
+    let inputs: Map<String, Value> = [("x".to_owned(), Value::from(1))].into_iter().collect();
+    let options = RunOptions::default();
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            engine.run(contract, &inputs, &options).expect("benchmark runs");
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[runs / 2]
+}
+
+fn io_fan_outs() {
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let server = runtime.block_on(async {
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::any())
+            .respond_with(
+                wiremock::ResponseTemplate::new(200)
+                    .set_body_json(serde_json::json!({"ok": true}))
+                    .set_delay(Duration::from_millis(200)),
+            )
+            .mount(&server)
+            .await;
+        server
+    });
+    let mut http = format!(
+        "tool Slow {{\n  description \"answers in 200 ms\"\n  param i: integer\n  http get \"{}/slow\"\n}}\ncontract Http {{\n  input x: integer\n",
+        server.uri()
+    );
+    for i in 0..64 {
+        let _ = writeln!(http, "  compute h{i} = Slow(i: x + {i})\n  output h{i}");
+    }
+    http.push_str("}\n");
+    let dir = std::env::temp_dir().join(format!("ignite-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut exec = String::from(
+        "tool Nap {\n  description \"sleeps 200 ms\"\n  param i: integer\n  exec \"sh\" \"-c\" \"cat > /dev/null; sleep 0.2; echo 1\"\n}\ncontract Exec {\n  input x: integer\n",
+    );
+    for i in 0..16 {
+        let _ = writeln!(exec, "  compute e{i} = Nap(i: x + {i})\n  output e{i}");
+    }
+    exec.push_str("}\n");
+    println!();
+    println!("| fan-out | nodes | critical path | median wall | ratio |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (name, nodes, text) in [("http 200 ms", 64, http), ("exec 200 ms", 16, exec)] {
+        let median = median_run(&text, 5);
+        let ratio = median.as_secs_f64() / 0.2;
+        println!(
+            "| {name} | {nodes} | 200 ms | {:.0} ms | {ratio:.2}x |",
+            median.as_secs_f64() * 1e3
+        );
+    }
+    drop(server);
+}

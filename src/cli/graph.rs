@@ -1,0 +1,66 @@
+//! `ignite graph FILE`: draw a contract's DAG as text, Mermaid or dot.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+
+use super::{GlobalArgs, WIDTH};
+use crate::render::{GraphFormat, render_graph};
+use crate::runtime::Engine;
+
+/// Arguments of `ignite graph`.
+#[derive(Debug, clap::Args)]
+pub struct GraphArgs {
+    /// The `.ign` file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The contract to draw; needed when the program declares several.
+    #[arg(long, value_name = "NAME")]
+    pub contract: Option<String>,
+    /// The drawing format.
+    #[arg(long, value_enum, default_value_t = Drawing::Text)]
+    pub format: Drawing,
+}
+
+/// Drawing formats on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Drawing {
+    /// One line per node.
+    Text,
+    /// A Mermaid flowchart.
+    Mermaid,
+    /// A Graphviz digraph.
+    Dot,
+}
+
+impl GraphArgs {
+    /// Prints the drawing; exit 1 when the program has errors, 2 on a bad contract name.
+    #[must_use]
+    pub fn run(self, global: &GlobalArgs) -> ExitCode {
+        let compilation = crate::compile(&self.file);
+        if !compilation.diagnostics.is_empty() {
+            eprint!(
+                "{}",
+                compilation.diagnostics.render(&compilation.sources, global.color_stderr(), WIDTH)
+            );
+        }
+        let Some(program) = compilation.program else { return ExitCode::from(1) };
+        let engine = Engine::new(program);
+        let contract = match engine.contract(self.contract.as_deref()) {
+            Ok(contract) => contract,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        let format = match self.format {
+            Drawing::Text => GraphFormat::Text,
+            Drawing::Mermaid => GraphFormat::Mermaid,
+            Drawing::Dot => GraphFormat::Dot,
+        };
+        let program = engine.program();
+        print!("{}", render_graph(program, &program[contract], format));
+        ExitCode::SUCCESS
+    }
+}

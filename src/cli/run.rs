@@ -1,0 +1,165 @@
+//! `ignite run FILE`: compile, bind inputs, run one contract, print its
+//! outputs as JSON on stdout. Diagnostics, errors and the trace go to
+//! stderr.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde_json::{Map, Value};
+
+use super::{GlobalArgs, WIDTH};
+use crate::diagnostic::Severity;
+use crate::llm::Llm;
+use crate::runtime::{Engine, RunError, RunOptions};
+
+/// Arguments of `ignite run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The `.ign` file to run.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The contract to run; needed when the program declares several.
+    #[arg(long, value_name = "NAME")]
+    pub contract: Option<String>,
+    /// An input as `NAME=VALUE`; VALUE is read as JSON, else taken as a string.
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    pub inputs: Vec<String>,
+    /// A JSON object of inputs, from a file or `-` for stdin; `--input` wins.
+    #[arg(long = "inputs", value_name = "FILE|-")]
+    pub inputs_file: Option<String>,
+    /// Compute only these outputs (and what they need).
+    #[arg(long = "output", value_name = "NAME")]
+    pub outputs: Vec<String>,
+    /// How many nodes may run at once; overrides the contract's runner.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// Print a per-node timeline on stderr.
+    #[arg(long)]
+    pub trace: bool,
+    /// Save every provider exchange of the run to FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Answer provider requests from a recording made with `--record`, offline.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Runs the contract and returns the exit code: 0 ok, 1 the program
+    /// has errors, 2 usage or I/O error (bad inputs included), 3 the run failed.
+    #[must_use]
+    pub fn run(self, global: &GlobalArgs) -> ExitCode {
+        let given = match self.read_inputs() {
+            Ok(given) => given,
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(2);
+            }
+        };
+        let compilation = crate::compile(&self.file);
+        let color = global.color_stderr();
+        if !compilation.diagnostics.is_empty() {
+            eprint!("{}", compilation.diagnostics.render(&compilation.sources, color, WIDTH));
+        }
+        let Some(program) = compilation.program else {
+            let diagnostics = &compilation.diagnostics;
+            let (errors, warnings) =
+                (diagnostics.count(Severity::Error), diagnostics.count(Severity::Warning));
+            eprintln!(
+                "{}",
+                super::check::summary(errors, warnings, compilation.sources.iter().count())
+            );
+            return ExitCode::from(1);
+        };
+        let mut llm = Llm::from_env();
+        if let Some(path) = &self.replay {
+            llm = match llm.replay_from(path) {
+                Ok(llm) => llm,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+        }
+        if let Some(path) = &self.record {
+            llm = llm.record_to(path.clone());
+        }
+        let engine = Engine::new(program).with_llm(llm);
+        let options = RunOptions {
+            outputs: self.outputs.clone(),
+            jobs: self.jobs.map(usize::from),
+            trace: self.trace,
+        };
+        let result = engine
+            .contract(self.contract.as_deref())
+            .and_then(|contract| engine.run(contract, &given, &options));
+        let saved = engine.llm().finish();
+        let code = match result {
+            Ok(output) => {
+                if self.trace {
+                    eprint!("{}", output.trace.render());
+                }
+                match serde_json::to_string_pretty(&Value::Object(output.outputs)) {
+                    Ok(text) => println!("{text}"),
+                    Err(e) => eprintln!("error: outputs are not JSON: {e}"),
+                }
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                match error.diagnostics() {
+                    Some(diagnostics) => {
+                        eprint!("{}", diagnostics.render(&engine.program().sources, color, WIDTH))
+                    }
+                    None => eprintln!("error: {error}"),
+                }
+                match error {
+                    RunError::Inputs { .. }
+                    | RunError::Contract { .. }
+                    | RunError::Output { .. } => ExitCode::from(2),
+                    RunError::Node { .. } => ExitCode::from(3),
+                }
+            }
+        };
+        if let Err(e) = saved {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+        code
+    }
+
+    /// `--inputs` then `--input` values, as one object.
+    fn read_inputs(&self) -> Result<Map<String, Value>, String> {
+        let mut given = Map::new();
+        if let Some(source) = &self.inputs_file {
+            let text = if source == "-" {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .map_err(|e| format!("cannot read inputs from stdin: {e}"))?;
+                text
+            } else {
+                std::fs::read_to_string(source)
+                    .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?
+            };
+            match serde_json::from_str(&text) {
+                Ok(Value::Object(map)) => given = map,
+                Ok(other) => {
+                    return Err(format!(
+                        "inputs in `{source}` must be a JSON object, got {}",
+                        crate::ir::value_kind(&other)
+                    ));
+                }
+                Err(e) => return Err(format!("inputs in `{source}` are not valid JSON: {e}")),
+            }
+        }
+        for pair in &self.inputs {
+            let Some((name, raw)) = pair.split_once('=') else {
+                return Err(format!("`--input {pair}` must be NAME=VALUE"));
+            };
+            let value = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
+            given.insert(name.trim().to_owned(), value);
+        }
+        Ok(given)
+    }
+}
