@@ -219,3 +219,169 @@ async fn run_native(
         Err(_) => Err(ToolError::Failed("the native tool was cancelled".to_owned())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use crate::tools::registry::tests::Stock;
+    use crate::tools::test_support::{program, tool, tool_with};
+    use crate::tools::{Registry, schema_for};
+
+    fn assert_send_sync<T: Send + Sync + Clone>(_: &T) {}
+    fn assert_send<T: Send>(_: T) {}
+
+    #[test]
+    fn toolbox_and_call_future_are_thread_safe() {
+        let toolbox = Toolbox::new();
+        assert_send_sync(&toolbox);
+        let p = program(vec![tool("T", "t")]);
+        assert_send(toolbox.call(&p, ir::ToolId(0), json!({})));
+    }
+
+    fn builtin(b: ir::Builtin, params: &[(&str, &str)]) -> ir::Tool {
+        let imp = Implementation::Builtin { builtin: b, config: Map::new() };
+        tool_with("B", params, imp, Path::new("."))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn math_eval_builtin() {
+        let p = program(vec![builtin(ir::Builtin::MathEval, &[("expression", "string")])]);
+        let toolbox = Toolbox::new();
+        let call = |e: &str| toolbox.call(&p, ir::ToolId(0), json!({"expression": e}));
+        assert_eq!(call("29.99 * (1 - 0.15)").await, Ok(json!(25.4915)));
+        assert_eq!(
+            call("1 / (2 - 2)").await.unwrap_err().to_string(),
+            "division by zero at position 3"
+        );
+        let err = toolbox.call(&p, ir::ToolId(0), json!({})).await.unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::InvalidArguments(vec!["`expression`: missing required property".into()])
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn http_get_builtin() {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/a.json"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("{\"ok\": true}"))
+            .mount(&server)
+            .await;
+        let p = program(vec![builtin(ir::Builtin::HttpGet, &[("url", "string")])]);
+        let toolbox = Toolbox::new();
+        let url = format!("{}/a.json", server.uri());
+        assert_eq!(
+            toolbox.call(&p, ir::ToolId(0), json!({"url": url})).await,
+            Ok(json!({"ok": true}))
+        );
+        let err = toolbox.call(&p, ir::ToolId(0), json!({"url": "file:///etc/passwd"})).await;
+        assert!(err.unwrap_err().to_string().starts_with("`url` must start with http"));
+    }
+
+    fn native_tool(name: &str) -> ir::Tool {
+        let mut t = tool("StockLevel", "");
+        t.implementation = Implementation::Native { name: name.into() };
+        t
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn declared_native_uses_registered_schema() {
+        let p = program(vec![native_tool("stock_level")]);
+        let mut toolbox = Toolbox::new();
+        toolbox.register_native(Stock);
+        assert_eq!(
+            toolbox.call(&p, ir::ToolId(0), json!({"sku": "A"})).await,
+            Ok(json!({"sku": "A", "units": 12}))
+        );
+        let err = toolbox.call(&p, ir::ToolId(0), json!({"sku": 1})).await.unwrap_err();
+        assert_eq!(err.to_string(), "`sku`: expected string, got integer 1");
+        let registry = Registry::from_program(&p, &toolbox);
+        assert_eq!(registry.all().len(), 1);
+        assert_eq!(registry.all()[0].description, "Units in stock for a SKU");
+        assert_eq!(registry.all()[0].signature, "sku: string");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unregistered_native_names_the_fix() {
+        let p = program(vec![native_tool("stock_level")]);
+        let err = Toolbox::new().call(&p, ir::ToolId(0), json!({})).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "native tool `stock_level` is not registered; call `Toolbox::register_native` with it \
+             before running"
+        );
+    }
+
+    struct Flaky;
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct FlakyArgs {
+        mode: String,
+        #[schemars(default = "three")]
+        times: u32,
+    }
+
+    fn three() -> u32 {
+        3
+    }
+
+    impl NativeTool for Flaky {
+        fn name(&self) -> &str {
+            "flaky"
+        }
+        fn description(&self) -> &str {
+            "Fails on request"
+        }
+        fn parameters(&self) -> Value {
+            schema_for::<FlakyArgs>()
+        }
+        fn call(&self, args: Value) -> Result<Value, String> {
+            match args["mode"].as_str() {
+                Some("panic") => panic!("boom"),
+                Some("fail") => Err("upstream said no".to_owned()),
+                _ => Ok(args),
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn native_by_name_with_schema_defaults_errors_and_panics() {
+        let mut toolbox = Toolbox::new();
+        toolbox.register_native(Flaky);
+        let clone = toolbox.clone();
+        assert!(clone.native("flaky").is_some());
+        assert_eq!(
+            clone.call_native("flaky", json!({"mode": "ok"})).await,
+            Ok(json!({"mode": "ok", "times": 3}))
+        );
+        assert_eq!(
+            clone.call_native("flaky", json!({"mode": "fail"})).await,
+            Err(ToolError::Failed("upstream said no".into()))
+        );
+        assert_eq!(
+            clone.call_native("flaky", json!({"mode": "panic"})).await,
+            Err(ToolError::Failed("the native tool panicked".into()))
+        );
+        assert_eq!(
+            clone.call_native("flaky", json!({"mode": "x", "extra": 1})).await,
+            Err(ToolError::InvalidArguments(vec!["`extra`: unknown property".into()]))
+        );
+        assert_eq!(
+            clone.call_native("missing", json!({})).await,
+            Err(ToolError::NotRegistered("missing".into()))
+        );
+        let p = program(vec![]);
+        let registry = Registry::from_program(&p, &clone);
+        let flaky = registry.find("flaky").unwrap();
+        assert_eq!(
+            toolbox.call_registered(&p, flaky, json!({"mode": "ok", "times": 1})).await,
+            Ok(json!({"mode": "ok", "times": 1}))
+        );
+    }
+}
