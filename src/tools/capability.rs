@@ -7,7 +7,13 @@
 use crate::ir;
 
 /// An agent tried to call a tool without holding every capability it requires.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[diagnostic(
+    code(ignite::tools::missing_capability),
+    help(
+        "add the capability to the agent's `capabilities` line, or remove the tool from its `tools`"
+    )
+)]
 #[error(
     "tool `{tool}` requires {}, which agent `{agent}` does not hold (it holds {})",
     plural("capability", "capabilities", missing),

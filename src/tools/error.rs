@@ -4,18 +4,21 @@ use std::time::Duration;
 
 /// Why a tool call failed. `Display` is the exact text sent back to a model as the
 /// tool result, so it names properties and values precisely and never leaks Rust types.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum ToolError {
     /// The arguments do not match the tool's schema: one message per problem, each
     /// naming the property, e.g. "`sku`: missing required property".
     #[error("{}", .0.join("; "))]
+    #[diagnostic(code(ignite::tools::invalid_arguments))]
     InvalidArguments(Vec<String>),
     /// The implementation ran and failed: a non-zero exit with its stderr tail, an
     /// expression error, a file outside the sandbox, ...
     #[error("{0}")]
+    #[diagnostic(code(ignite::tools::failed))]
     Failed(String),
     /// An `http` tool got a non-2xx answer.
     #[error("http status {status}: {body}")]
+    #[diagnostic(code(ignite::tools::http_status))]
     HttpStatus {
         /// The status code.
         status: u16,
@@ -24,11 +27,16 @@ pub enum ToolError {
     },
     /// The tool ran longer than its time limit (the child process is killed).
     #[error("timed out after {}", humanize(*.0))]
+    #[diagnostic(
+        code(ignite::tools::timeout),
+        help("raise the tool's `timeout` if the work is expected to take longer")
+    )]
     Timeout(Duration),
     /// A `native` tool whose implementation was never registered on the toolbox.
     #[error(
         "native tool `{0}` is not registered; call `Toolbox::register_native` with it before running"
     )]
+    #[diagnostic(code(ignite::tools::not_registered))]
     NotRegistered(String),
 }
 

@@ -111,6 +111,7 @@ impl Toolbox {
         args: Value,
     ) -> Result<Value, ToolError> {
         let tool = &program[tool];
+        let args = no_args_as_empty(args);
         let parameters = self.effective_parameters(tool);
         self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
         let args = object(args);
@@ -130,6 +131,7 @@ impl Toolbox {
         let native =
             self.natives.get(name).ok_or_else(|| ToolError::NotRegistered(name.to_owned()))?;
         let parameters = native.parameters();
+        let args = no_args_as_empty(args);
         self.shared.validators.validate(name, &parameters, &args)?;
         let args = fill_from_schema(&parameters, object(args));
         run_native(Arc::clone(native), Value::Object(args), None).await
@@ -191,6 +193,11 @@ impl Toolbox {
             .as_ref()
             .map_err(|e| ToolError::Failed(e.clone()))
     }
+}
+
+/// `null` (a model sending no arguments at all) means `{}`.
+fn no_args_as_empty(args: Value) -> Value {
+    if args.is_null() { Value::Object(Map::new()) } else { args }
 }
 
 /// The arguments as an object; validation already rejected anything else.
@@ -257,7 +264,7 @@ mod tests {
             call("1 / (2 - 2)").await.unwrap_err().to_string(),
             "division by zero at position 3"
         );
-        let err = toolbox.call(&p, ir::ToolId(0), json!({})).await.unwrap_err();
+        let err = toolbox.call(&p, ir::ToolId(0), Value::Null).await.unwrap_err();
         assert_eq!(
             err,
             ToolError::InvalidArguments(vec!["`expression`: missing required property".into()])
