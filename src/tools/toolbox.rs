@@ -110,7 +110,9 @@ impl Toolbox {
         tool: ir::ToolId,
         args: Value,
     ) -> Result<Value, ToolError> {
-        let tool = &program[tool];
+        let tool = program.tools.get(tool.index()).ok_or_else(|| {
+            ToolError::Failed(format!("no tool with id {} in this program", tool.index()))
+        })?;
         let args = no_args_as_empty(args);
         let parameters = self.effective_parameters(tool);
         self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
