@@ -1,47 +1,65 @@
-//! PLACEHOLDER: replaced by the tools branch at merge.
-#![allow(missing_docs, clippy::unused_async)]
-use serde_json::Value;
+//! Tools: the functions agents may call and contracts may run.
+//!
+//! Input: a checked [`ir::Program`](crate::ir::Program) (its [`ir::Tool`](crate::ir::Tool)s)
+//! plus Rust-native tools registered on a [`Toolbox`]. Output: JSON Schemas for model
+//! providers ([`schema`]), a capability-filtered [`Registry`], and tool results as JSON
+//! values ([`Toolbox::call`]).
+//!
+//! The pieces, one per file:
+//!
+//! | file | concept |
+//! | --- | --- |
+//! | `schema.rs` | params → JSON Schema; the intermediate / Anthropic / OpenAI shapes |
+//! | `capability.rs` | the capability guard the agent loop runs before a call |
+//! | `validate.rs` | argument validation (the `jsonschema` crate) and default filling |
+//! | `toolbox.rs` | [`Toolbox`]: natives, caches, the HTTP client; dispatch of a call |
+//! | `native.rs` | the [`NativeTool`] trait and [`schema_for`] |
+//! | `registry.rs` | [`Registry`]: `.ign` tools then natives, filtered by capability |
+//! | `table.rs` | [`render_table`] for `ignite tools` |
+//! | `returns.rs` `exec.rs` `http.rs` `builtin/` | the implementations |
+//!
+//! Invariants and decisions:
+//! - Every call is validated against the same schema the model sees, with one addition:
+//!   unknown properties are rejected (`additionalProperties: false` is added for
+//!   validation only, so the published schema keeps the seed's exact shape). A model that
+//!   invents a property gets "`foo`: unknown property" back and can retry.
+//! - After validation, absent optional params are filled in declaration order: the
+//!   default when declared, else `null` (a nullable param). Implementations therefore see
+//!   every declared param.
+//! - `exec`, `http` and `builtin "http.get"` tools time out after [`ir::Tool::timeout`],
+//!   [`DEFAULT_TIMEOUT`] when not declared. Native tools time out only when a timeout is
+//!   declared (their blocking thread cannot be stopped, only abandoned).
+//! - [`Toolbox::call`] never checks capabilities: a contract calling a tool directly is
+//!   trusted. The agent loop calls [`check_capabilities`] first.
+//!
+//! [`ir::Tool`]: crate::ir::Tool
+//! [`ir::Tool::timeout`]: crate::ir::Tool::timeout
 
-use crate::ir::{Implementation, Program, ToolId};
+mod builtin;
+mod capability;
+mod error;
+mod exec;
+mod http;
+mod native;
+pub mod registry;
+mod returns;
+pub mod schema;
+mod table;
+mod toolbox;
+mod validate;
 
-#[derive(Clone, Default)]
-pub struct Toolbox;
+#[cfg(test)]
+mod test_support;
 
-#[derive(Debug, thiserror::Error)]
-pub enum ToolError {
-    #[error("{}", .0.join("; "))]
-    InvalidArguments(Vec<String>),
-    #[error("{0}")]
-    Failed(String),
-}
+use std::time::Duration;
 
-impl Toolbox {
-    #[must_use]
-    pub fn new() -> Self {
-        Self
-    }
+pub use capability::{CapabilityError, check_capabilities};
+pub use error::ToolError;
+pub use native::{NativeTool, schema_for};
+pub use registry::{RegisteredTool, Registry, ToolSource};
+pub use schema::{SchemaFormat, parameters_schema, tool_schema};
+pub use table::render_table;
+pub use toolbox::Toolbox;
 
-    pub async fn call(
-        &self,
-        program: &Program,
-        tool: ToolId,
-        args: Value,
-    ) -> Result<Value, ToolError> {
-        let tool = &program[tool];
-        match &tool.implementation {
-            Implementation::Returns(expr) => {
-                let scope: Vec<Value> = tool
-                    .params
-                    .iter()
-                    .map(|p| args.get(&p.name).cloned().unwrap_or(Value::Null))
-                    .collect();
-                crate::eval::eval(expr, scope.as_slice()).map_err(|e| ToolError::Failed(e.message))
-            }
-            Implementation::Exec { program, .. } if program == "sleep" => {
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                Ok(Value::Null)
-            }
-            _ => Err(ToolError::Failed("placeholder".into())),
-        }
-    }
-}
+/// Time limit of `exec`, `http` and `http.get` tools that declare none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

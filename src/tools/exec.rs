@@ -1,0 +1,255 @@
+//! `exec "program" "arg" ...`: a child process, no shell.
+//!
+//! Input: the program and its arguments, the declaring file's folder and the filled
+//! arguments. The program is resolved from that folder when it contains a `/` (else it
+//! is looked up on `PATH`), and runs with that folder as its working directory. The
+//! arguments are written to its stdin as one JSON object, then stdin is closed.
+//! Output: stdout parsed as JSON when it parses, else the trimmed text. A non-zero exit
+//! is a [`ToolError::Failed`] carrying the exit status and the last lines of stderr; a
+//! child still running at the time limit is killed and the call is a
+//! [`ToolError::Timeout`]. Waiting is async: no thread is blocked.
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::ToolError;
+
+/// Lines of stderr kept in an error.
+const STDERR_LINES: usize = 20;
+/// Bytes of stderr kept in an error.
+const STDERR_BYTES: usize = 2048;
+
+/// What to run.
+pub(crate) struct Spec<'a> {
+    pub(crate) program: &'a str,
+    pub(crate) args: &'a [String],
+    pub(crate) dir: &'a Path,
+    pub(crate) timeout: Duration,
+}
+
+/// Runs the child with `args` on stdin.
+pub(crate) async fn run(spec: &Spec<'_>, args: &Map<String, Value>) -> Result<Value, ToolError> {
+    let dir = absolute(spec.dir);
+    let program = if spec.program.contains('/') {
+        dir.join(spec.program).into_os_string()
+    } else {
+        spec.program.into()
+    };
+    let mut child = Command::new(&program)
+        .args(spec.args)
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            ToolError::Failed(format!(
+                "cannot start `{}` in `{}`: {e}",
+                spec.program,
+                dir.display()
+            ))
+        })?;
+    let input = Value::Object(args.clone()).to_string();
+    let stdin = child.stdin.take();
+    let write = async move {
+        if let Some(mut stdin) = stdin {
+            // A child that never reads its stdin closes the pipe early: not an error.
+            let _ = stdin.write_all(input.as_bytes()).await;
+        }
+    };
+    let finish = async { tokio::join!(write, child.wait_with_output()).1 };
+    // On timeout the future is dropped with the child, and `kill_on_drop` kills it.
+    let output = tokio::time::timeout(spec.timeout, finish)
+        .await
+        .map_err(|_| ToolError::Timeout(spec.timeout))?
+        .map_err(|e| ToolError::Failed(format!("waiting for `{}` failed: {e}", spec.program)))?;
+    if !output.status.success() {
+        return Err(ToolError::Failed(failure(spec.program, output.status, &output.stderr)));
+    }
+    Ok(parse_output(&output.stdout))
+}
+
+/// JSON when it parses, else the trimmed text.
+pub(crate) fn parse_output(bytes: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+fn absolute(dir: &Path) -> PathBuf {
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned())
+}
+
+fn failure(program: &str, status: ExitStatus, stderr: &[u8]) -> String {
+    let status = describe_status(status);
+    let tail = tail(&String::from_utf8_lossy(stderr));
+    if tail.is_empty() {
+        format!("`{program}` {status} (no stderr)")
+    } else {
+        format!("`{program}` {status}; stderr:\n{tail}")
+    }
+}
+
+fn describe_status(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exited with status {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("was killed by signal {signal}");
+        }
+    }
+    format!("failed ({status})")
+}
+
+/// The last [`STDERR_LINES`] lines of `text`, at most [`STDERR_BYTES`] bytes, trimmed.
+fn tail(text: &str) -> String {
+    let text = text.trim_end();
+    let lines: Vec<&str> = text.lines().collect();
+    let kept = lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n");
+    if kept.len() <= STDERR_BYTES {
+        return kept;
+    }
+    let mut start = kept.len() - STDERR_BYTES;
+    while !kept.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("...{}", &kept[start..])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use serde_json::{Value, json};
+
+    use super::tail;
+    use crate::ir::Implementation;
+    use crate::tools::test_support::{program, tool_with};
+    use crate::tools::{ToolError, Toolbox};
+
+    fn exec(program: &str, args: &[&str]) -> Implementation {
+        Implementation::Exec {
+            program: program.to_owned(),
+            args: args.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    fn script(dir: &Path, name: &str, body: &str) {
+        let path = dir.join(name);
+        std::fs::write(&path, body).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+
+    async fn call(dir: &Path, imp: Implementation, args: Value) -> Result<Value, ToolError> {
+        call_with(dir, imp, args, None).await
+    }
+
+    async fn call_with(
+        dir: &Path,
+        imp: Implementation,
+        args: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ToolError> {
+        let mut t = tool_with("Child", &[("sku", "string?")], imp, dir);
+        t.timeout = timeout;
+        let p = program(vec![t]);
+        Toolbox::new().call(&p, crate::ir::ToolId(0), args).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn json_result_from_args_on_stdin() {
+        let dir = tempfile::tempdir().unwrap();
+        script(
+            dir.path(),
+            "echo.py",
+            "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'got': args}))\n",
+        );
+        let out = call(dir.path(), exec("python3", &["echo.py"]), json!({"sku": "A-1"})).await;
+        assert_eq!(out, Ok(json!({"got": {"sku": "A-1"}})));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn text_result_trimmed_and_cwd_is_tool_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("bin")).unwrap();
+        script(
+            &dir.path().join("bin"),
+            "where.sh",
+            "#!/bin/sh\ncat > /dev/null\necho \"in $(pwd)\"\n",
+        );
+        let out = call(dir.path(), exec("bin/where.sh", &[]), json!({})).await.unwrap();
+        let expected = format!("in {}", dir.path().canonicalize().unwrap().display());
+        assert_eq!(out, Value::String(expected));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn non_zero_exit_carries_status_and_stderr_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        script(
+            dir.path(),
+            "fail.sh",
+            "#!/bin/sh\nfor i in $(seq 1 30); do echo \"line $i\" >&2; done\nexit 3\n",
+        );
+        let err = call(dir.path(), exec("./fail.sh", &[]), json!({})).await.unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("`./fail.sh` exited with status 3; stderr:\nline 11\n"), "{text}");
+        assert!(text.ends_with("line 30"), "{text}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn timeout_kills_the_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let out = call_with(
+            dir.path(),
+            exec("sleep", &["5"]),
+            json!({}),
+            Some(Duration::from_millis(200)),
+        )
+        .await;
+        assert_eq!(out, Err(ToolError::Timeout(Duration::from_millis(200))));
+        assert!(started.elapsed() < Duration::from_secs(4));
+        assert_eq!(
+            ToolError::Timeout(Duration::from_millis(200)).to_string(),
+            "timed out after 200ms"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn missing_program_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = call(dir.path(), exec("./nope.sh", &[]), json!({})).await.unwrap_err();
+        assert!(err.to_string().starts_with("cannot start `./nope.sh` in `"), "{err}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn child_ignoring_stdin_is_fine() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = call(dir.path(), exec("echo", &["[1, 2]"]), json!({"sku": "x"})).await;
+        assert_eq!(out, Ok(json!([1, 2])));
+    }
+
+    #[test]
+    fn tail_limits_lines_and_bytes() {
+        assert_eq!(tail("a\nb\n"), "a\nb");
+        let long = "x".repeat(5000);
+        let kept = tail(&long);
+        assert_eq!(kept.len(), 2048 + 3);
+        assert!(kept.starts_with("..."));
+    }
+}

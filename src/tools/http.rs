@@ -1,0 +1,236 @@
+//! `http get|post "url"`: a request to a web service.
+//!
+//! Input: the method, the URL and header expressions (evaluated over the params, so
+//! they may interpolate params and call `env("VAR")`), and the filled arguments.
+//! POST sends the arguments as a JSON body. GET sends them as a query string: strings
+//! as they are, numbers and booleans as text, arrays and objects as JSON text, `null`s
+//! left out, and params the URL already interpolates left out too.
+//! Output: the body as JSON when it parses, else as text. A non-2xx status is a
+//! [`ToolError::HttpStatus`] with a body excerpt; the whole exchange is bounded by the
+//! tool's time limit.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::ToolError;
+use crate::eval::{self, push_display};
+use crate::ir::{Expr, HttpMethod};
+
+/// Characters of a non-2xx body kept in the error.
+const BODY_EXCERPT: usize = 500;
+
+/// What to send.
+pub(crate) struct Spec<'a> {
+    pub(crate) method: HttpMethod,
+    pub(crate) url: &'a Expr,
+    pub(crate) headers: &'a [(String, Expr)],
+    pub(crate) timeout: Duration,
+}
+
+/// Sends the request and reads the answer.
+pub(crate) async fn run(
+    client: &reqwest::Client,
+    spec: &Spec<'_>,
+    args: Map<String, Value>,
+) -> Result<Value, ToolError> {
+    let scope: Vec<Value> = args.values().cloned().collect();
+    let url = text_of(spec.url, &scope, "the url")?;
+    let mut request = match spec.method {
+        HttpMethod::Get => {
+            let in_url = spec.url.vars();
+            let query: Vec<(&String, String)> = args
+                .iter()
+                .enumerate()
+                .filter(|(i, (_, v))| !v.is_null() && !in_url.iter().any(|u| *u as usize == *i))
+                .map(|(_, (k, v))| (k, query_text(v)))
+                .collect();
+            client.get(&url).query(&query)
+        }
+        HttpMethod::Post => client.post(&url).json(&Value::Object(args)),
+    };
+    for (name, value) in spec.headers {
+        let value = text_of(value, &scope, &format!("header `{name}`"))?;
+        request = request.header(name.as_str(), value);
+    }
+    fetch(request, spec.timeout).await
+}
+
+/// Sends `request`, bounded by `limit`; JSON or text on 2xx, else an error.
+pub(crate) async fn fetch(
+    request: reqwest::RequestBuilder,
+    limit: Duration,
+) -> Result<Value, ToolError> {
+    let exchange = async {
+        let response = request.send().await?;
+        let status = response.status();
+        let body = response.text().await?;
+        Ok::<_, reqwest::Error>((status, body))
+    };
+    let (status, body) = tokio::time::timeout(limit, exchange)
+        .await
+        .map_err(|_| ToolError::Timeout(limit))?
+        .map_err(|e| ToolError::Failed(describe_error(&e)))?;
+    if !status.is_success() {
+        return Err(ToolError::HttpStatus { status: status.as_u16(), body: excerpt(&body) });
+    }
+    Ok(serde_json::from_str(&body).unwrap_or(Value::String(body)))
+}
+
+fn text_of(expr: &Expr, scope: &[Value], what: &str) -> Result<String, ToolError> {
+    if expr.vars().iter().any(|v| *v as usize >= scope.len()) {
+        return Err(ToolError::Failed(format!("{what} reads a param the tool lacks")));
+    }
+    let value = eval::eval(expr, scope)
+        .map_err(|e| ToolError::Failed(format!("cannot build {what}: {}", e.message)))?;
+    let mut out = String::new();
+    push_display(&mut out, &value);
+    Ok(out)
+}
+
+fn query_text(value: &Value) -> String {
+    let mut out = String::new();
+    push_display(&mut out, value);
+    out
+}
+
+fn excerpt(body: &str) -> String {
+    let body = body.trim();
+    if body.chars().count() <= BODY_EXCERPT {
+        return body.to_owned();
+    }
+    body.chars().take(BODY_EXCERPT).collect::<String>() + "..."
+}
+
+/// reqwest's message plus its causes ("error sending request: connection refused").
+fn describe_error(error: &reqwest::Error) -> String {
+    let mut text = format!("http request failed: {error}");
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+    use wiremock::matchers::{body_json, header, method, path, query_param};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use crate::ir::{self, Function, HttpMethod, Implementation};
+    use crate::tools::test_support::{expr, hole, lit, program, template, text, tool_with};
+    use crate::tools::{ToolError, Toolbox};
+
+    fn http(method: HttpMethod, url: ir::Expr, headers: Vec<(String, ir::Expr)>) -> Implementation {
+        Implementation::Http { method, url, headers }
+    }
+
+    async fn call(t: ir::Tool, args: Value) -> Result<Value, ToolError> {
+        let p = program(vec![t]);
+        Toolbox::new().call(&p, ir::ToolId(0), args).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn get_sends_query_and_interpolates_url() {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/products/A-1"))
+            .and(query_param("limit", "5"))
+            .and(query_param("tags", r#"["a","b"]"#))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"sku": "A-1"})))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let url = template(vec![text(&format!("{}/products/", server.uri())), hole(0)]);
+        let t = tool_with(
+            "Get",
+            &[("sku", "string"), ("limit", "integer"), ("tags", "array<string>"), ("x", "string?")],
+            http(HttpMethod::Get, url, vec![]),
+            std::path::Path::new("."),
+        );
+        let out = call(t, json!({"sku": "A-1", "limit": 5, "tags": ["a", "b"]})).await;
+        assert_eq!(out, Ok(json!({"sku": "A-1"})));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn post_sends_json_and_headers_with_env() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/orders"))
+            .and(header("authorization", "Bearer fallback"))
+            .and(header("x-path", std::env::var("PATH").unwrap().as_str()))
+            .and(body_json(json!({"sku": "A-1", "qty": 2})))
+            .respond_with(ResponseTemplate::new(201).set_body_string("created"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let env = expr(ir::ExprKind::Call(
+            Function::Env,
+            vec![lit(json!("IGNITE_TOOLS_TEST_UNSET_VAR")), lit(json!("fallback"))],
+        ));
+        let path_env = expr(ir::ExprKind::Call(Function::Env, vec![lit(json!("PATH"))]));
+        let auth = template(vec![text("Bearer "), ir::Part::Expr(env)]);
+        let t = tool_with(
+            "Post",
+            &[("sku", "string"), ("qty", "integer")],
+            http(
+                HttpMethod::Post,
+                lit(json!(format!("{}/orders", server.uri()))),
+                vec![("Authorization".into(), auth), ("X-Path".into(), path_env)],
+            ),
+            std::path::Path::new("."),
+        );
+        assert_eq!(call(t, json!({"sku": "A-1", "qty": 2})).await, Ok(json!("created")));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn non_2xx_is_an_error_with_excerpt() {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(404).set_body_string("no such product\n"))
+            .mount(&server)
+            .await;
+        let t = tool_with(
+            "Get",
+            &[],
+            http(HttpMethod::Get, lit(json!(server.uri())), vec![]),
+            std::path::Path::new("."),
+        );
+        let err = call(t, json!({})).await.unwrap_err();
+        assert_eq!(err, ToolError::HttpStatus { status: 404, body: "no such product".into() });
+        assert_eq!(err.to_string(), "http status 404: no such product");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_server_times_out() {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(3)))
+            .mount(&server)
+            .await;
+        let mut t = tool_with(
+            "Get",
+            &[],
+            http(HttpMethod::Get, lit(json!(server.uri())), vec![]),
+            std::path::Path::new("."),
+        );
+        t.timeout = Some(Duration::from_millis(200));
+        assert_eq!(call(t, json!({})).await, Err(ToolError::Timeout(Duration::from_millis(200))));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connection_refused_is_a_failure() {
+        let t = tool_with(
+            "Get",
+            &[],
+            http(HttpMethod::Get, lit(json!("http://127.0.0.1:9/")), vec![]),
+            std::path::Path::new("."),
+        );
+        let err = call(t, json!({})).await.unwrap_err();
+        assert!(err.to_string().starts_with("http request failed"), "{err}");
+    }
+}

@@ -1,0 +1,396 @@
+//! [`Toolbox`]: everything needed to run tools, and the dispatch of one call.
+//!
+//! Input: a program, a tool id (or a registered native) and the arguments a caller sent.
+//! Output: the tool's JSON result or a [`ToolError`]. Every call is validated first (see
+//! `validate.rs`), then defaults are filled, then the implementation runs. A toolbox
+//! is cheap to clone and shared across threads: natives, the validator cache and the
+//! HTTP client live behind `Arc`s.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+
+use super::registry::{RegisteredTool, ToolSource};
+use super::validate::{Validators, fill_declared, fill_from_schema};
+use super::{
+    DEFAULT_TIMEOUT, NativeTool, ToolError, builtin, exec, http, parameters_schema, returns,
+};
+use crate::ir::{self, Implementation};
+
+/// Runs tools: holds the registered natives, the validator cache and one HTTP client.
+#[derive(Clone, Default)]
+pub struct Toolbox {
+    natives: Arc<IndexMap<String, Arc<dyn NativeTool>>>,
+    fs_root: Option<PathBuf>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    validators: Validators,
+    http: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl std::fmt::Debug for Toolbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Toolbox")
+            .field("natives", &self.natives.keys().collect::<Vec<_>>())
+            .field("fs_root", &self.fs_root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Toolbox {
+    /// An empty toolbox: builtins only, no natives.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Confines `fs.read` / `fs.write` to `root` instead of their configured `root`.
+    #[must_use]
+    pub fn with_fs_root(mut self, root: PathBuf) -> Self {
+        self.fs_root = Some(root);
+        self
+    }
+
+    /// Registers a native tool under [`NativeTool::name`], replacing one of the same name.
+    pub fn register_native<T: NativeTool>(&mut self, tool: T) {
+        Arc::make_mut(&mut self.natives).insert(tool.name().to_owned(), Arc::new(tool));
+    }
+
+    /// The native tool registered as `name`.
+    #[must_use]
+    pub fn native(&self, name: &str) -> Option<&dyn NativeTool> {
+        self.natives.get(name).map(AsRef::as_ref)
+    }
+
+    /// Every registered native, in registration order.
+    pub fn natives(&self) -> impl Iterator<Item = &dyn NativeTool> {
+        self.natives.values().map(AsRef::as_ref)
+    }
+
+    /// The `fs.*` root override, if any.
+    #[must_use]
+    pub fn fs_root(&self) -> Option<&Path> {
+        self.fs_root.as_deref()
+    }
+
+    /// The parameters schema a call of `tool` is validated against: the `.ign` params,
+    /// or the registered native's schema for a `native` tool that declares none.
+    #[must_use]
+    pub fn effective_parameters(&self, tool: &ir::Tool) -> Value {
+        match (&tool.implementation, self.declared_native(tool)) {
+            (Implementation::Native { .. }, Some(native)) if tool.params.is_empty() => {
+                native.parameters()
+            }
+            _ => parameters_schema(tool),
+        }
+    }
+
+    fn declared_native(&self, tool: &ir::Tool) -> Option<&Arc<dyn NativeTool>> {
+        match &tool.implementation {
+            Implementation::Native { name } => self.natives.get(name),
+            _ => None,
+        }
+    }
+
+    /// Validates `args` against the tool's schema (defaults filled in), then runs it.
+    /// Unguarded: capabilities are the agent loop's business.
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidArguments`] listing every problem with `args`, else whatever
+    /// the implementation reports.
+    pub async fn call(
+        &self,
+        program: &ir::Program,
+        tool: ir::ToolId,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        let tool = program.tools.get(tool.index()).ok_or_else(|| {
+            ToolError::Failed(format!("no tool with id {} in this program", tool.index()))
+        })?;
+        let args = no_args_as_empty(args);
+        let parameters = self.effective_parameters(tool);
+        self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
+        let args = object(args);
+        let args = if tool.params.is_empty() {
+            fill_from_schema(&parameters, args)
+        } else {
+            fill_declared(&tool.params, args)
+        };
+        self.run(tool, args).await
+    }
+
+    /// Calls a native tool by name, validating against its own schema.
+    ///
+    /// # Errors
+    /// [`ToolError::NotRegistered`] when no native has that name; else as [`Toolbox::call`].
+    pub async fn call_native(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        let native =
+            self.natives.get(name).ok_or_else(|| ToolError::NotRegistered(name.to_owned()))?;
+        let parameters = native.parameters();
+        let args = no_args_as_empty(args);
+        self.shared.validators.validate(name, &parameters, &args)?;
+        let args = fill_from_schema(&parameters, object(args));
+        run_native(Arc::clone(native), Value::Object(args), None).await
+    }
+
+    /// Calls a tool of a [`Registry`](super::Registry) built from `program` and this toolbox.
+    ///
+    /// # Errors
+    /// As [`Toolbox::call`].
+    pub async fn call_registered(
+        &self,
+        program: &ir::Program,
+        tool: &RegisteredTool,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        match &tool.source {
+            ToolSource::Declared(id) => self.call(program, *id, args).await,
+            ToolSource::Native => self.call_native(&tool.name, args).await,
+        }
+    }
+
+    async fn run(&self, tool: &ir::Tool, args: Map<String, Value>) -> Result<Value, ToolError> {
+        let limit = tool.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        match &tool.implementation {
+            Implementation::Returns(expr) => returns::run(expr, args),
+            Implementation::Exec { program, args: argv } => {
+                exec::run(
+                    &exec::Spec { program, args: argv, dir: &tool.dir, timeout: limit },
+                    &args,
+                )
+                .await
+            }
+            Implementation::Http { method, url, headers } => {
+                let spec = http::Spec { method: *method, url, headers, timeout: limit };
+                http::run(self.http_client()?, &spec, args).await
+            }
+            Implementation::Builtin { builtin, config } => {
+                let context = builtin::Context { tool, config, toolbox: self, timeout: limit };
+                builtin::run(*builtin, &context, args).await
+            }
+            Implementation::Native { name } => {
+                let native =
+                    self.natives.get(name).ok_or_else(|| ToolError::NotRegistered(name.clone()))?;
+                run_native(Arc::clone(native), Value::Object(args), tool.timeout).await
+            }
+        }
+    }
+
+    /// The shared HTTP client, built on first use.
+    pub(crate) fn http_client(&self) -> Result<&reqwest::Client, ToolError> {
+        self.shared
+            .http
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .user_agent(concat!("ignite/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| format!("cannot start the http client: {e}"))
+            })
+            .as_ref()
+            .map_err(|e| ToolError::Failed(e.clone()))
+    }
+}
+
+/// `null` (a model sending no arguments at all) means `{}`.
+fn no_args_as_empty(args: Value) -> Value {
+    if args.is_null() { Value::Object(Map::new()) } else { args }
+}
+
+/// The arguments as an object; validation already rejected anything else.
+fn object(args: Value) -> Map<String, Value> {
+    match args {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+async fn run_native(
+    native: Arc<dyn NativeTool>,
+    args: Value,
+    limit: Option<Duration>,
+) -> Result<Value, ToolError> {
+    let task = tokio::task::spawn_blocking(move || native.call(args));
+    let joined = match limit {
+        Some(limit) => {
+            tokio::time::timeout(limit, task).await.map_err(|_| ToolError::Timeout(limit))?
+        }
+        None => task.await,
+    };
+    match joined {
+        Ok(result) => result.map_err(ToolError::Failed),
+        Err(e) if e.is_panic() => Err(ToolError::Failed("the native tool panicked".to_owned())),
+        Err(_) => Err(ToolError::Failed("the native tool was cancelled".to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use crate::tools::registry::tests::Stock;
+    use crate::tools::test_support::{program, tool, tool_with};
+    use crate::tools::{Registry, schema_for};
+
+    fn assert_send_sync<T: Send + Sync + Clone>(_: &T) {}
+    fn assert_send<T: Send>(_: T) {}
+
+    #[test]
+    fn toolbox_and_call_future_are_thread_safe() {
+        let toolbox = Toolbox::new();
+        assert_send_sync(&toolbox);
+        let p = program(vec![tool("T", "t")]);
+        assert_send(toolbox.call(&p, ir::ToolId(0), json!({})));
+    }
+
+    fn builtin(b: ir::Builtin, params: &[(&str, &str)]) -> ir::Tool {
+        let imp = Implementation::Builtin { builtin: b, config: Map::new() };
+        tool_with("B", params, imp, Path::new("."))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn math_eval_builtin() {
+        let p = program(vec![builtin(ir::Builtin::MathEval, &[("expression", "string")])]);
+        let toolbox = Toolbox::new();
+        let call = |e: &str| toolbox.call(&p, ir::ToolId(0), json!({"expression": e}));
+        assert_eq!(call("29.99 * (1 - 0.15)").await, Ok(json!(25.4915)));
+        assert_eq!(
+            call("1 / (2 - 2)").await.unwrap_err().to_string(),
+            "division by zero at position 3"
+        );
+        let err = toolbox.call(&p, ir::ToolId(0), Value::Null).await.unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::InvalidArguments(vec!["`expression`: missing required property".into()])
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn http_get_builtin() {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/a.json"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("{\"ok\": true}"))
+            .mount(&server)
+            .await;
+        let p = program(vec![builtin(ir::Builtin::HttpGet, &[("url", "string")])]);
+        let toolbox = Toolbox::new();
+        let url = format!("{}/a.json", server.uri());
+        assert_eq!(
+            toolbox.call(&p, ir::ToolId(0), json!({"url": url})).await,
+            Ok(json!({"ok": true}))
+        );
+        let err = toolbox.call(&p, ir::ToolId(0), json!({"url": "file:///etc/passwd"})).await;
+        assert!(err.unwrap_err().to_string().starts_with("`url` must start with http"));
+    }
+
+    fn native_tool(name: &str) -> ir::Tool {
+        let mut t = tool("StockLevel", "");
+        t.implementation = Implementation::Native { name: name.into() };
+        t
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn declared_native_uses_registered_schema() {
+        let p = program(vec![native_tool("stock_level")]);
+        let mut toolbox = Toolbox::new();
+        toolbox.register_native(Stock);
+        assert_eq!(
+            toolbox.call(&p, ir::ToolId(0), json!({"sku": "A"})).await,
+            Ok(json!({"sku": "A", "units": 12}))
+        );
+        let err = toolbox.call(&p, ir::ToolId(0), json!({"sku": 1})).await.unwrap_err();
+        assert_eq!(err.to_string(), "`sku`: expected string, got integer 1");
+        let registry = Registry::from_program(&p, &toolbox);
+        assert_eq!(registry.all().len(), 1);
+        assert_eq!(registry.all()[0].description, "Units in stock for a SKU");
+        assert_eq!(registry.all()[0].signature, "sku: string");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unregistered_native_names_the_fix() {
+        let p = program(vec![native_tool("stock_level")]);
+        let err = Toolbox::new().call(&p, ir::ToolId(0), json!({})).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "native tool `stock_level` is not registered; call `Toolbox::register_native` with it \
+             before running"
+        );
+    }
+
+    struct Flaky;
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct FlakyArgs {
+        mode: String,
+        #[schemars(default = "three")]
+        times: u32,
+    }
+
+    fn three() -> u32 {
+        3
+    }
+
+    impl NativeTool for Flaky {
+        fn name(&self) -> &str {
+            "flaky"
+        }
+        fn description(&self) -> &str {
+            "Fails on request"
+        }
+        fn parameters(&self) -> Value {
+            schema_for::<FlakyArgs>()
+        }
+        fn call(&self, args: Value) -> Result<Value, String> {
+            match args["mode"].as_str() {
+                Some("panic") => panic!("boom"),
+                Some("fail") => Err("upstream said no".to_owned()),
+                _ => Ok(args),
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn native_by_name_with_schema_defaults_errors_and_panics() {
+        let mut toolbox = Toolbox::new();
+        toolbox.register_native(Flaky);
+        let clone = toolbox.clone();
+        assert!(clone.native("flaky").is_some());
+        assert_eq!(
+            clone.call_native("flaky", json!({"mode": "ok"})).await,
+            Ok(json!({"mode": "ok", "times": 3}))
+        );
+        assert_eq!(
+            clone.call_native("flaky", json!({"mode": "fail"})).await,
+            Err(ToolError::Failed("upstream said no".into()))
+        );
+        assert_eq!(
+            clone.call_native("flaky", json!({"mode": "panic"})).await,
+            Err(ToolError::Failed("the native tool panicked".into()))
+        );
+        assert_eq!(
+            clone.call_native("flaky", json!({"mode": "x", "extra": 1})).await,
+            Err(ToolError::InvalidArguments(vec!["`extra`: unknown property".into()]))
+        );
+        assert_eq!(
+            clone.call_native("missing", json!({})).await,
+            Err(ToolError::NotRegistered("missing".into()))
+        );
+        let p = program(vec![]);
+        let registry = Registry::from_program(&p, &clone);
+        let flaky = registry.find("flaky").unwrap();
+        assert_eq!(
+            toolbox.call_registered(&p, flaky, json!({"mode": "ok", "times": 1})).await,
+            Ok(json!({"mode": "ok", "times": 1}))
+        );
+    }
+}
