@@ -74,7 +74,7 @@ fn mermaid(program: &Program, contract: &Contract) -> String {
     for &id in contract.graph.order() {
         let node = &contract[id];
         let label = match callee(program, &node.kind) {
-            Some(callee) => format!("{}<br/>{} {}", node.name, node.kind.label(), callee),
+            Some(callee) => format!("{}<br/>{callee}", node.name),
             None => format!("{}<br/>{}", node.name, node.kind.label()),
         };
         let (open, close) = match node.kind {

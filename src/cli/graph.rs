@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 
-use super::{GlobalArgs, WIDTH};
+use super::GlobalArgs;
 use crate::render::{GraphFormat, render_graph};
 use crate::runtime::Engine;
 
@@ -38,14 +38,10 @@ impl GraphArgs {
     /// Prints the drawing; exit 1 when the program has errors, 2 on a bad contract name.
     #[must_use]
     pub fn run(self, global: &GlobalArgs) -> ExitCode {
-        let compilation = crate::compile(&self.file);
-        if !compilation.diagnostics.is_empty() {
-            eprint!(
-                "{}",
-                compilation.diagnostics.render(&compilation.sources, global.color_stderr(), WIDTH)
-            );
-        }
-        let Some(program) = compilation.program else { return ExitCode::from(1) };
+        let program = match super::compile(&self.file, global) {
+            Ok(program) => program,
+            Err(code) => return code,
+        };
         let engine = Engine::new(program);
         let contract = match engine.contract(self.contract.as_deref()) {
             Ok(contract) => contract,

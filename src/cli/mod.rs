@@ -18,6 +18,8 @@
 mod check;
 mod graph;
 mod run;
+mod schema;
+mod tools;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -27,6 +29,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 pub use check::{CheckArgs, Format};
 pub use graph::GraphArgs;
 pub use run::RunArgs;
+pub use schema::SchemaArgs;
+pub use tools::ToolsArgs;
 
 /// Width diagnostics wrap at.
 const WIDTH: usize = 100;
@@ -85,6 +89,10 @@ pub enum Command {
     Run(RunArgs),
     /// Draw a contract's graph.
     Graph(GraphArgs),
+    /// Print the JSON Schemas of the tools, as sent to models.
+    Schema(SchemaArgs),
+    /// List the tools in a table.
+    Tools(ToolsArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -95,5 +103,29 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Check(args) => args.run(&global),
         Command::Run(args) => args.run(&global),
         Command::Graph(args) => args.run(&global),
+        Command::Schema(args) => args.run(&global),
+        Command::Tools(args) => args.run(&global),
     })
+}
+
+/// Compiles `file`, printing its diagnostics on stderr; the program, or
+/// the exit code when it has errors (1).
+fn compile(file: &std::path::Path, global: &GlobalArgs) -> Result<crate::ir::Program, ExitCode> {
+    let compilation = crate::compile(file);
+    let diagnostics = &compilation.diagnostics;
+    if !diagnostics.is_empty() {
+        eprint!("{}", diagnostics.render(&compilation.sources, global.color_stderr(), WIDTH));
+    }
+    compilation.program.ok_or_else(|| {
+        use crate::diagnostic::Severity;
+        let (errors, warnings) =
+            (diagnostics.count(Severity::Error), diagnostics.count(Severity::Warning));
+        eprintln!("{}", check::summary(errors, warnings, compilation.sources.iter().count()));
+        ExitCode::from(1)
+    })
+}
+
+/// `a,b` from `--capabilities` as a list.
+fn split_capabilities(list: Option<&str>) -> Option<Vec<String>> {
+    list.map(|l| l.split(',').map(str::trim).filter(|c| !c.is_empty()).map(str::to_owned).collect())
 }

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use serde_json::{Map, Value};
 
 use super::{GlobalArgs, WIDTH};
-use crate::diagnostic::Severity;
 use crate::llm::Llm;
 use crate::runtime::{Engine, RunError, RunOptions};
 
@@ -57,21 +56,11 @@ impl RunArgs {
                 return ExitCode::from(2);
             }
         };
-        let compilation = crate::compile(&self.file);
-        let color = global.color_stderr();
-        if !compilation.diagnostics.is_empty() {
-            eprint!("{}", compilation.diagnostics.render(&compilation.sources, color, WIDTH));
-        }
-        let Some(program) = compilation.program else {
-            let diagnostics = &compilation.diagnostics;
-            let (errors, warnings) =
-                (diagnostics.count(Severity::Error), diagnostics.count(Severity::Warning));
-            eprintln!(
-                "{}",
-                super::check::summary(errors, warnings, compilation.sources.iter().count())
-            );
-            return ExitCode::from(1);
+        let program = match super::compile(&self.file, global) {
+            Ok(program) => program,
+            Err(code) => return code,
         };
+        let color = global.color_stderr();
         let mut llm = Llm::from_env();
         if let Some(path) = &self.replay {
             llm = match llm.replay_from(path) {

@@ -1,0 +1,56 @@
+//! `ignite schema FILE`: the tools' JSON Schemas as a JSON array.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+
+use super::GlobalArgs;
+use crate::tools::{Registry, SchemaFormat, Toolbox};
+
+/// Arguments of `ignite schema`.
+#[derive(Debug, clap::Args)]
+pub struct SchemaArgs {
+    /// The `.ign` file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// A provider's format; the intermediate `{name, description, parameters}` when absent.
+    #[arg(long, value_enum)]
+    pub provider: Option<Provider>,
+    /// Only tools whose required capabilities are all in this list (comma-separated).
+    #[arg(long, value_name = "a,b")]
+    pub capabilities: Option<String>,
+}
+
+/// Providers with a tool-schema format of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Provider {
+    /// `{name, description, input_schema}`.
+    Anthropic,
+    /// `{type: "function", function: {...}}`.
+    Openai,
+}
+
+impl SchemaArgs {
+    /// Prints the schemas; exit 1 when the program has errors.
+    #[must_use]
+    pub fn run(self, global: &GlobalArgs) -> ExitCode {
+        let program = match super::compile(&self.file, global) {
+            Ok(program) => program,
+            Err(code) => return code,
+        };
+        let format = match self.provider {
+            None => SchemaFormat::Intermediate,
+            Some(Provider::Anthropic) => SchemaFormat::Anthropic,
+            Some(Provider::Openai) => SchemaFormat::OpenAi,
+        };
+        let registry = Registry::from_program(&program, &Toolbox::new());
+        let capabilities = super::split_capabilities(self.capabilities.as_deref());
+        let schemas = registry.schemas(format, capabilities.as_deref());
+        match serde_json::to_string_pretty(&schemas) {
+            Ok(text) => println!("{text}"),
+            Err(e) => eprintln!("error: {e}"),
+        }
+        ExitCode::SUCCESS
+    }
+}
