@@ -71,7 +71,9 @@ impl CheckArgs {
             }
         }
         match self.format {
-            Format::Human => eprintln!("{}", summary(errors, warnings, files.len())),
+            Format::Human => {
+                eprintln!("{}", summary(errors, warnings, files.len(), self.deny_warnings));
+            }
             Format::Json => println!(
                 "{}",
                 serde_json::to_string_pretty(&json).unwrap_or_else(|_| "[]".to_owned())
@@ -86,10 +88,13 @@ impl CheckArgs {
 }
 
 /// The last line of a human report.
-pub(super) fn summary(errors: usize, warnings: usize, files: usize) -> String {
+pub(super) fn summary(errors: usize, warnings: usize, files: usize, deny_warnings: bool) -> String {
     let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     match (errors, warnings) {
         (0, 0) => format!("ok: {} checked", count(files, "file")),
+        (0, w) if deny_warnings => {
+            format!("error: {} (denied by `--deny-warnings`)", count(w, "warning"))
+        }
         (0, w) => format!("ok: {} checked, {}", count(files, "file"), count(w, "warning")),
         (e, 0) => format!("error: {}", count(e, "error")),
         (e, w) => format!("error: {} and {}", count(e, "error"), count(w, "warning")),

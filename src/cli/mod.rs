@@ -120,7 +120,10 @@ fn compile(file: &std::path::Path, global: &GlobalArgs) -> Result<crate::ir::Pro
         use crate::diagnostic::Severity;
         let (errors, warnings) =
             (diagnostics.count(Severity::Error), diagnostics.count(Severity::Warning));
-        eprintln!("{}", check::summary(errors, warnings, compilation.sources.iter().count()));
+        eprintln!(
+            "{}",
+            check::summary(errors, warnings, compilation.sources.iter().count(), false)
+        );
         ExitCode::from(1)
     })
 }

@@ -46,13 +46,13 @@ impl Graph {
             cycles.sort();
             return Err(cycles);
         }
-        let order = components.iter().rev().map(|c| NodeId::from_index(c[0].index())).collect();
         let mut dependents = vec![Vec::new(); deps.len()];
         for (node, node_deps) in deps.iter().enumerate() {
             for dep in node_deps {
                 dependents[dep.index()].push(NodeId::from_index(node));
             }
         }
+        let order = stable_order(&deps, &dependents);
         Ok(Graph { deps, dependents, order })
     }
 
@@ -85,6 +85,29 @@ impl Graph {
     pub fn is_empty(&self) -> bool {
         self.deps.is_empty()
     }
+}
+
+/// A topological order of an acyclic graph that prefers declaration order:
+/// of the nodes whose dependencies are all placed, the first declared goes
+/// next (Kahn's algorithm with a min-heap), so a file written top-down
+/// keeps its order.
+fn stable_order(deps: &[Vec<NodeId>], dependents: &[Vec<NodeId>]) -> Vec<NodeId> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut waiting: Vec<usize> = deps.iter().map(Vec::len).collect();
+    let mut ready: BinaryHeap<Reverse<usize>> =
+        (0..deps.len()).filter(|&i| waiting[i] == 0).map(Reverse).collect();
+    let mut order = Vec::with_capacity(deps.len());
+    while let Some(Reverse(node)) = ready.pop() {
+        order.push(NodeId::from_index(node));
+        for dependent in &dependents[node] {
+            waiting[dependent.index()] -= 1;
+            if waiting[dependent.index()] == 0 {
+                ready.push(Reverse(dependent.index()));
+            }
+        }
+    }
+    order
 }
 
 /// One cycle through the nodes of a strongly connected component, as a

@@ -173,10 +173,8 @@ impl Lowerer<'_> {
         let declared = self.decls.names_where(|d| matches!(d, Decl::Provider(_)));
         let help =
             did_you_mean(name, candidates.iter().chain(&declared).copied()).unwrap_or_else(|| {
-                format!(
-                    "use {}, `script \"file.json\"` or a declared `provider`",
-                    list(&candidates[..3])
-                )
+"use `anthropic`, `openai`, `ollama`, `script \"file.json\"` or a declared `provider`"
+                    .to_owned()
             });
         self.push(
             Diagnostic::error(

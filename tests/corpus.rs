@@ -1,0 +1,214 @@
+//! The fixture corpus: `ok/*.ign` must check clean (snapshot: the lowered
+//! graphs), `err/*.ign` must report something (snapshot: source and
+//! rendered diagnostics). Helper files of multi-file fixtures live in
+//! `support/` folders, which the globs do not match.
+
+#![allow(clippy::unwrap_used)]
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use igniter::ir::{Contract, Implementation, NodeKind, Program, ProviderChoice};
+
+/// `path` relative to the crate, so snapshots do not depend on where the
+/// repository is checked out (tests run in the crate folder).
+fn relative(path: &Path) -> PathBuf {
+    path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(path).to_path_buf()
+}
+
+#[test]
+fn ok() {
+    insta::glob!("corpus/ok/*.ign", |path| {
+        let compilation = igniter::compile(&relative(path));
+        let rendered = compilation.diagnostics.render(&compilation.sources, false, 80);
+        let program = compilation
+            .program
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has errors:\n{rendered}", path.display()));
+        let mut out = dump(program);
+        if !rendered.is_empty() {
+            out.push_str("----- WARNINGS\n");
+            out.push_str(&rendered);
+        }
+        insta::assert_snapshot!(out);
+    });
+}
+
+#[test]
+fn err() {
+    insta::glob!("corpus/err/*.ign", |path| {
+        let compilation = igniter::compile(&relative(path));
+        assert!(
+            !compilation.diagnostics.is_empty(),
+            "{} is in err/ but checks clean; move it to ok/",
+            path.display()
+        );
+        let source = std::fs::read_to_string(path).unwrap_or_default();
+        let rendered = compilation.diagnostics.render(&compilation.sources, false, 80);
+        insta::assert_snapshot!(format!("----- SOURCE\n{source}\n----- DIAGNOSTICS\n{rendered}"));
+    });
+}
+
+#[test]
+fn every_code_has_a_fixture() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let mut text = String::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap().to_string_lossy().starts_with("corpus__err@") {
+            text.push_str(&std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    let missing: Vec<&str> = igniter::diagnostic::Code::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .filter(|c| !text.contains(c))
+        .collect();
+    assert!(missing.is_empty(), "codes without an err/ fixture: {missing:?}");
+}
+
+#[test]
+fn examples_check_clean() {
+    let mut files = Vec::new();
+    collect(Path::new("contracts"), &mut files);
+    assert!(!files.is_empty());
+    for file in files {
+        let compilation = igniter::compile(&file);
+        let rendered = compilation.diagnostics.render(&compilation.sources, false, 80);
+        assert!(compilation.diagnostics.is_empty(), "{}:\n{rendered}", file.display());
+    }
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect(&path, files);
+        } else if path.extension().is_some_and(|e| e == "ign") {
+            files.push(path);
+        }
+    }
+}
+
+/// A stable text dump of a program: tools, agents, providers, then each
+/// contract's nodes in topological order with kinds, deps and types.
+fn dump(program: &Program) -> String {
+    let mut out = String::new();
+    for tool in &program.tools {
+        let implementation = match &tool.implementation {
+            Implementation::Returns(_) => "returns".to_owned(),
+            Implementation::Exec { program, args } => format!("exec {program} {}", args.join(" ")),
+            Implementation::Http { method, headers, .. } => {
+                format!("http {method:?} ({} headers)", headers.len())
+            }
+            Implementation::Builtin { builtin, config } => {
+                format!("builtin {} {}", builtin.name(), serde_json::Value::Object(config.clone()))
+            }
+            Implementation::Native { name } => format!("native {name}"),
+        };
+        let params: Vec<String> = tool
+            .params
+            .iter()
+            .map(|p| {
+                let default = p.default.as_ref().map(|d| format!(" = {d}")).unwrap_or_default();
+                format!("{}: {}{default}", p.name, p.ty)
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "tool {} as `{}` ({}) needs [{}]: {implementation}, timeout {:?}",
+            tool.name,
+            tool.tool_name,
+            params.join(", "),
+            tool.capabilities.join(", "),
+            tool.timeout
+        );
+    }
+    for agent in &program.agents {
+        let providers: Vec<String> = agent
+            .providers
+            .iter()
+            .map(|p| match p {
+                ProviderChoice::Kind(k) => k.name().to_owned(),
+                ProviderChoice::Declared(id) => program[*id].name.clone(),
+                ProviderChoice::Script(path) => format!("script {}", path.display()),
+            })
+            .collect();
+        let tools: Vec<&str> = agent.tools.iter().map(|t| program[*t].name.as_str()).collect();
+        let inputs: Vec<String> =
+            agent.inputs.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
+        let _ = writeln!(
+            out,
+            "agent {} providers [{}] models [{}] tools [{}] capabilities [{}] iterations {} \
+             temperature {:?} max_tokens {:?} inputs ({})",
+            agent.name,
+            providers.join(", "),
+            agent.models.join(", "),
+            tools.join(", "),
+            agent.capabilities.join(", "),
+            agent.max_tool_iterations,
+            agent.temperature,
+            agent.max_tokens,
+            inputs.join(", ")
+        );
+    }
+    for provider in &program.providers {
+        let _ = writeln!(
+            out,
+            "provider {} kind {} base_url {:?} api_key_env {:?} timeout {:?} retries {:?}",
+            provider.name,
+            provider.kind.name(),
+            provider.base_url,
+            provider.api_key_env,
+            provider.timeout,
+            provider.retries
+        );
+    }
+    for contract in &program.contracts {
+        dump_contract(program, contract, &mut out);
+    }
+    out
+}
+
+fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
+    let _ = writeln!(out, "contract {} ({:?})", contract.name, contract.runner);
+    for &id in contract.graph.order() {
+        let node = &contract[id];
+        let what = match &node.kind {
+            NodeKind::Input(p) => {
+                let default = p.default.as_ref().map(|d| format!(" = {d}")).unwrap_or_default();
+                format!("input {}: {}{default}", node.name, p.ty)
+            }
+            NodeKind::Tool { tool, args } => format!(
+                "tool {} = {}({})",
+                node.name,
+                program[*tool].name,
+                args.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            NodeKind::Agent { agent, args } => format!(
+                "agent {} = {}({})",
+                node.name,
+                program[*agent].name,
+                args.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            NodeKind::Compose { contract, args } => format!(
+                "compose {} = {}({})",
+                node.name,
+                program[*contract].name,
+                args.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            other => format!("{} {}", other.label(), node.name),
+        };
+        let deps: Vec<&str> =
+            contract.graph.deps(id).iter().map(|d| contract[*d].name.as_str()).collect();
+        if deps.is_empty() {
+            let _ = writeln!(out, "  {what}");
+        } else {
+            let _ = writeln!(out, "  {what} <- {}", deps.join(", "));
+        }
+    }
+    for output in &contract.outputs {
+        let mut path = vec![contract[output.node].name.clone()];
+        path.extend(output.fields.iter().cloned());
+        let _ = writeln!(out, "  output {} = {}", output.name, path.join("."));
+    }
+}
