@@ -54,7 +54,8 @@ fn every_code_has_a_fixture() {
     let mut text = String::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_string_lossy().starts_with("corpus__err@") {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("corpus__err@") || name.starts_with("run__run_errors@") {
             text.push_str(&std::fs::read_to_string(&path).unwrap());
         }
     }
@@ -63,7 +64,7 @@ fn every_code_has_a_fixture() {
         .map(|c| c.as_str())
         .filter(|c| !text.contains(c))
         .collect();
-    assert!(missing.is_empty(), "codes without an err/ fixture: {missing:?}");
+    assert!(missing.is_empty(), "codes without an err/ or run_err/ fixture: {missing:?}");
 }
 
 #[test]

@@ -125,6 +125,8 @@ struct Exec {
     outputs: Vec<usize>,
     /// The `compose` node waiting for this execution.
     parent: Option<(usize, NodeId)>,
+    /// When it started, when tracing.
+    started: Option<Instant>,
 }
 
 /// A node of an execution: `(exec index, node)`.
@@ -250,6 +252,7 @@ impl Scheduler<'_> {
             remaining,
             outputs,
             parent,
+            started: self.trace.enabled().then(Instant::now),
         });
         for i in 0..n {
             let id = NodeId::from_index(i);
@@ -405,10 +408,16 @@ impl Scheduler<'_> {
         match done.result {
             Ok(value) => self.finish(done.job, value),
             Err(message) => {
-                let code = if matches!(node.kind, NodeKind::Agent { .. }) {
-                    Code::AgentFailed
-                } else {
-                    Code::ToolFailed
+                let (code, message) = match &node.kind {
+                    NodeKind::Agent { agent, .. } => {
+                        let name = &self.program[*agent].name;
+                        (Code::AgentFailed, format!("agent `{name}` failed: {message}"))
+                    }
+                    NodeKind::Tool { tool, .. } => {
+                        let name = &self.program[*tool].tool_name;
+                        (Code::ToolFailed, format!("tool `{name}` failed: {message}"))
+                    }
+                    _ => (Code::NodeFailed, message),
                 };
                 self.failures.push(Failure { job: done.job, message, span: node.span, code });
             }
@@ -473,7 +482,13 @@ impl Scheduler<'_> {
         }
         // A finished child's table is no longer read.
         e.values = Vec::new();
-        match e.parent {
+        let (started, parent) = (e.started, e.parent);
+        if let (Some(started), Some((parent, node))) = (started, parent) {
+            let p = &self.execs[parent];
+            let path = format!("{} > {}", p.path, self.program[p.contract][node].name);
+            self.trace.record(&path, "compose", "ok", started, String::new());
+        }
+        match parent {
             Some(parent) => self.finish(parent, Value::Object(outputs)),
             None => self.result = Some(outputs),
         }

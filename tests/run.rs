@@ -1,0 +1,92 @@
+//! Run fixtures: `corpus/run/*.ign` must run (snapshot: the outputs and
+//! the nodes that ran), `corpus/run_err/*.ign` must fail (snapshot: the
+//! rendered error), and every `contracts/*.ign` runs with its
+//! `*.run.json`. A sidecar `NAME.run.json` holds `{"contract": optional,
+//! "inputs": {...}, "outputs": optional [...]}`.
+
+#![allow(clippy::unwrap_used)]
+use std::path::{Path, PathBuf};
+
+use igniter::runtime::{Engine, RunOptions};
+use serde_json::{Map, Value};
+
+/// `path` relative to the crate, so snapshots do not depend on where the
+/// repository is checked out.
+fn relative(path: &Path) -> PathBuf {
+    path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(path).to_path_buf()
+}
+
+/// Runs the fixture at `path`; the snapshot text and whether it succeeded.
+fn run(path: &Path) -> (String, bool) {
+    let path = relative(path);
+    let sidecar = path.with_extension("run.json");
+    let spec: Value = std::fs::read_to_string(&sidecar)
+        .map(|text| serde_json::from_str(&text).unwrap())
+        .unwrap_or_else(|_| serde_json::json!({}));
+    let compilation = igniter::compile(&path);
+    let program = compilation.program.unwrap_or_else(|| {
+        panic!(
+            "{} has errors:\n{}",
+            path.display(),
+            compilation.diagnostics.render(&compilation.sources, false, 80)
+        )
+    });
+    let engine = Engine::new(program);
+    let inputs: Map<String, Value> = spec["inputs"].as_object().cloned().unwrap_or_default();
+    let outputs = spec["outputs"]
+        .as_array()
+        .map(|o| o.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let options = RunOptions { outputs, jobs: None, trace: true };
+    let result = engine
+        .contract(spec["contract"].as_str())
+        .and_then(|contract| engine.run(contract, &inputs, &options));
+    match result {
+        Ok(output) => {
+            let mut nodes: Vec<String> = output
+                .trace
+                .entries()
+                .into_iter()
+                .map(|e| format!("{} [{}] {}", e.path, e.kind, e.status))
+                .collect();
+            nodes.sort();
+            let outputs = serde_json::to_string_pretty(&Value::Object(output.outputs)).unwrap();
+            (format!("----- OUTPUTS\n{outputs}\n----- NODES\n{}\n", nodes.join("\n")), true)
+        }
+        Err(error) => {
+            let rendered = match error.diagnostics() {
+                Some(diagnostics) => diagnostics.render(&engine.program().sources, false, 80),
+                None => format!("{error}\n"),
+            };
+            (format!("----- ERROR\n{rendered}"), false)
+        }
+    }
+}
+
+#[test]
+fn runs() {
+    insta::glob!("corpus/run/*.ign", |path| {
+        let (snapshot, ok) = run(path);
+        assert!(ok, "{} is in run/ but fails:\n{snapshot}", path.display());
+        insta::assert_snapshot!(snapshot);
+    });
+}
+
+#[test]
+fn run_errors() {
+    insta::glob!("corpus/run_err/*.ign", |path| {
+        let (snapshot, ok) = run(path);
+        assert!(!ok, "{} is in run_err/ but succeeds; move it to run/", path.display());
+        insta::assert_snapshot!(snapshot);
+    });
+}
+
+#[test]
+fn examples() {
+    insta::glob!(env!("CARGO_MANIFEST_DIR"), "contracts/*.ign", |path| {
+        assert!(path.with_extension("run.json").exists(), "{} has no .run.json", path.display());
+        let (snapshot, ok) = run(path);
+        assert!(ok, "example {} fails:\n{snapshot}", path.display());
+        insta::assert_snapshot!(snapshot);
+    });
+}
