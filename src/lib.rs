@@ -6,4 +6,5 @@ pub mod eval;
 pub mod ir;
 pub mod source;
 pub mod syntax;
+pub mod tools;
 pub mod trace;
