@@ -4,6 +4,7 @@ pub mod ast;
 pub mod diagnostic;
 pub mod eval;
 pub mod ir;
+pub mod llm;
 pub mod source;
 pub mod syntax;
 pub mod tools;
