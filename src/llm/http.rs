@@ -192,7 +192,7 @@ impl HttpModel {
             Err(e) => return Ok(Outcome::Transport(self.describe(&e))),
         };
         if let Some(recorder) = recorder {
-            recorder.push(&endpoint.label, &endpoint.url, body, status, &text);
+            recorder.push(&endpoint.label, &endpoint.url, body, status, &self.redact(&text));
         }
         Ok(Outcome::Response { status, text, retry_after })
     }
