@@ -1,47 +1,179 @@
-//! PLACEHOLDER: replaced by the llm branch at merge.
-#![allow(missing_docs, clippy::unused_async)]
+//! Agents: LLM providers, the automatic tool-use loop, retries, fallbacks,
+//! record and replay.
+//!
+//! Input: a checked [`Program`], an agent id and its (checked, defaulted)
+//! inputs. Output: the final text of the agent's conversation, or an
+//! [`LlmError`]. One [`Llm`] is shared by every agent node of a run: it
+//! holds the environment captured once, the connection pool, the backoff
+//! settings and the record/replay state. Nothing here blocks a thread: all
+//! waiting is async (tokio), so many agents wait concurrently.
+//!
+//! | file | concept |
+//! | --- | --- |
+//! | `message.rs` | provider-agnostic conversation, request and reply |
+//! | `client.rs` | the [`ModelClient`] trait |
+//! | `anthropic.rs` `openai.rs` `ollama.rs` | wire formats (pure) |
+//! | `wire.rs` | dispatch over the wire formats |
+//! | `http.rs` | the reqwest client: timeouts, retries, record/replay |
+//! | `retry.rs` | what is retried and how long to wait |
+//! | `script.rs` | scripted replies from a JSON file |
+//! | `settings.rs` | environment, `provider` declarations, fallback chains |
+//! | `cassette.rs` | the recording format |
+//! | `agent_loop.rs` | the tool-use loop |
+//!
+//! API keys are read only from the environment, held in a `Secret` whose
+//! `Debug` hides them, sent only as headers and never recorded, traced or
+//! put in an error.
+
+mod agent_loop;
+pub mod anthropic;
+pub mod cassette;
+mod client;
+mod error;
+mod http;
+mod message;
+pub mod ollama;
+pub mod openai;
+mod retry;
+mod script;
+mod settings;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
+
+pub use client::{BoxFuture, CallContext, ModelClient};
+pub use error::LlmError;
+pub use message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
+pub use retry::{Backoff, parse_retry_after, retryable_status};
+pub use settings::{DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 
 use crate::ir::{AgentId, Program};
 use crate::tools::Toolbox;
 use crate::trace::Trace;
+use agent_loop::Run;
+use cassette::{Recorder, Replayer};
+use http::{HttpModel, Mode, Shared};
+use script::ScriptModel;
+use settings::{Env, Link};
 
-#[derive(Clone, Default)]
-pub struct Llm;
+/// The agent runner shared by every agent node of a run (cheap to clone).
+#[derive(Clone)]
+pub struct Llm {
+    env: Arc<Env>,
+    shared: Shared,
+    recording: Option<PathBuf>,
+}
 
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct LlmError(String);
+impl fmt::Debug for Llm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Llm")
+            .field("env", &*self.env)
+            .field("backoff", &self.shared.backoff)
+            .field("recording", &self.recording)
+            .finish_non_exhaustive()
+    }
+}
 
 impl Llm {
+    /// Captures the process environment once.
     #[must_use]
     pub fn from_env() -> Self {
-        Self
+        Self::with_env(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        )
     }
 
+    /// Uses `vars` as the environment.
     #[must_use]
-    pub fn record_to(self, _path: std::path::PathBuf) -> Self {
+    pub fn with_env(vars: BTreeMap<String, String>) -> Self {
+        let http = reqwest::Client::builder().build().map_err(|e| e.to_string());
+        Self {
+            env: Arc::new(Env::new(vars)),
+            shared: Shared { http, backoff: Backoff::default(), mode: Arc::new(Mode::Live) },
+            recording: None,
+        }
+    }
+
+    /// Sets the retry backoff (tests and benches use tiny values).
+    #[must_use]
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.shared.backoff = backoff;
         self
     }
 
-    pub fn replay_from(self, _path: &std::path::Path) -> Result<Self, LlmError> {
+    /// Records every provider exchange; [`Llm::finish`] writes them to `path`.
+    #[must_use]
+    pub fn record_to(mut self, path: PathBuf) -> Self {
+        self.shared.mode = Arc::new(Mode::Record(Recorder::new(path.clone())));
+        self.recording = Some(path);
+        self
+    }
+
+    /// Serves provider responses from the recording at `path`; nothing is sent
+    /// and API keys are not needed.
+    ///
+    /// # Errors
+    /// When the file cannot be read or is not a recording.
+    pub fn replay_from(mut self, path: &Path) -> Result<Self, LlmError> {
+        self.shared.mode = Arc::new(Mode::Replay(Replayer::load(path)?));
+        self.recording = None;
         Ok(self)
     }
 
+    /// Writes the recording, when recording.
+    ///
+    /// # Errors
+    /// When the file cannot be written.
     pub fn finish(&self) -> Result<(), LlmError> {
-        Ok(())
+        match &*self.shared.mode {
+            Mode::Record(recorder) => recorder.write(),
+            _ => Ok(()),
+        }
     }
 
+    /// Runs `agent` on `inputs` and returns its final text. `path` names the
+    /// node in traces (`{path} > model`, `{path} > tool NAME`).
+    ///
+    /// # Errors
+    /// See [`LlmError`]: configuration (before anything is sent), provider
+    /// failures after retries and fallbacks, tool loops, capability
+    /// violations, truncated replies, replay mismatches.
     pub async fn run_agent(
         &self,
-        _program: &Program,
-        _agent: AgentId,
+        program: &Program,
+        agent: AgentId,
         inputs: &Map<String, Value>,
-        _toolbox: &Toolbox,
-        _trace: &Trace,
-        _path: &str,
+        toolbox: &Toolbox,
+        trace: &Trace,
+        path: &str,
     ) -> Result<String, LlmError> {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        Ok(Value::Object(inputs.clone()).to_string())
+        let agent = &program[agent];
+        let (system, prompt) = agent_loop::prompts(agent, inputs)?;
+        let keys_required = !matches!(*self.shared.mode, Mode::Replay(_));
+        let mut chain: Vec<(Box<dyn ModelClient>, String)> = Vec::new();
+        for link in settings::chain(&self.env, program, agent, keys_required)? {
+            chain.push(match link {
+                Link::Http(endpoint, model) => {
+                    (Box::new(HttpModel { endpoint, shared: self.shared.clone() }), model)
+                }
+                Link::Script(file, model) => (Box::new(ScriptModel::load(file).await?), model),
+            });
+        }
+        let cx = CallContext { agent: &agent.name, path, trace };
+        let run = Run { program, agent, toolbox, cx, chain };
+        run.run(system, prompt).await
+    }
+
+    /// The retry wait settings in use.
+    #[must_use]
+    pub fn backoff(&self) -> Backoff {
+        self.shared.backoff
     }
 }

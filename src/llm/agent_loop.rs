@@ -1,0 +1,179 @@
+//! The automatic tool-use loop of one agent run.
+//!
+//! Send the conversation and the agent's tool schemas → a reply without
+//! tool calls ends the run with its text → otherwise check every call of
+//! the turn against the agent's capabilities (one failure fails the run and
+//! no tool of the turn runs), run the calls concurrently, append the
+//! assistant turn and ONE tool-results message in call order, repeat. Tool
+//! turns beyond `max_tool_iterations` fail with [`LlmError::ToolLoop`]; a
+//! reply cut off by the token limit fails with [`LlmError::Truncated`] and
+//! its calls never run. Unknown tools and failing tools become result text
+//! (`Unknown tool: NAME`, `Error: ...`) so the model can recover.
+//!
+//! A provider (or malformed-reply) error moves the rest of the conversation
+//! to the next link of the fallback chain; other errors end the run.
+
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use serde_json::{Map, Value};
+
+use super::client::{CallContext, ModelClient};
+use super::error::LlmError;
+use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult};
+use crate::eval;
+use crate::ir::{Agent, Expr, Program, ToolId};
+use crate::tools::{self, SchemaFormat, Toolbox};
+
+/// One agent run's fixed parts.
+pub(crate) struct Run<'a> {
+    pub(crate) program: &'a Program,
+    pub(crate) agent: &'a Agent,
+    pub(crate) toolbox: &'a Toolbox,
+    pub(crate) cx: CallContext<'a>,
+    /// The chain: a client and its model per link.
+    pub(crate) chain: Vec<(Box<dyn ModelClient>, String)>,
+}
+
+/// Renders the agent's prompts from `inputs` (missing ones: default, else null).
+pub(crate) fn prompts(
+    agent: &Agent,
+    inputs: &Map<String, Value>,
+) -> Result<(Option<String>, String), LlmError> {
+    let scope: Vec<Value> = agent
+        .inputs
+        .iter()
+        .map(|p| inputs.get(&p.name).cloned().or_else(|| p.default.clone()).unwrap_or(Value::Null))
+        .collect();
+    let render = |expr: &Expr| {
+        eval::eval(expr, scope.as_slice())
+            .map(|v| {
+                let mut text = String::new();
+                eval::push_display(&mut text, &v);
+                text
+            })
+            .map_err(|e| LlmError::Prompt { agent: agent.name.clone(), message: e.message })
+    };
+    let system = agent.system_prompt.as_ref().map(render).transpose()?;
+    Ok((system, render(&agent.prompt)?))
+}
+
+impl Run<'_> {
+    /// Runs the loop from the first user message to the final text.
+    pub(crate) async fn run(
+        &self,
+        system: Option<String>,
+        prompt: String,
+    ) -> Result<String, LlmError> {
+        let mut messages = vec![Message::User(prompt)];
+        let mut link = 0;
+        let mut turns = 0;
+        loop {
+            let (reply, used) = self.complete(link, &system, &messages).await?;
+            link = used;
+            if reply.stop == StopReason::MaxTokens {
+                return Err(LlmError::Truncated {
+                    agent: self.agent.name.clone(),
+                    provider: self.chain[link].0.provider().to_owned(),
+                    model: self.chain[link].1.clone(),
+                });
+            }
+            if reply.tool_calls.is_empty() {
+                return Ok(reply.text);
+            }
+            if turns >= self.agent.max_tool_iterations {
+                return Err(LlmError::ToolLoop {
+                    agent: self.agent.name.clone(),
+                    limit: self.agent.max_tool_iterations,
+                });
+            }
+            turns += 1;
+            let results = self.run_tools(&reply.tool_calls).await?;
+            messages.push(Message::Assistant { text: reply.text, tool_calls: reply.tool_calls });
+            messages.push(Message::ToolResults(results));
+        }
+    }
+
+    /// Asks link `from`, moving down the chain after provider errors.
+    async fn complete(
+        &self,
+        from: usize,
+        system: &Option<String>,
+        messages: &[Message],
+    ) -> Result<(ModelReply, usize), LlmError> {
+        let mut link = from;
+        loop {
+            let (client, model) = &self.chain[link];
+            let request = ModelRequest {
+                model: model.clone(),
+                system: system.clone(),
+                messages: messages.to_vec(),
+                tools: self.schemas(client.schema_format()),
+                temperature: self.agent.temperature,
+                max_tokens: self.agent.max_tokens,
+            };
+            match client.complete(&request, self.cx).await {
+                Ok(reply) => return Ok((reply, link)),
+                Err(e) if e.allows_fallback() && link + 1 < self.chain.len() => link += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn schemas(&self, format: SchemaFormat) -> Vec<Value> {
+        self.agent.tools.iter().map(|&id| tools::tool_schema(&self.program[id], format)).collect()
+    }
+
+    /// The agent's tool a model calls `name`.
+    fn tool(&self, name: &str) -> Option<ToolId> {
+        self.agent.tools.iter().copied().find(|&id| self.program[id].tool_name == name)
+    }
+
+    /// Guards every call, then runs them concurrently; results in call order.
+    async fn run_tools(&self, calls: &[ToolCall]) -> Result<Vec<ToolResult>, LlmError> {
+        for call in calls {
+            if let Some(id) = self.tool(&call.name) {
+                tools::check_capabilities(
+                    &self.program[id],
+                    &self.agent.name,
+                    &self.agent.capabilities,
+                )
+                .map_err(LlmError::Capability)?;
+            }
+        }
+        Ok(join_all(calls.iter().map(|call| self.run_tool(call))).await)
+    }
+
+    async fn run_tool(&self, call: &ToolCall) -> ToolResult {
+        let started = Instant::now();
+        let path = format!("{} > tool {}", self.cx.path, call.name);
+        let outcome = match self.tool(&call.name) {
+            None => Err(format!("Unknown tool: {}", call.name)),
+            Some(_) if !call.arguments.is_object() => Err(format!(
+                "Error: arguments must be a JSON object, got {}",
+                eval::describe(&call.arguments)
+            )),
+            Some(id) => self
+                .toolbox
+                .call(self.program, id, call.arguments.clone())
+                .await
+                .map(|value| {
+                    let mut text = String::new();
+                    eval::push_display(&mut text, &value);
+                    text
+                })
+                .map_err(|e| format!("Error: {e}")),
+        };
+        let (content, is_error) = match outcome {
+            Ok(text) => {
+                self.cx.trace.record(&path, "tool_call", "ok", started, format!("id {}", call.id));
+                (text, false)
+            }
+            Err(text) => {
+                self.cx.trace.record(&path, "tool_call", "failed", started, text.clone());
+                (text, true)
+            }
+        };
+        ToolResult { id: call.id.clone(), name: call.name.clone(), content, is_error }
+    }
+}

@@ -1,0 +1,114 @@
+//! Anthropic Messages API wire format (`POST {base}/v1/messages`).
+//!
+//! Request: top-level `system`, `messages` whose assistant tool calls are
+//! `tool_use` blocks and whose tool results are one user message of
+//! `tool_result` blocks (`is_error` on failures), `tools` with
+//! `input_schema`, and the required `max_tokens`. Reply: `content` blocks
+//! (`text`, `tool_use`), `stop_reason`, `usage`.
+
+use serde_json::{Map, Value, json};
+
+use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, Usage};
+
+/// `max_tokens` sent when the agent sets none (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The API version header value.
+pub(crate) const VERSION: &str = "2023-06-01";
+
+/// The request body for `request`.
+#[must_use]
+pub fn request_body(request: &ModelRequest) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert("max_tokens".into(), json!(request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)));
+    if let Some(system) = &request.system {
+        body.insert("system".into(), json!(system));
+    }
+    body.insert("messages".into(), request.messages.iter().map(message).collect());
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), Value::Array(request.tools.clone()));
+    }
+    if let Some(t) = request.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    Value::Object(body)
+}
+
+fn message(message: &Message) -> Value {
+    match message {
+        Message::User(text) => json!({"role": "user", "content": text}),
+        Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
+            json!({"role": "assistant", "content": text})
+        }
+        Message::Assistant { text, tool_calls } => {
+            let mut blocks = Vec::new();
+            if !text.is_empty() {
+                blocks.push(json!({"type": "text", "text": text}));
+            }
+            for call in tool_calls {
+                let input = match &call.arguments {
+                    Value::Object(_) => call.arguments.clone(),
+                    _ => json!({}),
+                };
+                blocks.push(
+                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+                );
+            }
+            json!({"role": "assistant", "content": blocks})
+        }
+        Message::ToolResults(results) => {
+            let blocks: Vec<Value> = results
+                .iter()
+                .map(|r| {
+                    let mut block =
+                        json!({"type": "tool_result", "tool_use_id": r.id, "content": r.content});
+                    if r.is_error {
+                        block["is_error"] = json!(true);
+                    }
+                    block
+                })
+                .collect();
+            json!({"role": "user", "content": blocks})
+        }
+    }
+}
+
+/// Parses a 2xx reply body.
+///
+/// # Errors
+/// When the body is not a Messages API reply; the text says what is missing.
+pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
+    let blocks =
+        body.get("content").and_then(Value::as_array).ok_or("reply has no `content` array")?;
+    let mut text = String::new();
+    let mut tool_calls = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => text.push_str(block.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("tool_use") => {
+                let field = |name: &str| {
+                    block
+                        .get(name)
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .ok_or(format!("`tool_use` block without `{name}`"))
+                };
+                tool_calls.push(ToolCall {
+                    id: field("id")?,
+                    name: field("name")?,
+                    arguments: block.get("input").cloned().unwrap_or_else(|| json!({})),
+                });
+            }
+            _ => {}
+        }
+    }
+    let stop = match body.get("stop_reason").and_then(Value::as_str) {
+        Some("end_turn" | "stop_sequence") | None => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        Some(other) => StopReason::Other(other.to_owned()),
+    };
+    let usage = Usage::from_fields(body.get("usage"), "input_tokens", "output_tokens");
+    Ok(ModelReply { text, tool_calls, stop, usage })
+}

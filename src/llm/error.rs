@@ -1,0 +1,125 @@
+//! [`LlmError`]: why an agent run failed.
+//!
+//! Messages name the agent, provider or environment variable involved and
+//! never contain an API key: keys are only read into
+//! [`Secret`](super::settings) values and redacted from server messages.
+
+use std::path::PathBuf;
+
+use crate::tools::CapabilityError;
+
+/// Why an agent could not produce its answer.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum LlmError {
+    /// A setting is missing or wrong; nothing was sent.
+    #[error("{message}")]
+    #[diagnostic(code(ignite::llm::config))]
+    Config {
+        /// What is wrong, naming the variable or setting (never its value).
+        message: String,
+    },
+    /// A provider failed after its retries.
+    #[error("provider `{provider}` failed after {attempts} attempt(s): {}{message}",
+        status.map(|s| format!("status {s}: ")).unwrap_or_default())]
+    #[diagnostic(code(ignite::llm::provider))]
+    Provider {
+        /// The provider (kind or declaration name).
+        provider: String,
+        /// The HTTP status of the last attempt; `None` for connection errors and timeouts.
+        status: Option<u16>,
+        /// The server's message or the transport error.
+        message: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// A provider answered 2xx with a body that is not its reply format.
+    #[error("provider `{provider}` sent a malformed reply: {message}")]
+    #[diagnostic(code(ignite::llm::malformed))]
+    Malformed {
+        /// The provider.
+        provider: String,
+        /// What is wrong with the body.
+        message: String,
+    },
+    /// The model kept calling tools.
+    #[error("agent `{agent}` exceeded max_tool_iterations ({limit})")]
+    #[diagnostic(
+        code(ignite::llm::tool_loop),
+        help("raise `max_tool_iterations` or make the prompt ask for an answer")
+    )]
+    ToolLoop {
+        /// The agent.
+        agent: String,
+        /// Its `max_tool_iterations`.
+        limit: u32,
+    },
+    /// The model called a tool whose capabilities the agent lacks; no tool of that turn ran.
+    #[error("{0}")]
+    #[diagnostic(code(ignite::llm::capability), help("add the capability to the agent"))]
+    Capability(CapabilityError),
+    /// The reply was cut off by the token limit; its tool calls were not run.
+    #[error(
+        "reply of model `{model}` (provider `{provider}`) to agent `{agent}` was cut off by the token limit"
+    )]
+    #[diagnostic(code(ignite::llm::truncated), help("raise the agent's `max_tokens`"))]
+    Truncated {
+        /// The agent.
+        agent: String,
+        /// The provider.
+        provider: String,
+        /// The model.
+        model: String,
+    },
+    /// A replayed run sent a request that is not in the recording.
+    #[error(
+        "no recorded exchange matches the request of agent `{agent}` to provider `{provider}`: {hint}"
+    )]
+    #[diagnostic(code(ignite::llm::replay), help("record the run again with `--record`"))]
+    Replay {
+        /// The agent.
+        agent: String,
+        /// The provider.
+        provider: String,
+        /// What differs from the closest recorded request.
+        hint: String,
+    },
+    /// A script file is missing, invalid or ran out of replies.
+    #[error("script `{}`: {message}", path.display())]
+    #[diagnostic(code(ignite::llm::script))]
+    Script {
+        /// The script file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A prompt template failed to evaluate.
+    #[error("prompt of agent `{agent}`: {message}")]
+    #[diagnostic(code(ignite::llm::prompt))]
+    Prompt {
+        /// The agent.
+        agent: String,
+        /// The evaluation error.
+        message: String,
+    },
+    /// A recording could not be read or written.
+    #[error("recording `{}`: {message}", path.display())]
+    #[diagnostic(code(ignite::llm::recording))]
+    Recording {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl LlmError {
+    /// True when a fallback provider may be tried after this error.
+    #[must_use]
+    pub fn allows_fallback(&self) -> bool {
+        matches!(self, LlmError::Provider { .. } | LlmError::Malformed { .. })
+    }
+
+    pub(crate) fn config(message: impl Into<String>) -> Self {
+        LlmError::Config { message: message.into() }
+    }
+}

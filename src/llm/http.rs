@@ -1,0 +1,240 @@
+//! [`HttpModel`]: a [`ModelClient`] over reqwest for one [`Endpoint`].
+//!
+//! One call = up to `retries + 1` attempts, each with the endpoint's
+//! timeout. Connection errors, timeouts, 408, 409, 429 and 5xx are retried
+//! after a [`Backoff`] delay (or `retry-after`); other statuses fail at
+//! once. Every attempt is traced (`retry`, `ok`, `failed`). In record mode
+//! each response is saved; in replay mode responses come from the
+//! recording, nothing is sent and nobody sleeps.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::cassette::{Recorder, Replayer};
+use super::client::{BoxFuture, CallContext, ModelClient};
+use super::error::LlmError;
+use super::message::{ModelReply, ModelRequest};
+use super::retry::{Backoff, parse_retry_after, retryable_status};
+use super::settings::Endpoint;
+use super::{anthropic, wire};
+use crate::ir::ProviderKind;
+use crate::tools::SchemaFormat;
+
+/// Where responses come from.
+#[derive(Debug)]
+pub(crate) enum Mode {
+    /// The network.
+    Live,
+    /// The network, saving every exchange.
+    Record(Recorder),
+    /// A recording; nothing is sent.
+    Replay(Replayer),
+}
+
+/// What every HTTP provider of one [`Llm`](super::Llm) shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    /// The connection pool, or why it could not be built.
+    pub(crate) http: Result<reqwest::Client, String>,
+    pub(crate) backoff: Backoff,
+    pub(crate) mode: Arc<Mode>,
+}
+
+/// One endpoint's client.
+#[derive(Debug)]
+pub(crate) struct HttpModel {
+    pub(crate) endpoint: Endpoint,
+    pub(crate) shared: Shared,
+}
+
+/// The result of one attempt.
+enum Outcome {
+    Response { status: u16, text: String, retry_after: Option<std::time::Duration> },
+    Transport(String),
+}
+
+impl ModelClient for HttpModel {
+    fn provider(&self) -> &str {
+        &self.endpoint.label
+    }
+
+    fn schema_format(&self) -> SchemaFormat {
+        match self.endpoint.kind {
+            ProviderKind::Anthropic => SchemaFormat::Anthropic,
+            ProviderKind::OpenAi | ProviderKind::Ollama => SchemaFormat::OpenAi,
+        }
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cx: CallContext<'a>,
+    ) -> BoxFuture<'a, Result<ModelReply, LlmError>> {
+        Box::pin(self.call(request, cx))
+    }
+}
+
+impl HttpModel {
+    async fn call(
+        &self,
+        request: &ModelRequest,
+        cx: CallContext<'_>,
+    ) -> Result<ModelReply, LlmError> {
+        let body = wire::request_body(self.endpoint.kind, request);
+        let attempts = self.endpoint.retries.saturating_add(1);
+        let trace_path = format!("{} > model", cx.path);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let started = Instant::now();
+            let detail = format!(
+                "provider {}, model {}, attempt {attempt}/{attempts}",
+                self.endpoint.label, request.model
+            );
+            let (status, message, retryable, retry_after) = match self.send(&body, cx).await? {
+                Outcome::Response { status, text, .. } if (200..300).contains(&status) => {
+                    return match wire::parse_reply(self.endpoint.kind, &text) {
+                        Ok(reply) => {
+                            let tokens = format!(
+                                ", tokens {} in / {} out",
+                                reply.usage.input_tokens, reply.usage.output_tokens
+                            );
+                            cx.trace.record(&trace_path, "model", "ok", started, detail + &tokens);
+                            Ok(reply)
+                        }
+                        Err(message) => {
+                            let message = self.redact(&message);
+                            let note = format!("{detail}, malformed reply: {message}");
+                            cx.trace.record(&trace_path, "model", "failed", started, note);
+                            Err(LlmError::Malformed {
+                                provider: self.endpoint.label.clone(),
+                                message,
+                            })
+                        }
+                    };
+                }
+                Outcome::Response { status, text, retry_after } => (
+                    Some(status),
+                    wire::error_message(&text),
+                    retryable_status(status),
+                    retry_after,
+                ),
+                Outcome::Transport(message) => (None, message, true, None),
+            };
+            let message = self.redact(&message);
+            let what = status.map_or_else(|| message.clone(), |s| format!("status {s}: {message}"));
+            if retryable && attempt < attempts {
+                cx.trace.record(
+                    &trace_path,
+                    "model",
+                    "retry",
+                    started,
+                    format!("{detail}, {what}"),
+                );
+                if !matches!(*self.shared.mode, Mode::Replay(_)) {
+                    tokio::time::sleep(self.shared.backoff.delay(attempt - 1, retry_after)).await;
+                }
+                continue;
+            }
+            cx.trace.record(&trace_path, "model", "failed", started, format!("{detail}, {what}"));
+            return Err(LlmError::Provider {
+                provider: self.endpoint.label.clone(),
+                status,
+                message,
+                attempts: attempt,
+            });
+        }
+    }
+
+    /// One attempt: the network (recording it) or the recording.
+    async fn send(&self, body: &Value, cx: CallContext<'_>) -> Result<Outcome, LlmError> {
+        let endpoint = &self.endpoint;
+        let recorder = match &*self.shared.mode {
+            Mode::Replay(replayer) => {
+                return replayer
+                    .take(&endpoint.label, &endpoint.url, body)
+                    .map(|e| Outcome::Response {
+                        status: e.status,
+                        text: e.body_text(),
+                        retry_after: None,
+                    })
+                    .map_err(|hint| LlmError::Replay {
+                        agent: cx.agent.to_owned(),
+                        provider: endpoint.label.clone(),
+                        hint,
+                    });
+            }
+            Mode::Record(recorder) => Some(recorder),
+            Mode::Live => None,
+        };
+        let client =
+            self.shared.http.as_ref().map_err(|e| {
+                LlmError::config(format!("the HTTP client could not be created: {e}"))
+            })?;
+        let mut builder = client.post(&endpoint.url).timeout(endpoint.timeout).json(body);
+        for (name, value) in self.headers() {
+            builder = builder.header(name, value);
+        }
+        let response = match builder.send().await {
+            Ok(response) => response,
+            Err(e) => return Ok(Outcome::Transport(self.describe(&e))),
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let text = match response.text().await {
+            Ok(text) => text,
+            Err(e) => return Ok(Outcome::Transport(self.describe(&e))),
+        };
+        if let Some(recorder) = recorder {
+            recorder.push(&endpoint.label, &endpoint.url, body, status, &self.redact(&text));
+        }
+        Ok(Outcome::Response { status, text, retry_after })
+    }
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let key = self.endpoint.key.as_ref().map(super::settings::Secret::expose);
+        match (self.endpoint.kind, key) {
+            (ProviderKind::Anthropic, key) => {
+                let mut headers = vec![("anthropic-version", anthropic::VERSION.to_owned())];
+                if let Some(key) = key {
+                    headers.push(("x-api-key", key.to_owned()));
+                }
+                headers
+            }
+            (_, Some(key)) => vec![("authorization", format!("Bearer {key}"))],
+            (_, None) => Vec::new(),
+        }
+    }
+
+    fn describe(&self, error: &reqwest::Error) -> String {
+        if error.is_timeout() {
+            return format!("timed out after {}s", self.endpoint.timeout.as_secs_f64());
+        }
+        let mut text = if error.is_connect() {
+            "connection failed".to_owned()
+        } else {
+            "request failed".to_owned()
+        };
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        self.redact(&text)
+    }
+
+    /// Removes the key from server text, in case a server echoes it.
+    fn redact(&self, text: &str) -> String {
+        match &self.endpoint.key {
+            Some(key) if key.expose().len() >= 4 => text.replace(key.expose(), "***"),
+            _ => text.to_owned(),
+        }
+    }
+}

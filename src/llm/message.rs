@@ -1,0 +1,110 @@
+//! Provider-agnostic conversation: what the tool-use loop builds and every
+//! [`ModelClient`](super::ModelClient) translates to its wire format.
+//!
+//! A conversation is a system prompt plus a list of [`Message`]s: the user
+//! prompt, assistant turns (text and tool calls) and tool-result turns
+//! (one per assistant turn with calls, results in call order).
+
+use serde_json::Value;
+
+/// One turn of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A user message.
+    User(String),
+    /// A model reply, possibly asking for tools.
+    Assistant {
+        /// Its text (may be empty when it only calls tools).
+        text: String,
+        /// The tool calls, in the order the model made them.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The results of every call of the previous assistant turn, in call order.
+    ToolResults(Vec<ToolResult>),
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The provider's call id (generated for providers without ids).
+    pub id: String,
+    /// The tool name the model used.
+    pub name: String,
+    /// The arguments; a JSON string when the model sent text that is not
+    /// JSON (kept as sent so the conversation replays faithfully).
+    pub arguments: Value,
+}
+
+/// The outcome of one tool call, as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The id of the call it answers.
+    pub id: String,
+    /// The tool name of the call.
+    pub name: String,
+    /// The result text: the value (strings raw, others as JSON) or `Error: ...`.
+    pub content: String,
+    /// True when the call failed (Anthropic's `is_error`).
+    pub is_error: bool,
+}
+
+/// A request to a model: everything but the transport.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The model name.
+    pub model: String,
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// Tool schemas, already in the client's
+    /// [`schema_format`](super::ModelClient::schema_format).
+    pub tools: Vec<Value>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Reply token limit.
+    pub max_tokens: Option<u32>,
+}
+
+/// A model's reply, normalized.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelReply {
+    /// The text blocks, joined.
+    pub text: String,
+    /// Tool calls in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped.
+    pub stop: StopReason,
+    /// Token usage.
+    pub usage: Usage,
+}
+
+/// Why a model stopped generating.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// A natural end of turn (`end_turn`, `stop`).
+    EndTurn,
+    /// It wants tools to run (`tool_use`, `tool_calls`).
+    ToolUse,
+    /// Cut off by the token limit (`max_tokens`, `length`).
+    MaxTokens,
+    /// Anything else the provider reported.
+    Other(String),
+}
+
+/// Tokens used by one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Reads two counters of `object`, missing ones as zero.
+    pub(crate) fn from_fields(object: Option<&Value>, input: &str, output: &str) -> Self {
+        let count = |name: &str| object.and_then(|o| o.get(name)).and_then(Value::as_u64);
+        Self { input_tokens: count(input).unwrap_or(0), output_tokens: count(output).unwrap_or(0) }
+    }
+}

@@ -1,0 +1,109 @@
+//! OpenAI Chat Completions wire format (`POST {base}/chat/completions`),
+//! also spoken by compatible servers (vLLM, llama.cpp, LM Studio, ...).
+//!
+//! Request: the system prompt as the first message, assistant tool calls as
+//! `tool_calls` whose `arguments` is a JSON *string*, one `role: "tool"`
+//! message per result, `tools` in the `{type: "function", function}` shape,
+//! `max_tokens` (the name compatible servers understand). Reply:
+//! `choices[0].message`, `finish_reason`, `usage`.
+
+use serde_json::{Map, Value, json};
+
+use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, Usage};
+
+/// The request body for `request`.
+#[must_use]
+pub fn request_body(request: &ModelRequest) -> Value {
+    let mut messages = Vec::new();
+    if let Some(system) = &request.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for m in &request.messages {
+        push_message(&mut messages, m);
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), Value::Array(request.tools.clone()));
+    }
+    if let Some(t) = request.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(n) = request.max_tokens {
+        body.insert("max_tokens".into(), json!(n));
+    }
+    Value::Object(body)
+}
+
+fn push_message(out: &mut Vec<Value>, message: &Message) {
+    match message {
+        Message::User(text) => out.push(json!({"role": "user", "content": text})),
+        Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
+            out.push(json!({"role": "assistant", "content": text}));
+        }
+        Message::Assistant { text, tool_calls } => {
+            let calls: Vec<Value> = tool_calls
+                .iter()
+                .map(|c| {
+                    json!({"id": c.id, "type": "function",
+                        "function": {"name": c.name, "arguments": arguments_text(&c.arguments)}})
+                })
+                .collect();
+            let content = if text.is_empty() { Value::Null } else { json!(text) };
+            out.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
+        }
+        Message::ToolResults(results) => {
+            for r in results {
+                out.push(json!({"role": "tool", "tool_call_id": r.id, "content": r.content}));
+            }
+        }
+    }
+}
+
+/// Arguments as the string OpenAI expects: text the model sent as is, else JSON.
+fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Parses a 2xx reply body.
+///
+/// # Errors
+/// When the body is not a chat completion; the text says what is missing.
+pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
+    let choice = body
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or("reply has no `choices`")?;
+    let message = choice.get("message").ok_or("reply has no `choices[0].message`")?;
+    let text = message.get("content").and_then(Value::as_str).unwrap_or("").to_owned();
+    let mut tool_calls = Vec::new();
+    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        let function = call.get("function").ok_or("tool call without `function`")?;
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("tool call without `function.name`")?;
+        let id = call.get("id").and_then(Value::as_str).ok_or("tool call without `id`")?;
+        let arguments = match function.get("arguments") {
+            Some(Value::String(raw)) => {
+                serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone()))
+            }
+            Some(other) => other.clone(),
+            None => json!({}),
+        };
+        tool_calls.push(ToolCall { id: id.to_owned(), name: name.to_owned(), arguments });
+    }
+    let stop = match choice.get("finish_reason").and_then(Value::as_str) {
+        Some("stop") | None => StopReason::EndTurn,
+        Some("tool_calls" | "function_call") => StopReason::ToolUse,
+        Some("length") => StopReason::MaxTokens,
+        Some(other) => StopReason::Other(other.to_owned()),
+    };
+    let usage = Usage::from_fields(body.get("usage"), "prompt_tokens", "completion_tokens");
+    Ok(ModelReply { text, tool_calls, stop, usage })
+}

@@ -1,0 +1,59 @@
+//! Dispatch over the HTTP wire formats: request bodies, reply parsing and
+//! error-body messages, keyed by [`ProviderKind`]. Pure functions, so the
+//! bodies are snapshot-tested and replay goes through the same parsing.
+
+use serde_json::Value;
+
+use super::message::{ModelReply, ModelRequest};
+use super::{anthropic, ollama, openai};
+use crate::ir::ProviderKind;
+
+/// The request body `kind` expects for `request`.
+#[must_use]
+pub fn request_body(kind: ProviderKind, request: &ModelRequest) -> Value {
+    match kind {
+        ProviderKind::Anthropic => anthropic::request_body(request),
+        ProviderKind::OpenAi => openai::request_body(request),
+        ProviderKind::Ollama => ollama::request_body(request),
+    }
+}
+
+/// Parses the text of a 2xx reply.
+///
+/// # Errors
+/// When it is not JSON or not `kind`'s reply shape; the text says why.
+pub fn parse_reply(kind: ProviderKind, text: &str) -> Result<ModelReply, String> {
+    let body: Value = serde_json::from_str(text)
+        .map_err(|e| format!("body is not JSON ({e}): {}", clip(text)))?;
+    match kind {
+        ProviderKind::Anthropic => anthropic::parse_reply(&body),
+        ProviderKind::OpenAi => openai::parse_reply(&body),
+        ProviderKind::Ollama => ollama::parse_reply(&body),
+    }
+}
+
+/// The message of an error body: `error.message` (Anthropic, OpenAI),
+/// `error` (Ollama), `message`, else the body itself, clipped.
+#[must_use]
+pub fn error_message(text: &str) -> String {
+    let json: Option<Value> = serde_json::from_str(text).ok();
+    let found = json.as_ref().and_then(|b| {
+        b.pointer("/error/message")
+            .or_else(|| b.get("error").filter(|e| e.is_string()))
+            .or_else(|| b.get("message"))
+            .and_then(Value::as_str)
+    });
+    match found {
+        Some(message) => clip(message),
+        None if text.trim().is_empty() => "empty body".to_owned(),
+        None => clip(text.trim()),
+    }
+}
+
+fn clip(text: &str) -> String {
+    if text.chars().count() > 300 {
+        format!("{}...", text.chars().take(297).collect::<String>())
+    } else {
+        text.to_owned()
+    }
+}

@@ -1,0 +1,254 @@
+//! Hand-built programs (the compiler lands elsewhere) and fake replies per wire format.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use igniter::ir::{
+    Agent, AgentId, BinaryOp, Expr, ExprKind, Implementation, Param, Part, Program, Provider,
+    ProviderChoice, ProviderId, ProviderKind, Tool, ToolId, Type, TypeKind,
+};
+use igniter::llm::{Backoff, Llm, LlmError};
+use igniter::source::{FileId, Sources, Span};
+use igniter::tools::Toolbox;
+use igniter::trace::Trace;
+use serde_json::{Map, Value, json};
+
+pub(crate) const KINDS: [ProviderKind; 3] =
+    [ProviderKind::Anthropic, ProviderKind::OpenAi, ProviderKind::Ollama];
+
+pub(crate) fn span() -> Span {
+    Span::new(FileId(0), 0, 0)
+}
+
+fn expr(kind: ExprKind) -> Expr {
+    Expr { kind, span: span() }
+}
+
+fn var(i: u32) -> Box<Expr> {
+    Box::new(expr(ExprKind::Var(i)))
+}
+
+fn param(name: &str, kind: TypeKind) -> Param {
+    Param { name: name.into(), ty: Type::new(kind), default: None, description: None, span: span() }
+}
+
+fn tool(name: &str, params: Vec<Param>, caps: &[&str], body: ExprKind) -> Tool {
+    Tool {
+        name: name.into(),
+        tool_name: name.into(),
+        description: format!("the {name} tool"),
+        params,
+        capabilities: caps.iter().map(|c| (*c).to_owned()).collect(),
+        implementation: Implementation::Returns(expr(body)),
+        timeout: None,
+        dir: PathBuf::from("."),
+        span: span(),
+    }
+}
+
+/// Tools: 0 `add(a, b)`, 1 `divide(a, b)` (fails on 0), 2 `send_email(to)`
+/// needing `email_send`, 3 `lookup(sku)` needing `database_read`.
+pub(crate) fn tools() -> Vec<Tool> {
+    let ints = || vec![param("a", TypeKind::Integer), param("b", TypeKind::Integer)];
+    vec![
+        tool("add", ints(), &[], ExprKind::Binary(BinaryOp::Add, var(0), var(1))),
+        tool("divide", ints(), &[], ExprKind::Binary(BinaryOp::Div, var(0), var(1))),
+        tool(
+            "send_email",
+            vec![param("to", TypeKind::String)],
+            &["email_send"],
+            ExprKind::Literal(json!("sent")),
+        ),
+        tool(
+            "lookup",
+            vec![param("sku", TypeKind::String)],
+            &["database_read"],
+            ExprKind::Object(vec![
+                ("sku".into(), *var(0)),
+                ("price".into(), expr(ExprKind::Literal(json!(29.99)))),
+            ]),
+        ),
+    ]
+}
+
+/// An agent using every tool, holding `database_read` only.
+pub(crate) fn agent(providers: Vec<ProviderChoice>, models: &[&str]) -> Agent {
+    Agent {
+        name: "Assistant".into(),
+        providers,
+        models: models.iter().map(|m| (*m).to_owned()).collect(),
+        system_prompt: Some(expr(ExprKind::Literal(json!("Use tools when needed.")))),
+        tools: (0..4).map(ToolId::from_index).collect(),
+        capabilities: vec!["database_read".into()],
+        max_tool_iterations: 3,
+        temperature: None,
+        max_tokens: None,
+        inputs: vec![param("question", TypeKind::String)],
+        prompt: expr(ExprKind::Interpolate(vec![
+            Part::Text("Q: ".into()),
+            Part::Expr(expr(ExprKind::Var(0))),
+        ])),
+        span: span(),
+    }
+}
+
+pub(crate) fn program(agents: Vec<Agent>, providers: Vec<Provider>) -> Program {
+    Program {
+        sources: Sources::default(),
+        tools: tools(),
+        agents,
+        providers,
+        contracts: Vec::new(),
+    }
+}
+
+/// A declared provider `name` of `kind` at `base_url`.
+pub(crate) fn declared(
+    name: &str,
+    kind: ProviderKind,
+    base_url: &str,
+    timeout_ms: u64,
+    retries: u32,
+) -> Provider {
+    Provider {
+        name: name.into(),
+        kind,
+        base_url: Some(base_url.into()),
+        api_key_env: Some("TEST_KEY".into()),
+        timeout: Some(Duration::from_millis(timeout_ms)),
+        retries: Some(retries),
+        span: span(),
+    }
+}
+
+pub(crate) fn provider_id(i: usize) -> ProviderId {
+    ProviderId::from_index(i)
+}
+
+/// The base URL a kind's server is reached at, for a server at `uri`.
+pub(crate) fn base_url(kind: ProviderKind, uri: &str) -> String {
+    match kind {
+        ProviderKind::OpenAi => format!("{uri}/v1"),
+        _ => uri.to_owned(),
+    }
+}
+
+/// The request path of a kind.
+pub(crate) fn url_path(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Anthropic => "/v1/messages",
+        ProviderKind::OpenAi => "/v1/chat/completions",
+        ProviderKind::Ollama => "/api/chat",
+    }
+}
+
+/// An `Llm` with `TEST_KEY` set and tiny backoff.
+pub(crate) fn llm() -> Llm {
+    llm_with(&[("TEST_KEY", "sk-test-secret-1234")])
+}
+
+pub(crate) fn llm_with(vars: &[(&str, &str)]) -> Llm {
+    let vars: BTreeMap<String, String> =
+        vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    Llm::with_env(vars)
+        .with_backoff(Backoff { base: Duration::from_millis(5), max: Duration::from_millis(500) })
+}
+
+pub(crate) fn question(q: &str) -> Map<String, Value> {
+    let mut inputs = Map::new();
+    inputs.insert("question".into(), json!(q));
+    inputs
+}
+
+pub(crate) async fn run(
+    llm: &Llm,
+    program: &Program,
+    trace: &Trace,
+    q: &str,
+) -> Result<String, LlmError> {
+    llm.run_agent(
+        program,
+        AgentId::from_index(0),
+        &question(q),
+        &Toolbox::new(),
+        trace,
+        "Report > assistant",
+    )
+    .await
+}
+
+/// A final text reply in `kind`'s format.
+pub(crate) fn text_reply(kind: ProviderKind, text: &str) -> Value {
+    match kind {
+        ProviderKind::Anthropic => json!({"id": "msg_1", "type": "message", "role": "assistant",
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 5}}),
+        ProviderKind::OpenAi => json!({"id": "chatcmpl-1", "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+        ProviderKind::Ollama => {
+            json!({"model": "m", "message": {"role": "assistant", "content": text},
+            "done": true, "done_reason": "stop", "prompt_eval_count": 10, "eval_count": 5})
+        }
+    }
+}
+
+/// A reply calling `calls` (`(id, name, arguments)`); `truncated` cuts it at the token limit.
+pub(crate) fn tool_reply(
+    kind: ProviderKind,
+    calls: &[(&str, &str, Value)],
+    truncated: bool,
+) -> Value {
+    match kind {
+        ProviderKind::Anthropic => {
+            let blocks: Vec<Value> = calls
+                .iter()
+                .map(|(id, name, args)| json!({"type": "tool_use", "id": id, "name": name, "input": args}))
+                .collect();
+            json!({"content": blocks, "stop_reason": if truncated { "max_tokens" } else { "tool_use" },
+                "usage": {"input_tokens": 20, "output_tokens": 8}})
+        }
+        ProviderKind::OpenAi => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|(id, name, args)| {
+                    json!({"id": id, "type": "function",
+                    "function": {"name": name, "arguments": args.to_string()}})
+                })
+                .collect();
+            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+                "tool_calls": calls}, "finish_reason": if truncated { "length" } else { "tool_calls" }}],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 8}})
+        }
+        ProviderKind::Ollama => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|(_, name, args)| json!({"function": {"name": name, "arguments": args}}))
+                .collect();
+            json!({"message": {"role": "assistant", "content": "", "tool_calls": calls}, "done": true,
+                "done_reason": if truncated { "length" } else { "stop" },
+                "prompt_eval_count": 20, "eval_count": 8})
+        }
+    }
+}
+
+/// The tool results a request body sends back: `(content, is_error)` in order.
+pub(crate) fn sent_results(kind: ProviderKind, body: &Value) -> Vec<(String, bool)> {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    match kind {
+        ProviderKind::Anthropic => messages
+            .last()
+            .and_then(|m| m["content"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| (b["content"].as_str().unwrap_or("").to_owned(), b["is_error"] == json!(true)))
+            .collect(),
+        _ => messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| (m["content"].as_str().unwrap_or("").to_owned(), false))
+            .collect(),
+    }
+}

@@ -1,0 +1,326 @@
+//! The loop and the HTTP providers against local fake servers, for each wire format.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use igniter::ir::{ProviderChoice, ProviderKind};
+use igniter::llm::LlmError;
+use igniter::trace::Trace;
+use serde_json::{Value, json};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::fixtures::{
+    KINDS, agent, base_url, declared, llm, llm_with, program, provider_id, run, sent_results,
+    text_reply, tool_reply, url_path,
+};
+
+/// Answers with `responses` in order, then repeats the last one.
+struct Seq(Mutex<VecDeque<ResponseTemplate>>);
+
+impl Respond for Seq {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let mut queue = self.0.lock().unwrap();
+        if queue.len() > 1 { queue.pop_front().unwrap() } else { queue[0].clone() }
+    }
+}
+
+async fn server(responses: Vec<ResponseTemplate>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Seq(Mutex::new(responses.into())))
+        .mount(&server)
+        .await;
+    server
+}
+
+fn ok(body: Value) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+/// A program whose agent uses one declared provider of `kind` at `server`.
+fn single(
+    kind: ProviderKind,
+    server: &MockServer,
+    timeout_ms: u64,
+    retries: u32,
+) -> igniter::ir::Program {
+    let provider = declared("Fake", kind, &base_url(kind, &server.uri()), timeout_ms, retries);
+    program(vec![agent(vec![ProviderChoice::Declared(provider_id(0))], &["m1"])], vec![provider])
+}
+
+#[tokio::test]
+async fn error_table_results_in_call_order() {
+    for kind in KINDS {
+        let calls = [
+            ("c1", "add", json!({"a": 2, "b": 3})),
+            ("c2", "no_such_tool", json!({})),
+            ("c3", "add", json!({"a": "two"})),
+            ("c4", "divide", json!({"a": 1, "b": 0})),
+            ("c5", "lookup", json!({"sku": "SKU-1"})),
+        ];
+        let server =
+            server(vec![ok(tool_reply(kind, &calls, false)), ok(text_reply(kind, "done"))]).await;
+        let program = single(kind, &server, 5_000, 0);
+        let trace = Trace::new(true);
+        assert_eq!(run(&llm(), &program, &trace, "hi").await.unwrap(), "done", "{kind:?}");
+        let sent = bodies(&server).await;
+        assert_eq!(sent.len(), 2);
+        let results = sent_results(kind, &sent[1]);
+        assert_eq!(results.len(), 5, "{kind:?}: {}", sent[1]);
+        assert_eq!(results[0].0, "5");
+        assert_eq!(results[1].0, "Unknown tool: no_such_tool");
+        assert!(results[2].0.starts_with("Error: "), "{}", results[2].0);
+        assert!(results[3].0.starts_with("Error: "), "{}", results[3].0);
+        assert_eq!(results[4].0, r#"{"sku":"SKU-1","price":29.99}"#);
+        if kind == ProviderKind::Anthropic {
+            let flags: Vec<bool> = results.iter().map(|r| r.1).collect();
+            assert_eq!(flags, [false, true, true, true, false]);
+        }
+        let tool_calls = trace.entries().iter().filter(|e| e.kind == "tool_call").count();
+        assert_eq!(tool_calls, 5);
+        let model = trace.entries().into_iter().find(|e| e.kind == "model").unwrap();
+        assert!(model.detail.contains("tokens 20 in / 8 out"), "{}", model.detail);
+    }
+}
+
+#[tokio::test]
+async fn capability_failure_runs_no_tool() {
+    for kind in KINDS {
+        let calls =
+            [("c1", "add", json!({"a": 1, "b": 1})), ("c2", "send_email", json!({"to": "x"}))];
+        let server =
+            server(vec![ok(tool_reply(kind, &calls, false)), ok(text_reply(kind, "no"))]).await;
+        let trace = Trace::new(true);
+        let err = run(&llm(), &single(kind, &server, 5_000, 0), &trace, "hi").await.unwrap_err();
+        assert!(matches!(err, LlmError::Capability(_)), "{err}");
+        assert!(err.to_string().contains("send_email"), "{err}");
+        assert_eq!(bodies(&server).await.len(), 1);
+        assert!(trace.entries().iter().all(|e| e.kind != "tool_call"));
+    }
+}
+
+#[tokio::test]
+async fn tool_loop_limit() {
+    for kind in KINDS {
+        let calls = [("c1", "add", json!({"a": 1, "b": 1}))];
+        let server = server(vec![ok(tool_reply(kind, &calls, false))]).await;
+        let err = run(&llm(), &single(kind, &server, 5_000, 0), &Trace::new(false), "hi")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, LlmError::ToolLoop { limit: 3, .. }), "{err}");
+        assert_eq!(err.to_string(), "agent `Assistant` exceeded max_tool_iterations (3)");
+        assert_eq!(bodies(&server).await.len(), 4);
+    }
+}
+
+#[tokio::test]
+async fn truncated_reply_runs_no_tool() {
+    for kind in KINDS {
+        let calls = [("c1", "add", json!({"a": 1, "b": 1}))];
+        let server = server(vec![ok(tool_reply(kind, &calls, true))]).await;
+        let trace = Trace::new(true);
+        let err = run(&llm(), &single(kind, &server, 5_000, 0), &trace, "hi").await.unwrap_err();
+        assert!(matches!(err, LlmError::Truncated { .. }), "{err}");
+        assert!(trace.entries().iter().all(|e| e.kind != "tool_call"));
+    }
+}
+
+#[tokio::test]
+async fn malformed_json() {
+    for kind in KINDS {
+        let server = server(vec![ResponseTemplate::new(200).set_body_string("{not json")]).await;
+        let err = run(&llm(), &single(kind, &server, 5_000, 2), &Trace::new(false), "hi")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, LlmError::Malformed { .. }), "{err}");
+        let server = server_json(json!({"unexpected": true})).await;
+        let err = run(&llm(), &single(kind, &server, 5_000, 2), &Trace::new(false), "hi")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, LlmError::Malformed { .. }), "{err}");
+    }
+}
+
+async fn server_json(body: Value) -> MockServer {
+    server(vec![ok(body)]).await
+}
+
+#[tokio::test]
+async fn rate_limit_then_success_honours_retry_after() {
+    for kind in KINDS {
+        let limited = ResponseTemplate::new(429)
+            .insert_header("retry-after", "0.2")
+            .set_body_json(json!({"error": {"type": "rate_limit_error", "message": "slow down"}}));
+        let server = server(vec![limited, ok(text_reply(kind, "fine"))]).await;
+        let trace = Trace::new(true);
+        let started = Instant::now();
+        let text = run(&llm(), &single(kind, &server, 5_000, 2), &trace, "hi").await.unwrap();
+        assert_eq!(text, "fine");
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert_eq!(bodies(&server).await.len(), 2);
+        let statuses: Vec<String> = trace.entries().iter().map(|e| e.status.clone()).collect();
+        assert_eq!(statuses, ["retry", "ok"]);
+        assert!(trace.entries()[0].detail.contains("status 429: slow down"));
+    }
+}
+
+#[tokio::test]
+async fn server_errors_fall_back_to_second_provider() {
+    for kind in KINDS {
+        let failing = server(vec![ResponseTemplate::new(500).set_body_string("boom")]).await;
+        let working = server(vec![ok(text_reply(ProviderKind::OpenAi, "from b"))]).await;
+        let a = declared("A", kind, &base_url(kind, &failing.uri()), 5_000, 2);
+        let b = declared(
+            "B",
+            ProviderKind::OpenAi,
+            &base_url(ProviderKind::OpenAi, &working.uri()),
+            5_000,
+            0,
+        );
+        let providers = vec![
+            ProviderChoice::Declared(provider_id(0)),
+            ProviderChoice::Declared(provider_id(1)),
+        ];
+        let program = program(vec![agent(providers, &["model-a", "model-b"])], vec![a, b]);
+        let text = run(&llm(), &program, &Trace::new(false), "hi").await.unwrap();
+        assert_eq!(text, "from b");
+        assert_eq!(bodies(&failing).await.len(), 3);
+        let sent = bodies(&working).await;
+        assert_eq!(sent[0]["model"], "model-b");
+    }
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    for kind in KINDS {
+        let bad = ResponseTemplate::new(400)
+            .set_body_json(json!({"type": "error", "error": {"type": "invalid_request_error", "message": "bad model"}}));
+        let server = server(vec![bad]).await;
+        let err = run(&llm(), &single(kind, &server, 5_000, 2), &Trace::new(false), "hi")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "provider `Fake` failed after 1 attempt(s): status 400: bad model"
+        );
+        assert_eq!(bodies(&server).await.len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn timeouts_are_retried_then_fail() {
+    let kind = ProviderKind::OpenAi;
+    let slow = ResponseTemplate::new(200)
+        .set_body_json(text_reply(kind, "late"))
+        .set_delay(Duration::from_secs(2));
+    let server = server(vec![slow]).await;
+    let err =
+        run(&llm(), &single(kind, &server, 100, 1), &Trace::new(false), "hi").await.unwrap_err();
+    match &err {
+        LlmError::Provider { status: None, attempts: 2, message, .. } => {
+            assert!(message.contains("timed out"), "{message}");
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn missing_key_sends_nothing_and_names_the_variable() {
+    let server = server(vec![ok(text_reply(ProviderKind::Anthropic, "x"))]).await;
+    // Even with a working fallback: a configuration error does not fall back.
+    let providers = vec![
+        ProviderChoice::Kind(ProviderKind::Anthropic),
+        ProviderChoice::Kind(ProviderKind::Ollama),
+    ];
+    let program = program(vec![agent(providers, &["m"])], vec![]);
+    let llm = llm_with(&[("ANTHROPIC_BASE_URL", &server.uri()), ("OLLAMA_HOST", &server.uri())]);
+    let err = run(&llm, &program, &Trace::new(false), "hi").await.unwrap_err();
+    assert!(matches!(err, LlmError::Config { .. }));
+    assert!(err.to_string().contains("`ANTHROPIC_API_KEY`"), "{err}");
+    assert!(bodies(&server).await.is_empty());
+}
+
+#[tokio::test]
+async fn env_settings_and_headers() {
+    let server = server(vec![ok(text_reply(ProviderKind::Anthropic, "hello"))]).await;
+    let program = program(
+        vec![agent(vec![ProviderChoice::Kind(ProviderKind::Anthropic)], &["claude"])],
+        vec![],
+    );
+    let llm = llm_with(&[
+        ("ANTHROPIC_API_KEY", "sk-ant-xyz"),
+        ("ANTHROPIC_BASE_URL", &format!("{}/", server.uri())),
+    ]);
+    assert_eq!(run(&llm, &program, &Trace::new(false), "hi").await.unwrap(), "hello");
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests[0].url.path(), "/v1/messages");
+    assert_eq!(requests[0].headers["x-api-key"], "sk-ant-xyz");
+    assert_eq!(requests[0].headers["anthropic-version"], "2023-06-01");
+    let openai = server_json(text_reply(ProviderKind::OpenAi, "hi")).await;
+    let program = crate::fixtures::program(
+        vec![agent(vec![ProviderChoice::Kind(ProviderKind::OpenAi)], &["gpt"])],
+        vec![],
+    );
+    let llm = llm_with(&[
+        ("OPENAI_API_KEY", "sk-oa"),
+        ("OPENAI_BASE_URL", &format!("{}/v1", openai.uri())),
+    ]);
+    assert_eq!(run(&llm, &program, &Trace::new(false), "hi").await.unwrap(), "hi");
+    let requests = openai.received_requests().await.unwrap();
+    assert_eq!(requests[0].url.path(), url_path(ProviderKind::OpenAi));
+    assert_eq!(requests[0].headers["authorization"], "Bearer sk-oa");
+}
+
+#[tokio::test]
+async fn keys_never_leak() {
+    let key = "sk-test-secret-1234";
+    for kind in KINDS {
+        let echo = ResponseTemplate::new(401)
+            .set_body_json(json!({"error": {"message": format!("invalid key {key}")}}));
+        let server = server(vec![echo]).await;
+        let dir =
+            std::env::temp_dir().join(format!("ignite-llm-leak-{}-{kind:?}", std::process::id()));
+        let llm = llm().record_to(dir.clone());
+        let trace = Trace::new(true);
+        let err = run(&llm, &single(kind, &server, 5_000, 0), &trace, "hi").await.unwrap_err();
+        llm.finish().unwrap();
+        let recording = std::fs::read_to_string(&dir).unwrap();
+        std::fs::remove_file(&dir).ok();
+        for text in
+            [err.to_string(), format!("{err:?}"), format!("{llm:?}"), trace.render(), recording]
+        {
+            assert!(!text.contains(key), "{text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn concurrent_agents_share_one_llm() {
+    let kind = ProviderKind::OpenAi;
+    let slow = ResponseTemplate::new(200)
+        .set_body_json(text_reply(kind, "ok"))
+        .set_delay(Duration::from_millis(100));
+    let server = server(vec![slow]).await;
+    let program = single(kind, &server, 5_000, 0);
+    let llm = llm();
+    let trace = Trace::new(false);
+    let runs = (0..8).map(|i| {
+        let (llm, program, trace) = (&llm, &program, &trace);
+        async move { run(llm, program, trace, &format!("q{i}")).await }
+    });
+    let results = futures_util::future::join_all(runs).await;
+    assert!(results.iter().all(|r| matches!(r.as_deref(), Ok("ok"))));
+    assert_eq!(bodies(&server).await.len(), 8);
+}

@@ -1,0 +1,11 @@
+//! Tests of the `llm` module: wire formats (snapshots), the tool-use loop,
+//! reliability and record/replay, against local fake servers only.
+
+// Test helpers outside `#[test]` fns unwrap too: a failure there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+mod fixtures;
+mod http;
+mod replay;
+mod script;
+mod wire;

@@ -1,0 +1,109 @@
+//! Record → replay round trips and mismatches.
+
+use igniter::ir::{AgentId, ProviderChoice, ProviderKind};
+use igniter::llm::{Llm, LlmError};
+use igniter::tools::Toolbox;
+use igniter::trace::Trace;
+use serde_json::json;
+use wiremock::matchers::{body_string_contains, method};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::fixtures::{
+    KINDS, agent, base_url, declared, llm, program, provider_id, question, run, text_reply,
+    tool_reply,
+};
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("ignite-llm-rec-{}-{name}.json", std::process::id()))
+}
+
+#[tokio::test]
+async fn record_then_replay_offline() {
+    for kind in KINDS {
+        let server = MockServer::start().await;
+        // First turn (no tool results yet) asks for a tool; the second answers.
+        let calls = [("c1", "add", json!({"a": 2, "b": 2}))];
+        Mock::given(method("POST"))
+            .and(body_string_contains("\"4\""))
+            .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(kind, "four")))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(tool_reply(kind, &calls, false)))
+            .mount(&server)
+            .await;
+        let provider = declared("Fake", kind, &base_url(kind, &server.uri()), 5_000, 0);
+        let program = program(
+            vec![agent(vec![ProviderChoice::Declared(provider_id(0))], &["m"])],
+            vec![provider],
+        );
+        let path = temp(&format!("{kind:?}"));
+        let recorder = llm().record_to(path.clone());
+        assert_eq!(run(&recorder, &program, &Trace::new(false), "2+2?").await.unwrap(), "four");
+        recorder.finish().unwrap();
+        drop(server);
+
+        // No key, no server: everything comes from the file, through the same parsing.
+        let replayer = Llm::with_env(Default::default()).replay_from(&path).unwrap();
+        let trace = Trace::new(true);
+        assert_eq!(run(&replayer, &program, &trace, "2+2?").await.unwrap(), "four");
+        assert_eq!(trace.entries().iter().filter(|e| e.kind == "tool_call").count(), 1);
+
+        // Each exchange is used once: a second identical run has nothing left.
+        let err = run(&replayer, &program, &Trace::new(false), "2+2?").await.unwrap_err();
+        assert!(matches!(err, LlmError::Replay { .. }), "{err}");
+
+        let replayer = Llm::with_env(Default::default()).replay_from(&path).unwrap();
+        let err = run(&replayer, &program, &Trace::new(false), "3+3?").await.unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("agent `Assistant`") && text.contains("provider `Fake`"), "{text}");
+        let at = if kind == ProviderKind::Anthropic {
+            "/messages/0/content"
+        } else {
+            "/messages/1/content"
+        };
+        assert!(text.contains(at) && text.contains("2+2?") && text.contains("3+3?"), "{text}");
+        std::fs::remove_file(&path).ok();
+    }
+}
+
+#[tokio::test]
+async fn replay_is_independent_of_order() {
+    let kind = ProviderKind::OpenAi;
+    let server = MockServer::start().await;
+    for q in ["one", "two", "three"] {
+        Mock::given(method("POST"))
+            .and(body_string_contains(q))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(text_reply(kind, &format!("answer {q}"))),
+            )
+            .mount(&server)
+            .await;
+    }
+    let provider = declared("Fake", kind, &base_url(kind, &server.uri()), 5_000, 0);
+    let program = program(
+        vec![agent(vec![ProviderChoice::Declared(provider_id(0))], &["m"])],
+        vec![provider],
+    );
+    let path = temp("order");
+    let recorder = llm().record_to(path.clone());
+    for q in ["one", "two", "three"] {
+        run(&recorder, &program, &Trace::new(false), q).await.unwrap();
+    }
+    recorder.finish().unwrap();
+    let replayer = Llm::with_env(Default::default()).replay_from(&path).unwrap();
+    let trace = Trace::new(false);
+    let toolbox = Toolbox::new();
+    let runs = ["three", "one", "two"].map(|q| {
+        let (replayer, program, trace, toolbox) = (&replayer, &program, &trace, &toolbox);
+        async move {
+            replayer
+                .run_agent(program, AgentId::from_index(0), &question(q), toolbox, trace, "p")
+                .await
+        }
+    });
+    let answers = futures_util::future::join_all(runs).await;
+    let answers: Vec<String> = answers.into_iter().map(Result::unwrap).collect();
+    assert_eq!(answers, ["answer three", "answer one", "answer two"]);
+    std::fs::remove_file(&path).ok();
+}
