@@ -98,7 +98,7 @@ impl RunArgs {
             Err(error) => {
                 match error.diagnostics() {
                     Some(diagnostics) => {
-                        eprint!("{}", diagnostics.render(&engine.program().sources, color, WIDTH))
+                        eprint!("{}", diagnostics.render(&engine.program().sources, color, WIDTH));
                     }
                     None => eprintln!("error: {error}"),
                 }

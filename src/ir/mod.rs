@@ -231,7 +231,8 @@ pub enum ProviderChoice {
     Kind(ProviderKind),
     /// A `provider` declaration.
     Declared(ProviderId),
-    /// `script "file.json"`: scripted replies, offline.
+    /// `script "file.json"`: scripted replies, offline; the path is already
+    /// resolved against the folder of the declaring file.
     Script(PathBuf),
 }
 

@@ -97,9 +97,7 @@ pub(crate) fn chain(
         let choice = &agent.providers[i.min(agent.providers.len() - 1)];
         let model = agent.models.get(i.min(agent.models.len().saturating_sub(1))).cloned();
         let link = match choice {
-            ProviderChoice::Script(path) => {
-                Link::Script(script_path(program, agent, path), model.unwrap_or_default())
-            }
+            ProviderChoice::Script(path) => Link::Script(path.clone(), model.unwrap_or_default()),
             _ => {
                 let endpoint = endpoint(env, program, choice, keys_required)?;
                 let model = model.ok_or_else(|| {
@@ -114,18 +112,6 @@ pub(crate) fn chain(
         links.push(link);
     }
     Ok(links)
-}
-
-/// A relative script path resolves from the folder of the agent's file.
-fn script_path(program: &Program, agent: &Agent, path: &std::path::Path) -> PathBuf {
-    if path.is_absolute() {
-        return path.to_owned();
-    }
-    program
-        .sources
-        .iter()
-        .find(|(id, _)| *id == agent.span.file)
-        .map_or_else(|| path.to_owned(), |(_, file)| file.dir().join(path))
 }
 
 /// The variables of a built-in kind: key, base URL, default base, URL path.
