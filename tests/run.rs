@@ -1,8 +1,9 @@
 //! Run fixtures: `corpus/run/*.ign` must run (snapshot: the outputs and
 //! the nodes that ran), `corpus/run_err/*.ign` must fail (snapshot: the
 //! rendered error), and every `contracts/*.ign` runs with its
-//! `*.run.json`. A sidecar `NAME.run.json` holds `{"contract": optional,
-//! "inputs": {...}, "outputs": optional [...]}`.
+//! `*.inputs.json`. The sidecar `NAME.inputs.json` is the JSON object of
+//! inputs (what `ignite run --inputs` reads); the contract run is the
+//! file's top-level one.
 
 #![allow(clippy::unwrap_used)]
 use std::path::{Path, PathBuf};
@@ -19,10 +20,9 @@ fn relative(path: &Path) -> PathBuf {
 /// Runs the fixture at `path`; the snapshot text and whether it succeeded.
 fn run(path: &Path) -> (String, bool) {
     let path = relative(path);
-    let sidecar = path.with_extension("run.json");
-    let spec: Value = std::fs::read_to_string(&sidecar)
+    let inputs: Map<String, Value> = std::fs::read_to_string(path.with_extension("inputs.json"))
         .map(|text| serde_json::from_str(&text).unwrap())
-        .unwrap_or_else(|_| serde_json::json!({}));
+        .unwrap_or_default();
     let compilation = igniter::compile(&path);
     let program = compilation.program.unwrap_or_else(|| {
         panic!(
@@ -32,15 +32,8 @@ fn run(path: &Path) -> (String, bool) {
         )
     });
     let engine = Engine::new(program);
-    let inputs: Map<String, Value> = spec["inputs"].as_object().cloned().unwrap_or_default();
-    let outputs = spec["outputs"]
-        .as_array()
-        .map(|o| o.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default();
-    let options = RunOptions { outputs, jobs: None, trace: true };
-    let result = engine
-        .contract(spec["contract"].as_str())
-        .and_then(|contract| engine.run(contract, &inputs, &options));
+    let options = RunOptions { outputs: Vec::new(), jobs: None, trace: true };
+    let result = engine.contract(None).and_then(|contract| engine.run(contract, &inputs, &options));
     match result {
         Ok(output) => {
             let mut nodes: Vec<String> = output
@@ -84,7 +77,11 @@ fn run_errors() {
 #[test]
 fn examples() {
     insta::glob!(env!("CARGO_MANIFEST_DIR"), "contracts/*.ign", |path| {
-        assert!(path.with_extension("run.json").exists(), "{} has no .run.json", path.display());
+        assert!(
+            path.with_extension("inputs.json").exists(),
+            "{} has no .inputs.json",
+            path.display()
+        );
         let (snapshot, ok) = run(path);
         assert!(ok, "example {} fails:\n{snapshot}", path.display());
         insta::assert_snapshot!(snapshot);

@@ -32,7 +32,7 @@ mod cycles;
 mod expr;
 mod names;
 mod providers;
-mod suggest;
+pub mod suggest;
 mod tools;
 mod types;
 

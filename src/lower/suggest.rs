@@ -5,7 +5,7 @@
 
 /// The help text suggesting the candidate closest to `name`, when one is
 /// close enough to be a likely typo.
-pub(super) fn did_you_mean<'a>(
+pub fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
@@ -14,10 +14,7 @@ pub(super) fn did_you_mean<'a>(
 
 /// The candidate closest to `name` by edit distance, if within a third of
 /// its length (at least one edit); the first wins ties.
-pub(super) fn closest<'a>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);
     let lower = name.to_lowercase();
     let mut best: Option<(usize, &str)> = None;
@@ -39,7 +36,7 @@ pub(super) fn closest<'a>(
 }
 
 /// "`a`", "`a` and `b`", "`a`, `b` and `c`".
-pub(super) fn list<S: AsRef<str>>(names: &[S]) -> String {
+pub fn list<S: AsRef<str>>(names: &[S]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{}`", n.as_ref())).collect();
     match quoted.as_slice() {
         [] => String::new(),

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::eval::describe;
 use crate::ir::Param;
+use crate::lower::suggest::closest;
 use crate::source::Span;
 
 /// One wrong input.
@@ -41,7 +42,7 @@ pub fn bind(
                 message: format!("unknown input `{name}`"),
                 span: owner,
                 label: "has no input of that name",
-                help: Some(match suggest(name, &names) {
+                help: Some(match closest(name, names.iter().copied()) {
                     Some(close) => format!("did you mean `{close}`?"),
                     None if names.is_empty() => "this takes no inputs".to_owned(),
                     None => format!("the inputs are `{}`", names.join("`, `")),
@@ -81,15 +82,4 @@ pub fn bind(
         values.push(value);
     }
     if problems.is_empty() { Ok(values) } else { Err(problems) }
-}
-
-/// The closest of `names` to `name`, if any is close enough to be a typo.
-#[must_use]
-pub fn suggest<'n>(name: &str, names: &[&'n str]) -> Option<&'n str> {
-    names
-        .iter()
-        .map(|n| (strsim::jaro_winkler(name, n), *n))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| n)
 }

@@ -96,32 +96,53 @@ impl Engine {
         &self.llm
     }
 
-    /// The contract called `name`, or the only contract when `name` is `None`.
+    /// The contract called `name`; when `name` is `None`, the program's
+    /// only top-level contract (one that no other contract composes).
     ///
     /// # Errors
-    /// No such contract, or several and none named.
+    /// No such contract, or several top-level ones and none named.
     pub fn contract(&self, name: Option<&str>) -> Result<ContractId, RunError> {
         let names: Vec<&str> = self.program.contracts.iter().map(|c| c.name.as_str()).collect();
         let message = match name {
             Some(name) => match self.program.contract_named(name) {
                 Some(id) => return Ok(id),
-                None => match inputs::suggest(name, &names) {
+                None => match crate::lower::suggest::closest(name, names.iter().copied()) {
                     Some(close) => format!("no contract `{name}`; did you mean `{close}`?"),
                     None => {
                         format!("no contract `{name}`; the contracts are `{}`", names.join("`, `"))
                     }
                 },
             },
-            None => match names.as_slice() {
-                [_] => return Ok(ContractId(0)),
-                [] => "the program declares no contract".to_owned(),
-                _ => format!(
-                    "the program declares several contracts (`{}`): choose one with `--contract NAME`",
-                    names.join("`, `")
-                ),
-            },
+            None => {
+                let roots = self.roots();
+                match roots.as_slice() {
+                    [root] => return Ok(*root),
+                    [] => "the program declares no contract".to_owned(),
+                    _ => {
+                        let roots: Vec<&str> =
+                            roots.iter().map(|&c| self.program[c].name.as_str()).collect();
+                        format!(
+                            "the program has several top-level contracts (`{}`): choose one with `--contract NAME`",
+                            roots.join("`, `")
+                        )
+                    }
+                }
+            }
         };
         Err(RunError::Contract { message })
+    }
+
+    /// Contracts that no other contract composes, in declaration order.
+    fn roots(&self) -> Vec<ContractId> {
+        let mut composed = vec![false; self.program.contracts.len()];
+        for contract in &self.program.contracts {
+            for node in &contract.nodes {
+                if let crate::ir::NodeKind::Compose { contract: child, .. } = node.kind {
+                    composed[child.index()] = true;
+                }
+            }
+        }
+        (0..composed.len()).filter(|&i| !composed[i]).map(ContractId::from_index).collect()
     }
 
     /// Runs `contract` with `inputs`.

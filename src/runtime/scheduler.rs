@@ -102,7 +102,8 @@ fn requested_outputs(
                 RunError::Output {
                     contract: c.name.clone(),
                     output: name.clone(),
-                    suggestion: inputs::suggest(name, &all).map(str::to_owned),
+                    suggestion: crate::lower::suggest::closest(name, all.iter().copied())
+                        .map(str::to_owned),
                     span: c.name_span,
                 }
             })
