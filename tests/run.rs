@@ -87,3 +87,53 @@ fn examples() {
         insta::assert_snapshot!(snapshot);
     });
 }
+
+/// The tool calls of one model turn run concurrently: each call of `Meet`
+/// waits (up to 10 s) until all four have started, so run one after the
+/// other they would all fail.
+#[test]
+fn tool_calls_of_one_turn_run_concurrently() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls: Vec<Value> = (0..4)
+        .map(|i| serde_json::json!({"id": format!("call_{i}"), "name": "meet", "arguments": {"i": i}}))
+        .collect();
+    let script = serde_json::json!([{"tool_calls": calls}, {"text": "all met"}]);
+    std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
+    let program = r#"
+tool Meet {
+  description "Waits until four calls have started"
+  param i: integer
+  exec "sh" "-c" "cat > /dev/null; touch started.$$; n=0; while [ $(ls started.* | wc -l) -lt 4 ]; do sleep 0.02; n=$((n+1)); if [ $n -gt 500 ]; then echo alone >&2; exit 1; fi; done; echo met"
+}
+
+agent Gatherer {
+  provider script "script.json"
+  model "scripted"
+  tools Meet
+  input task: string
+}
+
+contract Gather {
+  input task: string = "meet"
+  compute reply = Gatherer(task)
+  output reply
+}
+"#;
+    let file = dir.path().join("gather.ign");
+    std::fs::write(&file, program).unwrap();
+    let compilation = igniter::compile(&file);
+    let engine = Engine::new(compilation.program.expect("compiles"));
+    let contract = engine.contract(None).unwrap();
+    let options = RunOptions { outputs: Vec::new(), jobs: None, trace: true };
+    let output = engine.run(contract, &Map::new(), &options).unwrap();
+    assert_eq!(output.outputs["reply"], "all met");
+    let failed: Vec<_> = output
+        .trace
+        .entries()
+        .into_iter()
+        .filter(|e| e.kind == "tool_call" && e.status != "ok")
+        .collect();
+    assert!(failed.is_empty(), "tool calls failed: {failed:?}");
+    let met = output.trace.entries().into_iter().filter(|e| e.kind == "tool_call").count();
+    assert_eq!(met, 4);
+}

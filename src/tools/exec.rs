@@ -129,7 +129,7 @@ fn tail(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use serde_json::{Value, json};
 
@@ -214,16 +214,27 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn timeout_kills_the_child() {
         let dir = tempfile::tempdir().unwrap();
-        let started = Instant::now();
         let out = call_with(
             dir.path(),
-            exec("sleep", &["5"]),
+            exec("sh", &["-c", "echo $$ > pid; exec sleep 5"]),
             json!({}),
             Some(Duration::from_millis(200)),
         )
         .await;
         assert_eq!(out, Err(ToolError::Timeout(Duration::from_millis(200))));
-        assert!(started.elapsed() < Duration::from_secs(4));
+        // The child is gone once the call has returned: no orphan keeps sleeping.
+        let pid = std::fs::read_to_string(dir.path().join("pid")).unwrap();
+        let proc_dir = std::path::Path::new("/proc").join(pid.trim());
+        let mut alive = proc_dir.exists();
+        for _ in 0..50 {
+            if !alive {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let status = std::fs::read_to_string(proc_dir.join("status")).unwrap_or_default();
+            alive = proc_dir.exists() && !status.contains("State:\tZ");
+        }
+        assert!(!alive, "the timed-out child {} still runs", pid.trim());
         assert_eq!(
             ToolError::Timeout(Duration::from_millis(200)).to_string(),
             "timed out after 200ms"
