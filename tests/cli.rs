@@ -1,4 +1,4 @@
-//! `ignite check` from the outside: exit codes, stdout and stderr.
+//! The command line from the outside: exit codes, stdout and stderr.
 
 use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
 use std::process::Command;
@@ -72,4 +72,162 @@ fn check_help() {
 #[test]
 fn help() {
     assert_cmd_snapshot!(ignite().arg("--help"));
+}
+
+#[test]
+fn run_example() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "contracts/pricing.ign",
+        "--inputs",
+        "contracts/pricing.inputs.json"
+    ]));
+}
+
+#[test]
+fn run_inputs_from_flags_and_stdin() {
+    // `--input` values are JSON when they parse, else strings; they win over `--inputs`.
+    assert_cmd_snapshot!(
+        ignite()
+            .args([
+                "run",
+                "contracts/report.ign",
+                "--inputs",
+                "-",
+                "--input",
+                "region=apac",
+                "--input",
+                "target=500"
+            ])
+            .pass_stdin(r#"{"sales": [100, 250.5], "region": "emea"}"#)
+    );
+}
+
+#[test]
+fn run_selected_output_runs_only_what_it_needs() {
+    // The trace's times vary from run to run; its rows do not.
+    insta::with_settings!({filters => vec![(r"\d+\.\dms", "[time]")]}, {
+        assert_cmd_snapshot!(ignite().args([
+            "run",
+            "tests/corpus/run/compose.ign",
+            "--input",
+            "price=10",
+            "--output",
+            "first",
+            "--trace"
+        ]));
+    });
+}
+
+#[test]
+fn run_unknown_output() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "tests/corpus/run/compose.ign",
+        "--input",
+        "price=10",
+        "--output",
+        "totl"
+    ]));
+}
+
+#[test]
+fn run_bad_inputs_exit_2() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "contracts/pricing.ign",
+        "--input",
+        "prices=oops",
+        "--input",
+        "discont_pct=5"
+    ]));
+}
+
+#[test]
+fn run_bad_input_flag() {
+    assert_cmd_snapshot!(ignite().args(["run", "contracts/pricing.ign", "--input", "prices"]));
+}
+
+#[test]
+fn run_node_failure_exit_3() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "tests/corpus/run_err/division_by_zero.ign",
+        "--inputs",
+        "tests/corpus/run_err/division_by_zero.inputs.json"
+    ]));
+}
+
+#[test]
+fn run_several_contracts_need_a_name() {
+    assert_cmd_snapshot!(ignite().args(["run", "tests/corpus/ok/two_contracts.ign"]));
+    assert_cmd_snapshot!(
+        "run_contract_by_name",
+        ignite().args([
+            "run",
+            "tests/corpus/ok/two_contracts.ign",
+            "--contract",
+            "Celsius",
+            "--input",
+            "fahrenheit=212"
+        ])
+    );
+    assert_cmd_snapshot!(
+        "run_contract_typo",
+        ignite().args(["run", "tests/corpus/ok/two_contracts.ign", "--contract", "Celcius"])
+    );
+}
+
+#[test]
+fn run_check_errors_do_not_run() {
+    assert_cmd_snapshot!(ignite().args(["run", "tests/corpus/err/unknown_name.ign"]));
+}
+
+#[test]
+fn graph_formats() {
+    for format in ["text", "mermaid", "dot"] {
+        assert_cmd_snapshot!(
+            format!("graph_{format}"),
+            ignite().args([
+                "graph",
+                "tests/corpus/run/compose.ign",
+                "--contract",
+                "Line",
+                "--format",
+                format
+            ])
+        );
+    }
+}
+
+#[test]
+fn schema_formats() {
+    assert_cmd_snapshot!(
+        "schema_intermediate",
+        ignite().args(["schema", "contracts/assistant.ign"])
+    );
+    assert_cmd_snapshot!(
+        "schema_anthropic",
+        ignite().args(["schema", "contracts/assistant.ign", "--provider", "anthropic"])
+    );
+    assert_cmd_snapshot!(
+        "schema_openai_filtered",
+        ignite().args([
+            "schema",
+            "contracts/assistant.ign",
+            "--provider",
+            "openai",
+            "--capabilities",
+            "none"
+        ])
+    );
+}
+
+#[test]
+fn tools_table() {
+    assert_cmd_snapshot!(ignite().args(["tools", "contracts/report.ign"]));
+    assert_cmd_snapshot!(
+        "tools_table_filtered",
+        ignite().args(["tools", "contracts/assistant.ign", "--capabilities", "database_read"])
+    );
 }

@@ -55,7 +55,7 @@ fn every_code_has_a_fixture() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("corpus__err@") || name.starts_with("run__run_errors@") {
+        if ["corpus__err@", "run__run_errors@", "cli__run_"].iter().any(|p| name.starts_with(p)) {
             text.push_str(&std::fs::read_to_string(&path).unwrap());
         }
     }
@@ -64,7 +64,10 @@ fn every_code_has_a_fixture() {
         .map(|c| c.as_str())
         .filter(|c| !text.contains(c))
         .collect();
-    assert!(missing.is_empty(), "codes without an err/ or run_err/ fixture: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "codes without an err/ or run_err/ fixture or a `run` CLI test: {missing:?}"
+    );
 }
 
 #[test]
