@@ -1,112 +1,86 @@
 //! Agent loop overhead and concurrency (`cargo bench --bench agents`).
 //!
-//! 1. One agent making N tool turns against a local fake OpenAI server with
-//!    a fixed latency: wall time minus N+1 latencies is the loop's own cost
-//!    (request building, JSON, tool dispatch, trace), reported per iteration.
-//! 2. 8 agents at once on one `Llm`, each call taking 300 ms: the wall time
-//!    should stay near 300 ms, since waiting is not work.
+//! 1. Loop overhead: one agent makes 25 tool turns, then answers. Against a
+//!    scripted provider (no HTTP) the whole time is the loop's own cost:
+//!    building requests, parsing replies, validating and running the tool,
+//!    tracing. Against a local fake OpenAI server it adds loopback HTTP and
+//!    the fake's matching; with 20 ms latency per call, wall time minus the
+//!    latencies is that overhead plus timer granularity.
+//! 2. Concurrency: 8 agents share one `Llm`, each call takes 300 ms; the
+//!    ideal wall time is 300 ms.
 
-#![allow(clippy::unwrap_used, clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::unwrap_used, missing_docs)]
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use igniter::ir::{
-    Agent, AgentId, BinaryOp, Expr, ExprKind, Implementation, Param, Part, Program, Provider,
-    ProviderChoice, ProviderId, ProviderKind, Tool, ToolId, Type, TypeKind,
-};
+use igniter::ir::{AgentId, Program};
 use igniter::llm::Llm;
-use igniter::source::{FileId, Sources, Span};
 use igniter::tools::Toolbox;
 use igniter::trace::Trace;
 use serde_json::{Map, json};
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn expr(kind: ExprKind) -> Expr {
-    Expr { kind, span: Span::new(FileId(0), 0, 0) }
+const TURNS: usize = 25;
+
+/// An agent with one `returns` tool whose provider is `provider` (with
+/// `declaration` for a declared one).
+fn program(dir: &std::path::Path, declaration: &str, provider: &str) -> Program {
+    let text = format!(
+        r#"
+{declaration}
+tool Add {{
+  description "adds"
+  param a: integer
+  param b: integer
+  returns a + b
+}}
+agent Bench {{
+  provider {provider}
+  model "m"
+  tools Add
+  max_tool_iterations 1000
+  input q: string
+}}
+"#
+    );
+    let file = dir.join("bench.ign");
+    std::fs::write(&file, text).unwrap();
+    let compilation = igniter::compile(&file);
+    compilation.program.unwrap_or_else(|| {
+        panic!("{}", compilation.diagnostics.render(&compilation.sources, false, 100))
+    })
 }
 
-fn param(name: &str, kind: TypeKind) -> Param {
-    Param {
-        name: name.into(),
-        ty: Type::new(kind),
-        default: None,
-        description: None,
-        span: Span::new(FileId(0), 0, 0),
-    }
+fn call(i: usize) -> serde_json::Value {
+    json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+        {"id": format!("c{i}"), "type": "function", "function": {"name": "add", "arguments": "{\"a\":1,\"b\":2}"}}]},
+        "finish_reason": "tool_calls"}]})
 }
 
-fn program(uri: &str, max_tool_iterations: u32) -> Program {
-    let add = Tool {
-        name: "add".into(),
-        tool_name: "add".into(),
-        description: "adds".into(),
-        params: vec![param("a", TypeKind::Integer), param("b", TypeKind::Integer)],
-        capabilities: vec![],
-        implementation: Implementation::Returns(expr(ExprKind::Binary(
-            BinaryOp::Add,
-            Box::new(expr(ExprKind::Var(0))),
-            Box::new(expr(ExprKind::Var(1))),
-        ))),
-        timeout: None,
-        dir: PathBuf::from("."),
-        span: Span::new(FileId(0), 0, 0),
-    };
-    let agent = Agent {
-        name: "Bench".into(),
-        providers: vec![ProviderChoice::Declared(ProviderId(0))],
-        models: vec!["m".into()],
-        system_prompt: None,
-        tools: vec![ToolId(0)],
-        capabilities: vec![],
-        max_tool_iterations,
-        temperature: None,
-        max_tokens: None,
-        inputs: vec![param("q", TypeKind::String)],
-        prompt: expr(ExprKind::Interpolate(vec![Part::Expr(expr(ExprKind::Var(0)))])),
-        span: Span::new(FileId(0), 0, 0),
-    };
-    let provider = Provider {
-        name: "Fake".into(),
-        kind: ProviderKind::OpenAi,
-        base_url: Some(format!("{uri}/v1")),
-        api_key_env: None,
-        timeout: None,
-        retries: Some(0),
-        span: Span::new(FileId(0), 0, 0),
-    };
-    Program {
-        sources: Sources::default(),
-        tools: vec![add],
-        agents: vec![agent],
-        providers: vec![provider],
-        contracts: vec![],
-    }
-}
-
-/// A server that asks for `add` until the conversation holds `turns` results, then answers.
-async fn server(turns: usize, latency: Duration) -> MockServer {
+/// A server that asks for `add` until the conversation holds `TURNS` results, then answers.
+async fn server(latency: Duration) -> MockServer {
     let server = MockServer::start().await;
-    let marker = format!("\"tool_call_id\":\"c{turns}\"");
+    let marker = format!("\"tool_call_id\":\"c{TURNS}\"");
     let done = json!({"choices": [{"message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}]});
     Mock::given(method("POST"))
         .and(body_string_contains(marker.as_str()))
         .respond_with(ResponseTemplate::new(200).set_body_json(done).set_delay(latency))
         .mount(&server)
         .await;
-    for i in (1..=turns).rev() {
-        let call = json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
-            {"id": format!("c{i}"), "type": "function", "function": {"name": "add", "arguments": "{\"a\":1,\"b\":2}"}}]},
-            "finish_reason": "tool_calls"}]});
+    for i in (1..=TURNS).rev() {
         let previous = format!("\"tool_call_id\":\"c{}\"", i - 1);
         let mock = Mock::given(method("POST"));
         let mock = if i == 1 { mock } else { mock.and(body_string_contains(previous.as_str())) };
-        mock.respond_with(ResponseTemplate::new(200).set_body_json(call).set_delay(latency))
+        mock.respond_with(ResponseTemplate::new(200).set_body_json(call(i)).set_delay(latency))
             .mount(&server)
             .await;
     }
     server
+}
+
+fn openai(uri: &str) -> String {
+    format!("provider Fake {{\n  kind openai\n  base_url \"{uri}/v1\"\n  retries 0\n}}")
 }
 
 async fn run(llm: &Llm, program: &Program, q: &str) -> String {
@@ -117,47 +91,62 @@ async fn run(llm: &Llm, program: &Program, q: &str) -> String {
         .unwrap()
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let llm = Llm::with_env(Default::default());
-    let latency = Duration::from_millis(20);
-    let turns = 25;
-    let server = server(turns, latency).await;
-    let program = program(&server.uri(), 1000);
-    run(&llm, &program, "warm up").await;
+/// The best of 5 runs of the 25-turn conversation, per model call.
+async fn per_call(llm: &Llm, program: &Program, latency: Duration) -> (Duration, Duration) {
+    run(llm, program, "warm up").await;
     let mut best = Duration::MAX;
     for _ in 0..5 {
         let started = Instant::now();
-        assert_eq!(run(&llm, &program, "go").await, "done");
+        assert_eq!(run(llm, program, "go").await, "done");
         best = best.min(started.elapsed());
     }
-    let calls = u32::try_from(turns + 1).unwrap();
-    let overhead = best.saturating_sub(latency * calls) / calls;
-    println!(
-        "loop: {turns} tool turns at {latency:?} latency: best {best:?}, overhead {overhead:?} per iteration"
-    );
+    let calls = u32::try_from(TURNS + 1).unwrap();
+    (best, best.saturating_sub(latency * calls) / calls)
+}
 
-    let slow = server_text(Duration::from_millis(300)).await;
-    let program = program_for(&slow);
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let dir = std::env::temp_dir().join(format!("ignite-agents-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let llm = Llm::with_env(Default::default());
+
+    let mut script: Vec<serde_json::Value> = (1..=TURNS)
+        .map(|i| json!({"tool_calls": [{"id": format!("c{i}"), "name": "add", "arguments": {"a": 1, "b": 2}}]}))
+        .collect();
+    script.push(json!({"text": "done"}));
+    std::fs::write(dir.join("script.json"), serde_json::to_string(&script).unwrap()).unwrap();
+    let scripted = program(&dir, "", "script \"script.json\"");
+    println!("| case | best of 5 (26 model calls) | per iteration |");
+    println!("| --- | ---: | ---: |");
+    let (best, overhead) = per_call(&llm, &scripted, Duration::ZERO).await;
+    println!("| scripted provider (no HTTP) | {best:.2?} | {overhead:.2?} |");
+    for latency in [Duration::ZERO, Duration::from_millis(20)] {
+        let server = server(latency).await;
+        let program = program(&dir, &openai(&server.uri()), "Fake");
+        let (best, overhead) = per_call(&llm, &program, latency).await;
+        println!(
+            "| OpenAI wire format, fake server, {latency:?} latency | {best:.2?} | {overhead:.2?} above latency |"
+        );
+    }
+
+    let slow = MockServer::start().await;
+    let done = json!({"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]});
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(done).set_delay(Duration::from_millis(300)),
+        )
+        .mount(&slow)
+        .await;
+    let program = program(&dir, &openai(&slow.uri()), "Fake");
     let started = Instant::now();
     let runs = (0..8).map(|i| {
         let (llm, program) = (&llm, &program);
         async move { run(llm, program, &format!("agent {i}")).await }
     });
     futures_util::future::join_all(runs).await;
-    println!("concurrency: 8 agents x 300 ms call: wall {:?}", started.elapsed());
-}
-
-async fn server_text(latency: Duration) -> MockServer {
-    let server = MockServer::start().await;
-    let done = json!({"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]});
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(done).set_delay(latency))
-        .mount(&server)
-        .await;
-    server
-}
-
-fn program_for(server: &MockServer) -> Program {
-    program(&server.uri(), 10)
+    println!(
+        "\n8 agents x one 300 ms call each: wall {:.1?} (critical path 300 ms)",
+        started.elapsed()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
