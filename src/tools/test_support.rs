@@ -11,30 +11,11 @@ pub(crate) fn span() -> Span {
     Span::new(FileId(0), 0, 0)
 }
 
-/// `DatabaseLookup` → `database_lookup`.
-pub(crate) fn snake(name: &str) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    let mut out = String::new();
-    for (i, c) in chars.iter().enumerate() {
-        if c.is_uppercase() {
-            let prev_lower = i > 0 && chars[i - 1].is_lowercase();
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            if i > 0 && (prev_lower || (next_lower && chars[i - 1].is_uppercase())) {
-                out.push('_');
-            }
-            out.extend(c.to_lowercase());
-        } else {
-            out.push(*c);
-        }
-    }
-    out
-}
-
 /// A tool returning `null`, running in `.`, with no params.
 pub(crate) fn tool(name: &str, description: &str) -> ir::Tool {
     ir::Tool {
         name: name.to_owned(),
-        tool_name: snake(name),
+        tool_name: crate::lower::tool_name(name),
         description: description.to_owned(),
         params: Vec::new(),
         capabilities: Vec::new(),
@@ -129,11 +110,4 @@ pub(crate) fn program(tools: Vec<ir::Tool>) -> ir::Program {
         providers: Vec::new(),
         contracts: Vec::new(),
     }
-}
-
-#[test]
-fn snake_case_names() {
-    assert_eq!(snake("DatabaseLookup"), "database_lookup");
-    assert_eq!(snake("HTTPFetch"), "http_fetch");
-    assert_eq!(snake("Calculator"), "calculator");
 }
