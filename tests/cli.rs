@@ -231,3 +231,95 @@ fn tools_table() {
         ignite().args(["tools", "contracts/assistant.ign", "--capabilities", "database_read"])
     );
 }
+
+/// `--record` saves the provider exchanges of a run against a (fake)
+/// OpenAI server; `--replay` then runs the same pipeline with no server and
+/// no key, to the same outputs. The key never reaches the recording.
+#[test]
+fn record_then_replay_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = r#"
+tool Double {
+  description "Doubles a number"
+  param n: integer
+  returns n * 2
+}
+
+agent Helper {
+  provider openai
+  model "gpt-test"
+  tools Double
+  input question: string
+}
+
+contract Ask {
+  input question: string
+  compute answer = Helper(question)
+  output answer
+}
+"#;
+    std::fs::write(dir.path().join("ask.ign"), program).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        use wiremock::matchers::{body_string_contains, method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        let call = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "double", "arguments": "{\"n\": 21}"}}]},
+            "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 12, "completion_tokens": 5}});
+        let done = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": "It is 42."},
+            "finish_reason": "stop"}], "usage": {"prompt_tokens": 30, "completion_tokens": 4}});
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(body_string_contains("\"tool_call_id\":\"c1\""))
+            .respond_with(ResponseTemplate::new(200).set_body_json(done))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(call))
+            .mount(&server)
+            .await;
+        server
+    });
+    let recording = dir.path().join("ask.recording.json");
+    let recorded = ignite()
+        .current_dir(dir.path())
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.uri()))
+        .env("OPENAI_API_KEY", "sk-secret-never-printed")
+        .args(["run", "ask.ign", "--input", "question=what is 21 doubled?", "--record"])
+        .arg(&recording)
+        .output()
+        .unwrap();
+    assert!(recorded.status.success(), "{}", String::from_utf8_lossy(&recorded.stderr));
+    drop(server);
+    let saved = std::fs::read_to_string(&recording).unwrap();
+    assert!(!saved.contains("sk-secret"), "the key leaked into the recording");
+    assert!(saved.contains("gpt-test"));
+
+    let replayed = ignite()
+        .current_dir(dir.path())
+        .env_remove("OPENAI_API_KEY")
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .args(["run", "ask.ign", "--input", "question=what is 21 doubled?", "--replay"])
+        .arg(&recording)
+        .output()
+        .unwrap();
+    assert!(replayed.status.success(), "{}", String::from_utf8_lossy(&replayed.stderr));
+    assert_eq!(replayed.stdout, recorded.stdout);
+    assert_eq!(
+        String::from_utf8_lossy(&replayed.stdout).trim(),
+        "{\n  \"answer\": \"It is 42.\"\n}"
+    );
+
+    // A different question is a different request: replay says so.
+    let differs = ignite()
+        .current_dir(dir.path())
+        .args(["run", "ask.ign", "--input", "question=what is 22 doubled?", "--replay"])
+        .arg(&recording)
+        .output()
+        .unwrap();
+    assert_eq!(differs.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&differs.stderr);
+    assert!(stderr.contains("22 doubled"), "{stderr}");
+}
