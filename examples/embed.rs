@@ -4,6 +4,9 @@
 //!
 //! `cargo run --example embed`
 
+// An example program talks to its terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use igniter::runtime::{Engine, RunOptions};
 use igniter::tools::{NativeTool, Registry, SchemaFormat, Toolbox, schema_for};
 use serde_json::{Map, Value, json};
