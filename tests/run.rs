@@ -137,3 +137,86 @@ contract Gather {
     let met = output.trace.entries().into_iter().filter(|e| e.kind == "tool_call").count();
     assert_eq!(met, 4);
 }
+
+/// `http` tool nodes of a contract against a local server: GET sends the
+/// arguments as a query string, POST as a JSON body; a non-2xx status
+/// fails the node with the status in the message.
+#[test]
+fn http_tool_nodes() {
+    use wiremock::matchers::{body_json, method, path, query_param};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/price"))
+            .and(query_param("sku", "SKU-1"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(serde_json::json!({"price": 9.5})),
+            )
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/orders"))
+            .and(body_json(serde_json::json!({"sku": "SKU-1", "total": 19.0})))
+            .respond_with(ResponseTemplate::new(201).set_body_string("order 7 accepted"))
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/broken"))
+            .respond_with(ResponseTemplate::new(503).set_body_string("maintenance"))
+            .mount(&server)
+            .await;
+        server
+    });
+    let program = format!(
+        r#"
+tool Price {{
+  description "Price of a SKU"
+  param sku: string
+  http get "{uri}/price"
+}}
+tool Order {{
+  description "Place an order"
+  param sku: string
+  param total: float
+  http post "{uri}/orders"
+}}
+tool Broken {{
+  description "Always down"
+  param sku: string
+  http get "{uri}/broken"
+}}
+contract Buy {{
+  input sku: string
+  input fail: boolean = false
+  compute price = Price(sku)
+  compute order = Order(sku: sku, total: price.price * 2)
+  compute status = if fail then Broken(sku) else "ok"
+  output order
+}}
+"#,
+        uri = server.uri()
+    );
+    let compilation = igniter::compile_source("buy.ign", &program);
+    let rendered = compilation.diagnostics.render(&compilation.sources, false, 80);
+    // A tool call must be a node's whole expression.
+    assert!(rendered.contains("ignite::lower::call_position"), "{rendered}");
+
+    let program = program.replace(
+        "compute status = if fail then Broken(sku) else \"ok\"\n  output order",
+        "compute status = Broken(sku)\n  output order\n  output status",
+    );
+    let engine = Engine::new(igniter::compile_source("buy.ign", &program).program.unwrap());
+    let contract = engine.contract(None).unwrap();
+    let inputs: Map<String, Value> =
+        [("sku".to_owned(), Value::from("SKU-1"))].into_iter().collect();
+    let only_order = RunOptions { outputs: vec!["order".to_owned()], jobs: None, trace: false };
+    let output = engine.run(contract, &inputs, &only_order).unwrap();
+    assert_eq!(output.outputs["order"], "order 7 accepted");
+    let error = engine.run(contract, &inputs, &RunOptions::default()).unwrap_err().to_string();
+    assert!(
+        error.contains("Buy > status") && error.contains("503") && error.contains("maintenance"),
+        "{error}"
+    );
+}
