@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 use super::{Engine, RunError, RunOptions, inputs};
 use crate::diagnostic::Code;
 use crate::eval::{self, describe};
-use crate::ir::{ContractId, Expr, NodeId, NodeKind, Program, Runner};
+use crate::ir::{ContractId, Expr, NodeId, NodeKind, Param, Program, Runner};
 use crate::source::Span;
 use crate::trace::Trace;
 
@@ -328,22 +328,13 @@ impl Scheduler<'_> {
             Err(failure) => return self.failures.push(failure.at(job)),
         };
         let params: Vec<_> = child.inputs().map(|(_, p)| p.clone()).collect();
-        match inputs::bind(&params, &given, node.span) {
+        match bind_call(&params, &given, node.span, job) {
             Ok(values) => {
                 let path = format!("{}.{}", e.path, node.name);
                 let outputs = (0..child.outputs.len()).collect();
                 self.start(*contract, values, outputs, Some(job), path);
             }
-            Err(problems) => {
-                let message =
-                    problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
-                self.failures.push(Failure {
-                    job,
-                    message,
-                    span: node.span,
-                    code: Code::NodeFailed,
-                });
-            }
+            Err(failure) => self.failures.push(failure),
         }
     }
 
@@ -378,9 +369,13 @@ impl Scheduler<'_> {
                 })
             }
             NodeKind::Agent { agent, args } => {
-                let given = match eval_args(args, &e.values) {
-                    Ok(given) => given,
-                    Err(failure) => return self.failures.push(failure.at(job)),
+                let params = &self.program[*agent].inputs;
+                let bound = eval_args(args, &e.values)
+                    .map_err(|failure| failure.at(job))
+                    .and_then(|given| bind_call(params, &given, node.span, job));
+                let given: Map<String, Value> = match bound {
+                    Ok(values) => params.iter().map(|p| p.name.clone()).zip(values).collect(),
+                    Err(failure) => return self.failures.push(failure),
                 };
                 let (agent, llm, trace) = (*agent, self.engine.llm.clone(), Arc::clone(self.trace));
                 let path = format!("{} > {}", e.path, node.name);
@@ -584,6 +579,20 @@ fn guard(
             code: Code::NodeFailed,
         }),
     }
+}
+
+/// Binds a call's arguments to the callee's params (defaults, types), as
+/// one failure listing every problem.
+fn bind_call(
+    params: &[Param],
+    given: &Map<String, Value>,
+    span: Span,
+    job: Job,
+) -> Result<Vec<Value>, Failure> {
+    inputs::bind(params, given, span).map_err(|problems| {
+        let message = problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
+        Failure { job, message, span, code: Code::NodeFailed }
+    })
 }
 
 /// Evaluates call arguments into an object by name. The failure's job is
