@@ -125,11 +125,17 @@ impl Builder<'_> {
             Rule::ident => ExprKind::Name(self.ident(pair)),
             Rule::array => ExprKind::Array(pair.into_inner().map(|p| self.expr(p)).collect()),
             Rule::object => ExprKind::Object(pair.into_inner().map(|p| self.entry(p)).collect()),
-            Rule::call => {
+            Rule::reference => {
                 let mut inner = pair.into_inner();
-                let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("call name")));
-                let args = inner.next().map(|args| self.args(args)).unwrap_or_default();
-                ExprKind::Call(name, args)
+                let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("a name")));
+                let Some(call_args) = inner.next() else {
+                    // A plain name: its span is the name's, without the
+                    // whitespace `reference` may have skipped after it.
+                    let span = name.span;
+                    return Expr { kind: ExprKind::Name(name), span };
+                };
+                let args = call_args.into_inner().next().map(|args| self.args(args));
+                ExprKind::Call(name, args.unwrap_or_default())
             }
             Rule::if_expr => {
                 let mut parts = pair.into_inner().filter(|p| p.as_rule() == Rule::expr);

@@ -93,7 +93,7 @@ fn span(file: FileId, pair: &Pair<'_, Rule>) -> Span {
 /// `#` there always starts a comment.
 fn content_end(pair: &Pair<'_, Rule>) -> usize {
     let (start, end) = (pair.as_span().start(), pair.as_span().end());
-    let Some(last) = pair.clone().into_inner().last() else { return end };
+    let Some(last) = pair.clone().into_inner().next_back() else { return end };
     let inner_end = content_end(&last).max(start);
     let tail = &pair.get_input()[inner_end..end];
     let mut significant = 0;
