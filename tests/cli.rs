@@ -323,3 +323,8 @@ contract Ask {
     let stderr = String::from_utf8_lossy(&differs.stderr);
     assert!(stderr.contains("22 doubled"), "{stderr}");
 }
+
+#[test]
+fn run_missing_file() {
+    assert_cmd_snapshot!(ignite().args(["run", "no/such/file.ign"]));
+}

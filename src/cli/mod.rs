@@ -109,8 +109,12 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 /// Compiles `file`, printing its diagnostics on stderr; the program, or
-/// the exit code when it has errors (1).
+/// the exit code: 2 when there is no such file, 1 when it has errors.
 fn compile(file: &std::path::Path, global: &GlobalArgs) -> Result<crate::ir::Program, ExitCode> {
+    if !file.is_file() {
+        eprintln!("error: no such file `{}`", file.display());
+        return Err(ExitCode::from(2));
+    }
     let compilation = crate::compile(file);
     let diagnostics = &compilation.diagnostics;
     if !diagnostics.is_empty() {
