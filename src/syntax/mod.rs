@@ -4,6 +4,10 @@
 //! AST, or every syntax error found. This is the only module that touches
 //! pest: `Pair`s never leave it.
 //!
+//! Valid files take the fast path (`fast.rs`), a hand-written parser that
+//! builds the same AST; anything it declines is parsed by pest, the
+//! reference grammar and the only source of syntax diagnostics.
+//!
 //! Recovery: when the whole file does not parse, each top-level declaration
 //! (from a line starting in column 0 with `use`, `tool`, `agent`, `provider`
 //! or `contract`) is parsed on its own, the rest of the file blanked out, so one broken declaration does not hide
