@@ -304,13 +304,22 @@ contract D {
             let _ = parse(FileId(0), &text);
         }
 
-        /// Damaged samples: the fast path declines or agrees with pest.
+        /// Damaged samples (slices cut, characters or tokens inserted): the
+        /// fast path declines or agrees with pest.
         #[test]
         fn the_fast_path_agrees_with_pest(
             second in any::<bool>(),
             at in 0..2000usize,
             len in 0..40usize,
-            insert in "[{}()\"\\\\#a-z0-9=.,:<>?+*%!\n \t-]{0,6}",
+            insert in prop_oneof![
+                "[{}()\"\\\\#a-z0-9=.,:<>?+*%!\n \t-]{0,6}",
+                prop::sample::select(vec![
+                    " and ", " or ", " not ", "if a then b else ", " then ", " else ", "true",
+                    "null", ".x", "[0]", "(1)", "\"s{x}\"", "\"\"\"", "\n", "#", " == ", " - ",
+                    "1.5", "1e3", "99999999999999999999", "\\q", "\n  compute q = 1\n",
+                    "\n  output q\n", "f(a: 1)", "{k: 1}", " fallback ", " as ",
+                ]).prop_map(str::to_owned),
+            ],
         ) {
             let sample = if second { SAMPLE2 } else { SAMPLE };
             let mut text = sample.to_owned();
