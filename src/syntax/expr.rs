@@ -16,7 +16,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::source::Span;
 
 /// Most operators and operands one expression may have.
-const MAX_OPERATOR_PAIRS: usize = 1000;
+pub(super) const MAX_OPERATOR_PAIRS: usize = 1000;
 
 static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
     PrattParser::new()
@@ -295,7 +295,7 @@ fn binary_op(rule: Rule) -> BinaryOp {
     }
 }
 
-fn push_text(parts: &mut Vec<StringPart>, text: &str) {
+pub(super) fn push_text(parts: &mut Vec<StringPart>, text: &str) {
     if let Some(StringPart::Text(last)) = parts.last_mut() {
         last.push_str(text);
     } else {
@@ -309,7 +309,7 @@ const HOLE: char = '\u{0}';
 /// Removes the common indentation of a triple-quoted string's lines, a
 /// first line that is empty and a last line of only spaces. Interpolations
 /// count as text.
-fn dedent(parts: Vec<StringPart>) -> Vec<StringPart> {
+pub(super) fn dedent(parts: Vec<StringPart>) -> Vec<StringPart> {
     let mut exprs = Vec::new();
     let mut skeleton = String::new();
     for part in parts {

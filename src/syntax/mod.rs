@@ -4,6 +4,10 @@
 //! AST, or every syntax error found. This is the only module that touches
 //! pest: `Pair`s never leave it.
 //!
+//! Valid files take the fast path (`fast.rs`), a hand-written parser that
+//! builds the same AST; anything it declines is parsed by pest, the
+//! reference grammar and the only source of syntax diagnostics.
+//!
 //! Recovery: when the whole file does not parse, each top-level declaration
 //! (from a line starting in column 0 with `use`, `tool`, `agent`, `provider`
 //! or `contract`) is parsed on its own, the rest of the file blanked out, so one broken declaration does not hide
@@ -11,6 +15,7 @@
 
 mod error;
 mod expr;
+mod fast;
 mod items;
 
 use pest::Parser;
@@ -42,6 +47,15 @@ pub fn parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
     if let Some(diagnostic) = check_nesting(file, text) {
         return Err(diagnostic.into());
     }
+    if let Some(file) = fast::parse(file, text) {
+        return Ok(file);
+    }
+    pest_parse(file, text)
+}
+
+/// Parses one file with pest, the reference parser: the path for invalid
+/// files and the source of every syntax diagnostic.
+fn pest_parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
     match IgnParser::parse(Rule::file, text) {
         Ok(mut pairs) => {
             let mut builder = items::Builder::new(file, text);
@@ -113,7 +127,9 @@ fn content_end(pair: &Pair<'_, Rule>) -> usize {
 mod tests {
     use proptest::prelude::*;
 
-    use super::parse;
+    use std::path::{Path, PathBuf};
+
+    use super::{check_nesting, fast, parse, pest_parse};
     use crate::source::FileId;
 
     const SAMPLE: &str = r#"
@@ -142,6 +158,111 @@ contract C {
   output b as result
 }
 "#;
+
+    /// More of the language for the fast-path tests: every tool, agent and
+    /// provider statement, escapes, floats, comments, calls, objects.
+    const SAMPLE2: &str = r#"# a comment
+provider Local {   # trailing
+  kind openai
+  base_url "http://x/{1}"
+  api_key env("KEY")
+  timeout 2.5e1
+  retries 3
+}
+tool T {
+  param a: array<integer>? = [1, -2, 3,] "the \"a\"\n\t{x}"
+  header "X-A" = "v{a[0] + 1}"
+  timeout 30
+  http post "http://h"
+  exec "sh" "-c" """
+      echo {a}
+        two \{
+    """
+  builtin "b" {"k": 1, k2: {}, k3: []}
+  native
+}
+agent A {
+  provider p "f.json" fallback q, r
+  model "m"
+  system_prompt "s"
+  capabilities c1, c2
+  max_tool_iterations 8
+  temperature 0.2
+  max_tokens 1024
+  prompt "p {f(x: 1, y)} {g()}"
+}
+contract D {
+  runner inline
+  input x: object
+  compose y = C(a: x.b.c, 2)
+  compute z = not a or b and c == d != e < f <= g > h >= i + j - k * l / m % -n.o[p]
+  compute w = (1 + 2) * -(3) - - 4 + if a then b else c + 1
+  compute v = a * not b == c
+  guard h = 1.5and z
+  output y.q.r as s
+  output z
+}
+"#;
+
+    /// Every `.ign` file under `dir`.
+    fn ign_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("dir reads").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                ign_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "ign") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The fast path's AST equals pest's, or it declines; pest is never
+    /// overruled on input it rejects. `Ok(true)` when the fast path parsed.
+    fn fast_agrees(text: &str) -> Result<bool, String> {
+        if check_nesting(FileId(0), text).is_some() {
+            return Ok(false);
+        }
+        let Some(fast) = fast::parse(FileId(0), text) else { return Ok(false) };
+        match pest_parse(FileId(0), text) {
+            Ok(pest) if pest == fast => Ok(true),
+            Ok(pest) => Err(format!("fast {fast:#?}\npest {pest:#?}")),
+            Err(e) => Err(format!("fast parsed what pest rejects: {e:?}")),
+        }
+    }
+
+    #[test]
+    fn the_fast_path_matches_pest_on_every_file() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        ign_files(&root.join("tests/corpus"), &mut files);
+        ign_files(&root.join("contracts"), &mut files);
+        assert!(files.len() > 10, "corpus found");
+        let mut used = 0;
+        for path in &files {
+            // Files that are not UTF-8 never reach the parser.
+            let Ok(text) = std::fs::read_to_string(path) else { continue };
+            let relative = path.strip_prefix(root).expect("under root");
+            let fast = std::thread::Builder::new()
+                .stack_size(256 << 20)
+                .spawn(move || fast_agrees(&text))
+                .expect("thread starts")
+                .join()
+                .expect("no panic");
+            let fast = fast.unwrap_or_else(|e| panic!("{}: {e}", relative.display()));
+            let valid = ["tests/corpus/ok", "tests/corpus/run", "contracts"]
+                .iter()
+                .any(|dir| relative.starts_with(dir));
+            assert!(fast || !valid, "{}: the fast path declined a valid file", relative.display());
+            used += usize::from(fast);
+        }
+        assert!(used > 0);
+    }
+
+    #[test]
+    fn the_fast_path_parses_the_samples() {
+        assert_eq!(fast_agrees(SAMPLE), Ok(true));
+        assert_eq!(fast_agrees(SAMPLE2), Ok(true));
+    }
 
     #[test]
     fn the_sample_parses() {
@@ -181,6 +302,35 @@ contract C {
             let end = (end..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
             text.replace_range(start..end, &insert);
             let _ = parse(FileId(0), &text);
+        }
+
+        /// Damaged samples (slices cut, characters or tokens inserted): the
+        /// fast path declines or agrees with pest.
+        #[test]
+        fn the_fast_path_agrees_with_pest(
+            second in any::<bool>(),
+            at in 0..2000usize,
+            len in 0..40usize,
+            insert in prop_oneof![
+                "[{}()\"\\\\#a-z0-9=.,:<>?+*%!\n \t-]{0,6}",
+                prop::sample::select(vec![
+                    " and ", " or ", " not ", "if a then b else ", " then ", " else ", "true",
+                    "null", ".x", "[0]", "(1)", "\"s{x}\"", "\"\"\"", "\n", "#", " == ", " - ",
+                    "1.5", "1e3", "99999999999999999999", "\\q", "\n  compute q = 1\n",
+                    "\n  output q\n", "f(a: 1)", "{k: 1}", " fallback ", " as ",
+                ]).prop_map(str::to_owned),
+            ],
+        ) {
+            let sample = if second { SAMPLE2 } else { SAMPLE };
+            let mut text = sample.to_owned();
+            let at = at % text.len();
+            let start = (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            let end = (start + len).min(text.len());
+            let end = (end..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+            text.replace_range(start..end, &insert);
+            if let Err(e) = fast_agrees(&text) {
+                prop_assert!(false, "{e}\n--- text:\n{text}");
+            }
         }
     }
 }

@@ -1,0 +1,885 @@
+//! The fast path: a hand-written parser for valid files only.
+//!
+//! pest spends about 40k instructions per one-line node on per-combinator
+//! bookkeeping; this parser reads the text once, byte by byte, and builds
+//! the same [`ast::File`](crate::ast::File) the pest path builds, every
+//! [`Span`] included.
+//!
+//! [`parse`] returns `None` on anything it does not fully understand or
+//! that the pest path would reject or diagnose: syntax errors, unknown
+//! escapes, two statements on one line, deep nesting, integers too large,
+//! expressions over the operator limit, interpolated object keys, and any
+//! other unusual input. [`super::parse`] then falls back to pest, the
+//! reference parser and the only source of syntax diagnostics. It must
+//! never return `Some` for input pest rejects, and when it returns `Some`
+//! the AST equals pest's (tested against the corpus and by a proptest).
+//!
+//! Spans follow the pest path: a statement, declaration or expression ends
+//! at the end of its last token (pest's trailing whitespace and comments
+//! are trimmed by `content_end`), which is what `last` tracks here.
+
+use std::iter::Peekable;
+use std::vec::IntoIter;
+
+use super::expr::{MAX_OPERATOR_PAIRS, dedent, push_text};
+use crate::ast::{
+    Agent, Arg, BinaryOp, Contract, Expr, ExprKind, File, Ident, Implementation, Item, Node,
+    Output, Param, Provider, ProviderRef, Runner, Setting, StringPart, Tool, TypeExpr, UnaryOp,
+    Use,
+};
+use crate::source::{FileId, Span};
+
+/// Words that cannot be names.
+const RESERVED: [&str; 9] = ["if", "then", "else", "and", "or", "not", "true", "false", "null"];
+
+/// Deepest recursion of expressions and types; deeper input goes to pest.
+const MAX_DEPTH: usize = 200;
+
+/// Most prefix operators before one operand; more go to pest.
+const MAX_PREFIXES: usize = 64;
+
+/// Parses a valid file, or returns `None` so that pest parses (and
+/// diagnoses) it.
+pub(super) fn parse(file: FileId, text: &str) -> Option<File> {
+    let mut parser = Parser { file, text, bytes: text.as_bytes(), pos: 0, last: 0, depth: 0 };
+    parser.file()
+}
+
+/// A piece of an expression before precedence is applied, as pest's
+/// `expr` rule yields them.
+enum Piece {
+    Prefix(UnaryOp, Span),
+    Operand(Expr),
+    Field(Ident, Span),
+    Index(Expr, Span),
+    Infix(BinaryOp),
+}
+
+/// The binding power of a piece that follows an operand (pest's Pratt
+/// table; prefix operators are `not` 3 and `-` 8).
+fn binding(piece: &Piece) -> u8 {
+    match piece {
+        Piece::Infix(op) => match op {
+            BinaryOp::Or => 1,
+            BinaryOp::And => 2,
+            BinaryOp::Eq | BinaryOp::Ne => 4,
+            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => 5,
+            BinaryOp::Add | BinaryOp::Sub => 6,
+            BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod => 7,
+        },
+        Piece::Field(..) | Piece::Index(..) => 9,
+        Piece::Prefix(..) | Piece::Operand(_) => 0,
+    }
+}
+
+/// pest's Pratt algorithm over the pieces of one expression.
+fn pratt(pieces: &mut Peekable<IntoIter<Piece>>, rbp: u8) -> Option<Expr> {
+    let mut lhs = match pieces.next()? {
+        Piece::Prefix(op, span) => {
+            let prec = if op == UnaryOp::Not { 3 } else { 8 };
+            let rhs = pratt(pieces, prec - 1)?;
+            Expr { span: span.to(rhs.span), kind: ExprKind::Unary(op, Box::new(rhs)) }
+        }
+        Piece::Operand(expr) => expr,
+        _ => return None,
+    };
+    while let Some(next) = pieces.peek() {
+        let prec = binding(next);
+        if rbp >= prec {
+            break;
+        }
+        lhs = match pieces.next()? {
+            Piece::Field(name, span) => {
+                Expr { span: lhs.span.to(span), kind: ExprKind::Field(Box::new(lhs), name) }
+            }
+            Piece::Index(index, span) => Expr {
+                span: lhs.span.to(span),
+                kind: ExprKind::Index(Box::new(lhs), Box::new(index)),
+            },
+            Piece::Infix(op) => {
+                let rhs = pratt(pieces, prec)?;
+                Expr {
+                    span: lhs.span.to(rhs.span),
+                    kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                }
+            }
+            _ => return None,
+        };
+    }
+    Some(lhs)
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// A cursor over the text.
+struct Parser<'t> {
+    file: FileId,
+    text: &'t str,
+    bytes: &'t [u8],
+    /// Where the next token may start (maybe before whitespace).
+    pos: usize,
+    /// The end of the last token read.
+    last: usize,
+    /// Current recursion depth of expressions and types.
+    depth: usize,
+}
+
+impl<'t> Parser<'t> {
+    // ------------------------------------------------------------ tokens
+
+    /// The first byte at or after `i` that is not whitespace or comment.
+    fn skip_from(&self, mut i: usize) -> usize {
+        loop {
+            match self.bytes.get(i) {
+                Some(b' ' | b'\t' | b'\r' | b'\n') => i += 1,
+                Some(b'#') => {
+                    while self.bytes.get(i).is_some_and(|&b| b != b'\n') {
+                        i += 1;
+                    }
+                }
+                _ => return i,
+            }
+        }
+    }
+
+    fn ws(&mut self) {
+        self.pos = self.skip_from(self.pos);
+    }
+
+    /// The next byte after whitespace.
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn advance(&mut self, len: usize) {
+        self.pos += len;
+        self.last = self.pos;
+    }
+
+    /// Consumes `b` when it comes next.
+    fn eat(&mut self, b: u8) -> bool {
+        let found = self.peek() == Some(b);
+        if found {
+            self.advance(1);
+        }
+        found
+    }
+
+    fn expect(&mut self, b: u8) -> Option<()> {
+        self.eat(b).then_some(())
+    }
+
+    /// The word (`[A-Za-z_][A-Za-z0-9_]*`) at `i`, or "".
+    fn word_at(&self, i: usize) -> &'t str {
+        let bytes = self.bytes;
+        if !bytes.get(i).is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_') {
+            return "";
+        }
+        let mut end = i + 1;
+        while bytes.get(end).is_some_and(|&b| is_word_byte(b)) {
+            end += 1;
+        }
+        &self.text[i..end]
+    }
+
+    /// The next word, not consumed.
+    fn peek_word(&mut self) -> &'t str {
+        self.ws();
+        self.word_at(self.pos)
+    }
+
+    /// The next word, consumed ("" when none).
+    fn take_word(&mut self) -> &'t str {
+        let word = self.peek_word();
+        if !word.is_empty() {
+            self.advance(word.len());
+        }
+        word
+    }
+
+    /// Consumes the keyword `kw` when it comes next.
+    fn keyword(&mut self, kw: &str) -> bool {
+        let found = self.peek_word() == kw;
+        if found {
+            self.advance(kw.len());
+        }
+        found
+    }
+
+    fn span_from(&self, start: usize) -> Span {
+        Span::new(self.file, start, self.last)
+    }
+
+    fn ident(&mut self) -> Option<Ident> {
+        let start = self.pos_after_ws();
+        let word = self.word_at(start);
+        if word.is_empty() || RESERVED.contains(&word) {
+            return None;
+        }
+        self.advance(word.len());
+        Some(Ident { name: word.to_owned(), span: self.span_from(start) })
+    }
+
+    fn pos_after_ws(&mut self) -> usize {
+        self.ws();
+        self.pos
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(())
+    }
+
+    /// `item (, item)* ,? close` after the opening bracket.
+    fn list<T>(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let mut items = Vec::new();
+        if self.eat(close) {
+            return Some(items);
+        }
+        loop {
+            items.push(item(self)?);
+            if self.eat(b',') {
+                if self.eat(close) {
+                    return Some(items);
+                }
+            } else {
+                self.expect(close)?;
+                return Some(items);
+            }
+        }
+    }
+
+    /// Statement spans must each start on a new line.
+    fn lines_ok(&self, spans: &[Span]) -> Option<()> {
+        spans
+            .windows(2)
+            .all(|pair| self.text[pair[0].end as usize..pair[1].start as usize].contains('\n'))
+            .then_some(())
+    }
+
+    // ------------------------------------------------------------ declarations
+
+    fn file(&mut self) -> Option<File> {
+        let mut items = Vec::new();
+        let mut spans = Vec::new();
+        loop {
+            let start = self.pos_after_ws();
+            if start == self.bytes.len() {
+                break;
+            }
+            let item = match self.take_word() {
+                "use" => Item::Use(Use { path: self.string()?, span: Span::new(self.file, 0, 0) }),
+                "tool" => Item::Tool(self.tool(start)?),
+                "agent" => Item::Agent(self.agent(start)?),
+                "provider" => Item::Provider(self.provider(start)?),
+                "contract" => Item::Contract(self.contract(start)?),
+                _ => return None,
+            };
+            let span = self.span_from(start);
+            items.push(match item {
+                Item::Use(u) => Item::Use(Use { span, ..u }),
+                other => other,
+            });
+            spans.push(span);
+        }
+        self.lines_ok(&spans)?;
+        Some(File { items })
+    }
+
+    /// The `Name {` of a block; then `statement` for each statement, whose
+    /// spans are checked one per line. Returns the name.
+    fn block(
+        &mut self,
+        mut statement: impl FnMut(&mut Self, &str, usize) -> Option<()>,
+    ) -> Option<Ident> {
+        let name = self.ident()?;
+        self.expect(b'{')?;
+        let mut spans = Vec::new();
+        while !self.eat(b'}') {
+            let start = self.pos_after_ws();
+            let word = self.take_word();
+            statement(self, word, start)?;
+            spans.push(self.span_from(start));
+        }
+        self.lines_ok(&spans)?;
+        Some(name)
+    }
+
+    fn tool(&mut self, start: usize) -> Option<Tool> {
+        let dummy = Span::new(self.file, 0, 0);
+        let mut tool = Tool {
+            name: Ident { name: String::new(), span: dummy },
+            descriptions: Vec::new(),
+            params: Vec::new(),
+            capabilities: Vec::new(),
+            timeouts: Vec::new(),
+            headers: Vec::new(),
+            implementations: Vec::new(),
+            span: dummy,
+        };
+        let name = self.block(|p, word, s| {
+            match word {
+                "description" => tool.descriptions.push(p.string()?),
+                "param" => tool.params.push(p.param(s)?),
+                "requires_capability" => tool.capabilities.extend(p.idents()?),
+                "timeout" => tool.timeouts.push(p.number()?),
+                "header" => {
+                    let name = p.string()?;
+                    p.expect(b'=')?;
+                    tool.headers.push((name, p.expr()?));
+                }
+                "returns" => {
+                    let expr = p.expr()?;
+                    tool.implementations.push(Implementation::Returns(expr, p.span_from(s)));
+                }
+                "exec" => {
+                    let mut args = vec![p.string()?];
+                    while p.peek() == Some(b'"') {
+                        args.push(p.string()?);
+                    }
+                    tool.implementations.push(Implementation::Exec(args, p.span_from(s)));
+                }
+                "http" => {
+                    let post = match p.take_word() {
+                        "get" => false,
+                        "post" => true,
+                        _ => return None,
+                    };
+                    let url = p.string()?;
+                    tool.implementations.push(Implementation::Http {
+                        post,
+                        url,
+                        span: p.span_from(s),
+                    });
+                }
+                "builtin" => {
+                    let name = p.string()?;
+                    let config = if p.peek() == Some(b'{') { Some(p.primary()?) } else { None };
+                    tool.implementations.push(Implementation::Builtin {
+                        name,
+                        config,
+                        span: p.span_from(s),
+                    });
+                }
+                "native" => {
+                    let name = if p.peek() == Some(b'"') { Some(p.string()?) } else { None };
+                    tool.implementations.push(Implementation::Native(name, p.span_from(s)));
+                }
+                _ => return None,
+            }
+            Some(())
+        })?;
+        tool.name = name;
+        tool.span = self.span_from(start);
+        Some(tool)
+    }
+
+    fn agent(&mut self, start: usize) -> Option<Agent> {
+        let dummy = Span::new(self.file, 0, 0);
+        let mut agent = Agent {
+            name: Ident { name: String::new(), span: dummy },
+            providers: Vec::new(),
+            models: Vec::new(),
+            system_prompts: Vec::new(),
+            tools: Vec::new(),
+            capabilities: Vec::new(),
+            max_tool_iterations: Vec::new(),
+            temperatures: Vec::new(),
+            max_tokens: Vec::new(),
+            inputs: Vec::new(),
+            prompts: Vec::new(),
+            span: dummy,
+        };
+        let name = self.block(|p, word, s| {
+            match word {
+                "provider" => {
+                    let mut refs = vec![p.provider_ref()?];
+                    if p.keyword("fallback") {
+                        refs.push(p.provider_ref()?);
+                        while p.eat(b',') {
+                            refs.push(p.provider_ref()?);
+                        }
+                    }
+                    agent.providers.push(Setting { value: refs, span: p.span_from(s) });
+                }
+                "model" => {
+                    let mut models = vec![p.string()?];
+                    if p.keyword("fallback") {
+                        models.push(p.string()?);
+                        while p.eat(b',') {
+                            models.push(p.string()?);
+                        }
+                    }
+                    agent.models.push(Setting { value: models, span: p.span_from(s) });
+                }
+                "system_prompt" => {
+                    let value = p.string()?;
+                    agent.system_prompts.push(Setting { value, span: p.span_from(s) });
+                }
+                "tools" => agent.tools.extend(p.idents()?),
+                "capabilities" => agent.capabilities.extend(p.idents()?),
+                "max_tool_iterations" => {
+                    let value = p.number()?;
+                    agent.max_tool_iterations.push(Setting { value, span: p.span_from(s) });
+                }
+                "temperature" => {
+                    let value = p.number()?;
+                    agent.temperatures.push(Setting { value, span: p.span_from(s) });
+                }
+                "max_tokens" => {
+                    let value = p.number()?;
+                    agent.max_tokens.push(Setting { value, span: p.span_from(s) });
+                }
+                "input" => agent.inputs.push(p.param(s)?),
+                "prompt" => {
+                    let value = p.string()?;
+                    agent.prompts.push(Setting { value, span: p.span_from(s) });
+                }
+                _ => return None,
+            }
+            Some(())
+        })?;
+        agent.name = name;
+        agent.span = self.span_from(start);
+        Some(agent)
+    }
+
+    fn provider(&mut self, start: usize) -> Option<Provider> {
+        let dummy = Span::new(self.file, 0, 0);
+        let mut provider = Provider {
+            name: Ident { name: String::new(), span: dummy },
+            kinds: Vec::new(),
+            base_urls: Vec::new(),
+            api_keys: Vec::new(),
+            timeouts: Vec::new(),
+            retries: Vec::new(),
+            span: dummy,
+        };
+        let name = self.block(|p, word, s| {
+            match word {
+                "kind" => provider.kinds.push(p.ident()?),
+                "base_url" => {
+                    let value = p.string()?;
+                    provider.base_urls.push(Setting { value, span: p.span_from(s) });
+                }
+                "api_key" => {
+                    let value = p.expr()?;
+                    provider.api_keys.push(Setting { value, span: p.span_from(s) });
+                }
+                "timeout" => {
+                    let value = p.number()?;
+                    provider.timeouts.push(Setting { value, span: p.span_from(s) });
+                }
+                "retries" => {
+                    let value = p.number()?;
+                    provider.retries.push(Setting { value, span: p.span_from(s) });
+                }
+                _ => return None,
+            }
+            Some(())
+        })?;
+        provider.name = name;
+        provider.span = self.span_from(start);
+        Some(provider)
+    }
+
+    fn contract(&mut self, start: usize) -> Option<Contract> {
+        let dummy = Span::new(self.file, 0, 0);
+        let mut contract = Contract {
+            name: Ident { name: String::new(), span: dummy },
+            runners: Vec::new(),
+            nodes: Vec::new(),
+            outputs: Vec::new(),
+            span: dummy,
+        };
+        let name = self.block(|p, word, s| {
+            match word {
+                "compute" | "compose" => {
+                    let name = p.ident()?;
+                    p.expect(b'=')?;
+                    let expr = p.expr()?;
+                    let span = p.span_from(s);
+                    contract.nodes.push(if word == "compose" {
+                        Node::Compose(name, expr, span)
+                    } else {
+                        Node::Compute(name, expr, span)
+                    });
+                }
+                "output" => {
+                    let mut path = vec![p.ident()?];
+                    while p.eat(b'.') {
+                        path.push(p.ident()?);
+                    }
+                    let alias = if p.keyword("as") { Some(p.ident()?) } else { None };
+                    contract.outputs.push(Output { path, alias, span: p.span_from(s) });
+                }
+                "guard" => {
+                    let name = p.ident()?;
+                    p.expect(b'=')?;
+                    let condition = p.expr()?;
+                    let message = if p.keyword("else") { Some(p.string()?) } else { None };
+                    contract.nodes.push(Node::Guard {
+                        name,
+                        condition,
+                        message,
+                        span: p.span_from(s),
+                    });
+                }
+                "input" => contract.nodes.push(Node::Input(p.param(s)?)),
+                "runner" => {
+                    let runner = match p.take_word() {
+                        "inline" => Runner::Inline(p.span_from(s)),
+                        "thread_pool" => {
+                            let args =
+                                if p.eat(b'(') { p.list(b')', Self::arg)? } else { Vec::new() };
+                            Runner::ThreadPool(args, p.span_from(s))
+                        }
+                        _ => return None,
+                    };
+                    contract.runners.push(runner);
+                }
+                _ => return None,
+            }
+            Some(())
+        })?;
+        contract.name = name;
+        contract.span = self.span_from(start);
+        Some(contract)
+    }
+
+    /// `ident (, ident)*`.
+    fn idents(&mut self) -> Option<Vec<Ident>> {
+        let mut names = vec![self.ident()?];
+        while self.eat(b',') {
+            names.push(self.ident()?);
+        }
+        Some(names)
+    }
+
+    fn provider_ref(&mut self) -> Option<ProviderRef> {
+        let start = self.pos_after_ws();
+        let name = self.ident()?;
+        let file = if self.peek() == Some(b'"') { Some(self.string()?) } else { None };
+        Some(ProviderRef { name, file, span: self.span_from(start) })
+    }
+
+    /// A `param` or `input` statement after its keyword at `start`.
+    fn param(&mut self, start: usize) -> Option<Param> {
+        let name = self.ident()?;
+        self.expect(b':')?;
+        let ty = self.type_expr()?;
+        let default = if self.eat(b'=') { Some(self.expr()?) } else { None };
+        let description = if self.peek() == Some(b'"') { Some(self.string()?) } else { None };
+        Some(Param { name, ty, default, description, span: self.span_from(start) })
+    }
+
+    fn type_expr(&mut self) -> Option<TypeExpr> {
+        self.enter()?;
+        let start = self.pos_after_ws();
+        let name = self.ident()?;
+        let item = if self.eat(b'<') {
+            let item = self.type_expr()?;
+            self.expect(b'>')?;
+            Some(Box::new(item))
+        } else {
+            None
+        };
+        let nullable = self.eat(b'?');
+        self.depth -= 1;
+        Some(TypeExpr { name, item, nullable, span: self.span_from(start) })
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    fn expr(&mut self) -> Option<Expr> {
+        self.enter()?;
+        let mut pieces = Vec::new();
+        loop {
+            let mut prefixes = 0;
+            loop {
+                let start = self.pos_after_ws();
+                let op = if self.bytes.get(start) == Some(&b'-') {
+                    self.advance(1);
+                    UnaryOp::Neg
+                } else if self.keyword("not") {
+                    UnaryOp::Not
+                } else {
+                    break;
+                };
+                pieces.push(Piece::Prefix(op, self.span_from(start)));
+                prefixes += 1;
+                if prefixes > MAX_PREFIXES {
+                    return None;
+                }
+            }
+            pieces.push(Piece::Operand(self.primary()?));
+            loop {
+                let start = self.pos_after_ws();
+                match self.bytes.get(start) {
+                    Some(b'.') => {
+                        self.advance(1);
+                        let name = self.ident()?;
+                        pieces.push(Piece::Field(name, self.span_from(start)));
+                    }
+                    Some(b'[') => {
+                        self.advance(1);
+                        let index = self.expr()?;
+                        self.expect(b']')?;
+                        pieces.push(Piece::Index(index, self.span_from(start)));
+                    }
+                    _ => break,
+                }
+            }
+            let Some(op) = self.infix() else { break };
+            pieces.push(Piece::Infix(op));
+        }
+        if pieces.len() > MAX_OPERATOR_PAIRS {
+            return None;
+        }
+        let expr = pratt(&mut pieces.into_iter().peekable(), 0)?;
+        self.depth -= 1;
+        Some(expr)
+    }
+
+    /// A binary operator, consumed.
+    fn infix(&mut self) -> Option<BinaryOp> {
+        let start = self.pos_after_ws();
+        let second = self.bytes.get(start + 1).copied();
+        let (op, len) = match (self.bytes.get(start)?, second) {
+            (b'+', _) => (BinaryOp::Add, 1),
+            (b'-', _) => (BinaryOp::Sub, 1),
+            (b'*', _) => (BinaryOp::Mul, 1),
+            (b'/', _) => (BinaryOp::Div, 1),
+            (b'%', _) => (BinaryOp::Mod, 1),
+            (b'=', Some(b'=')) => (BinaryOp::Eq, 2),
+            (b'!', Some(b'=')) => (BinaryOp::Ne, 2),
+            (b'<', Some(b'=')) => (BinaryOp::Le, 2),
+            (b'>', Some(b'=')) => (BinaryOp::Ge, 2),
+            (b'<', _) => (BinaryOp::Lt, 1),
+            (b'>', _) => (BinaryOp::Gt, 1),
+            _ => match self.word_at(start) {
+                "and" => (BinaryOp::And, 3),
+                "or" => (BinaryOp::Or, 2),
+                _ => return None,
+            },
+        };
+        self.advance(len);
+        Some(op)
+    }
+
+    fn primary(&mut self) -> Option<Expr> {
+        let start = self.pos_after_ws();
+        let kind = match *self.bytes.get(start)? {
+            b'"' => return self.string(),
+            b'0'..=b'9' => return self.number(),
+            b'(' => {
+                self.advance(1);
+                let mut expr = self.expr()?;
+                self.expect(b')')?;
+                expr.span = self.span_from(start);
+                return Some(expr);
+            }
+            b'[' => {
+                self.advance(1);
+                ExprKind::Array(self.list(b']', Self::expr)?)
+            }
+            b'{' => {
+                self.advance(1);
+                ExprKind::Object(self.list(b'}', Self::entry)?)
+            }
+            _ => match self.word_at(start) {
+                "if" => {
+                    self.advance(2);
+                    let condition = self.expr()?;
+                    self.keyword("then").then_some(())?;
+                    let then = self.expr()?;
+                    self.keyword("else").then_some(())?;
+                    let otherwise = self.expr()?;
+                    ExprKind::If(Box::new(condition), Box::new(then), Box::new(otherwise))
+                }
+                "true" => {
+                    self.advance(4);
+                    ExprKind::Bool(true)
+                }
+                "false" => {
+                    self.advance(5);
+                    ExprKind::Bool(false)
+                }
+                "null" => {
+                    self.advance(4);
+                    ExprKind::Null
+                }
+                _ => {
+                    let name = self.ident()?;
+                    if !self.eat(b'(') {
+                        let span = name.span;
+                        return Some(Expr { kind: ExprKind::Name(name), span });
+                    }
+                    ExprKind::Call(name, self.list(b')', Self::arg)?)
+                }
+            },
+        };
+        Some(Expr { kind, span: self.span_from(start) })
+    }
+
+    /// `name: expr` or `expr`.
+    fn arg(&mut self) -> Option<Arg> {
+        let start = self.pos_after_ws();
+        let word = self.word_at(start);
+        if !word.is_empty() && !RESERVED.contains(&word) {
+            let colon = self.skip_from(start + word.len());
+            if self.bytes.get(colon) == Some(&b':') {
+                if self.bytes.get(self.skip_from(colon + 1)) == Some(&b':') {
+                    return None;
+                }
+                let name = self.ident()?;
+                self.expect(b':')?;
+                return Some(Arg { name: Some(name), value: self.expr()? });
+            }
+        }
+        Some(Arg { name: None, value: self.expr()? })
+    }
+
+    /// `key: value` of an object; keys with interpolation go to pest.
+    fn entry(&mut self) -> Option<(Ident, Expr)> {
+        let key = if self.peek() == Some(b'"') {
+            let string = self.string()?;
+            let ExprKind::String(parts) = string.kind else { return None };
+            let name = parts
+                .into_iter()
+                .map(|part| match part {
+                    StringPart::Text(text) => Some(text),
+                    StringPart::Expr(_) => None,
+                })
+                .collect::<Option<String>>()?;
+            Ident { name, span: string.span }
+        } else {
+            self.ident()?
+        };
+        self.expect(b':')?;
+        Some((key, self.expr()?))
+    }
+
+    /// An integer or float literal.
+    fn number(&mut self) -> Option<Expr> {
+        let start = self.pos_after_ws();
+        let bytes = self.bytes;
+        let digit_at = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_digit);
+        let mut end = start;
+        while digit_at(end) {
+            end += 1;
+        }
+        if end == start {
+            return None;
+        }
+        let dot = bytes.get(end) == Some(&b'.') && digit_at(end + 1);
+        let kind = if !dot && !bytes.get(end).is_some_and(|&b| is_word_byte(b)) {
+            ExprKind::Integer(self.text[start..end].parse().ok()?)
+        } else {
+            let exponent = |i: usize| {
+                if !matches!(bytes.get(i), Some(b'e' | b'E')) {
+                    return None;
+                }
+                let mut j = i + 1;
+                if matches!(bytes.get(j), Some(b'+' | b'-')) {
+                    j += 1;
+                }
+                let digits = j;
+                while digit_at(j) {
+                    j += 1;
+                }
+                (j > digits).then_some(j)
+            };
+            if dot {
+                end += 1;
+                while digit_at(end) {
+                    end += 1;
+                }
+                if let Some(e) = exponent(end) {
+                    end = e;
+                }
+            } else {
+                end = exponent(end)?;
+            }
+            let value: f64 = self.text[start..end].parse().ok()?;
+            if !value.is_finite() {
+                return None;
+            }
+            ExprKind::Float(value)
+        };
+        self.advance(end - self.pos);
+        Some(Expr { kind, span: self.span_from(start) })
+    }
+
+    /// A `"..."` or `"""..."""` string with escapes applied, triple-quoted
+    /// text dedented.
+    fn string(&mut self) -> Option<Expr> {
+        let start = self.pos_after_ws();
+        let bytes = self.bytes;
+        if bytes.get(start) != Some(&b'"') {
+            return None;
+        }
+        let triple = bytes[start..].starts_with(b"\"\"\"");
+        let quote = if triple { 3 } else { 1 };
+        let mut i = start + quote;
+        let mut parts = Vec::new();
+        loop {
+            let run = i;
+            loop {
+                let b = *bytes.get(i)?;
+                let stop = match b {
+                    b'\\' | b'{' => true,
+                    b'"' => !triple || bytes[i..].starts_with(b"\"\"\""),
+                    b'\n' => !triple,
+                    _ => false,
+                };
+                if stop {
+                    break;
+                }
+                i += 1;
+            }
+            if i > run {
+                push_text(&mut parts, &self.text[run..i]);
+            }
+            match bytes[i] {
+                b'\\' => {
+                    let escaped = match bytes.get(i + 1)? {
+                        b'n' => "\n",
+                        b't' => "\t",
+                        b'r' => "\r",
+                        b'"' => "\"",
+                        b'\\' => "\\",
+                        b'{' => "{",
+                        b'}' => "}",
+                        _ => return None,
+                    };
+                    push_text(&mut parts, escaped);
+                    i += 2;
+                }
+                b'{' => {
+                    self.pos = i + 1;
+                    let expr = self.expr()?;
+                    self.expect(b'}')?;
+                    parts.push(StringPart::Expr(expr));
+                    i = self.pos;
+                }
+                b'"' => {
+                    i += quote;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        self.pos = i;
+        self.last = i;
+        let parts = if triple { dedent(parts) } else { parts };
+        Some(Expr { kind: ExprKind::String(parts), span: self.span_from(start) })
+    }
+}
