@@ -76,8 +76,16 @@ fn finish(loaded: load::Loaded) -> Compilation {
         diagnostics.extend(found);
         program = lowered;
     }
+    drop_later(files);
     diagnostics.sort(&sources);
     Compilation { sources, diagnostics, program }
+}
+
+/// Frees the syntax trees on a thread of their own: nothing reads them
+/// after lowering, and freeing a big program's trees node by node is a
+/// tenth of its check. Freed here when no thread can be started.
+fn drop_later<T: Send + 'static>(trees: T) {
+    let _ = std::thread::Builder::new().stack_size(64 << 20).spawn(move || drop(trees));
 }
 
 /// Runs `f` on a thread with a [`STACK_SIZE`] stack, or on this thread
