@@ -95,6 +95,23 @@ pub struct Tool {
     pub span: Span,
 }
 
+impl Tool {
+    /// A tool named `name` with no statements yet.
+    #[must_use]
+    pub fn new(name: Ident, span: Span) -> Self {
+        Self {
+            name,
+            descriptions: Vec::new(),
+            params: Vec::new(),
+            capabilities: Vec::new(),
+            timeouts: Vec::new(),
+            headers: Vec::new(),
+            implementations: Vec::new(),
+            span,
+        }
+    }
+}
+
 /// How a tool is implemented.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Implementation {
@@ -186,6 +203,27 @@ pub struct Agent {
     pub prompts: Vec<Setting<Expr>>,
     /// The whole declaration.
     pub span: Span,
+}
+
+impl Agent {
+    /// An agent named `name` with no statements yet.
+    #[must_use]
+    pub fn new(name: Ident, span: Span) -> Self {
+        Self {
+            name,
+            providers: Vec::new(),
+            models: Vec::new(),
+            system_prompts: Vec::new(),
+            tools: Vec::new(),
+            capabilities: Vec::new(),
+            max_tool_iterations: Vec::new(),
+            temperatures: Vec::new(),
+            max_tokens: Vec::new(),
+            inputs: Vec::new(),
+            prompts: Vec::new(),
+            span,
+        }
+    }
 }
 
 /// `provider Name { ... }`.

@@ -314,16 +314,7 @@ impl<'t> Parser<'t> {
 
     fn tool(&mut self, start: usize) -> Option<Tool> {
         let dummy = Span::new(self.file, 0, 0);
-        let mut tool = Tool {
-            name: Ident { name: String::new(), span: dummy },
-            descriptions: Vec::new(),
-            params: Vec::new(),
-            capabilities: Vec::new(),
-            timeouts: Vec::new(),
-            headers: Vec::new(),
-            implementations: Vec::new(),
-            span: dummy,
-        };
+        let mut tool = Tool::new(Ident { name: String::new(), span: dummy }, dummy);
         let name = self.block(|p, word, s| {
             match word {
                 "description" => tool.descriptions.push(p.string()?),
@@ -383,20 +374,7 @@ impl<'t> Parser<'t> {
 
     fn agent(&mut self, start: usize) -> Option<Agent> {
         let dummy = Span::new(self.file, 0, 0);
-        let mut agent = Agent {
-            name: Ident { name: String::new(), span: dummy },
-            providers: Vec::new(),
-            models: Vec::new(),
-            system_prompts: Vec::new(),
-            tools: Vec::new(),
-            capabilities: Vec::new(),
-            max_tool_iterations: Vec::new(),
-            temperatures: Vec::new(),
-            max_tokens: Vec::new(),
-            inputs: Vec::new(),
-            prompts: Vec::new(),
-            span: dummy,
-        };
+        let mut agent = Agent::new(Ident { name: String::new(), span: dummy }, dummy);
         let name = self.block(|p, word, s| {
             match word {
                 "provider" => {

@@ -142,16 +142,7 @@ impl<'t> Builder<'t> {
     fn tool(&mut self, pair: Pair<'_, Rule>) -> Tool {
         let span = span(self.file, &pair);
         let (name, statements) = self.block(pair);
-        let mut tool = Tool {
-            name,
-            descriptions: Vec::new(),
-            params: Vec::new(),
-            capabilities: Vec::new(),
-            timeouts: Vec::new(),
-            headers: Vec::new(),
-            implementations: Vec::new(),
-            span,
-        };
+        let mut tool = Tool::new(name, span);
         for stmt in statements {
             let stmt_span = super::span(self.file, &stmt);
             match stmt.as_rule() {
@@ -214,20 +205,7 @@ impl<'t> Builder<'t> {
     fn agent(&mut self, pair: Pair<'_, Rule>) -> Agent {
         let span = span(self.file, &pair);
         let (name, statements) = self.block(pair);
-        let mut agent = Agent {
-            name,
-            providers: Vec::new(),
-            models: Vec::new(),
-            system_prompts: Vec::new(),
-            tools: Vec::new(),
-            capabilities: Vec::new(),
-            max_tool_iterations: Vec::new(),
-            temperatures: Vec::new(),
-            max_tokens: Vec::new(),
-            inputs: Vec::new(),
-            prompts: Vec::new(),
-            span,
-        };
+        let mut agent = Agent::new(name, span);
         for stmt in statements {
             let stmt_span = super::span(self.file, &stmt);
             match stmt.as_rule() {
