@@ -9,39 +9,24 @@
 
 use serde_json::{Map, Value, json};
 
-use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, Usage};
+use super::message::{ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
+use super::openai::chat_messages;
 
 /// The request body for `request`.
 #[must_use]
 pub fn request_body(request: &ModelRequest) -> Value {
-    let mut messages = Vec::new();
-    if let Some(system) = &request.system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    for m in &request.messages {
-        match m {
-            Message::User(text) => messages.push(json!({"role": "user", "content": text})),
-            Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
-                messages.push(json!({"role": "assistant", "content": text}));
-            }
-            Message::Assistant { text, tool_calls } => {
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|c| json!({"function": {"name": c.name, "arguments": c.arguments}}))
-                    .collect();
-                messages.push(json!({"role": "assistant", "content": text, "tool_calls": calls}));
-            }
-            Message::ToolResults(results) => {
-                for r in results {
-                    messages
-                        .push(json!({"role": "tool", "tool_name": r.name, "content": r.content}));
-                }
-            }
-        }
-    }
+    let assistant = |text: &str, calls: &[ToolCall]| {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|c| json!({"function": {"name": c.name, "arguments": c.arguments}}))
+            .collect();
+        json!({"role": "assistant", "content": text, "tool_calls": calls})
+    };
+    let result =
+        |r: &ToolResult| json!({"role": "tool", "tool_name": r.name, "content": r.content});
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
-    body.insert("messages".into(), Value::Array(messages));
+    body.insert("messages".into(), Value::Array(chat_messages(request, assistant, result)));
     if !request.tools.is_empty() {
         body.insert("tools".into(), Value::Array(request.tools.clone()));
     }

@@ -9,21 +9,27 @@
 
 use serde_json::{Map, Value, json};
 
-use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, Usage};
+use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
 
 /// The request body for `request`.
 #[must_use]
 pub fn request_body(request: &ModelRequest) -> Value {
-    let mut messages = Vec::new();
-    if let Some(system) = &request.system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    for m in &request.messages {
-        push_message(&mut messages, m);
-    }
+    let assistant = |text: &str, calls: &[ToolCall]| {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function",
+                    "function": {"name": c.name, "arguments": arguments_text(&c.arguments)}})
+            })
+            .collect();
+        let content = if text.is_empty() { Value::Null } else { json!(text) };
+        json!({"role": "assistant", "content": content, "tool_calls": calls})
+    };
+    let result =
+        |r: &ToolResult| json!({"role": "tool", "tool_call_id": r.id, "content": r.content});
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
-    body.insert("messages".into(), Value::Array(messages));
+    body.insert("messages".into(), Value::Array(chat_messages(request, assistant, result)));
     if !request.tools.is_empty() {
         body.insert("tools".into(), Value::Array(request.tools.clone()));
     }
@@ -36,29 +42,29 @@ pub fn request_body(request: &ModelRequest) -> Value {
     Value::Object(body)
 }
 
-fn push_message(out: &mut Vec<Value>, message: &Message) {
-    match message {
-        Message::User(text) => out.push(json!({"role": "user", "content": text})),
-        Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
-            out.push(json!({"role": "assistant", "content": text}));
-        }
-        Message::Assistant { text, tool_calls } => {
-            let calls: Vec<Value> = tool_calls
-                .iter()
-                .map(|c| {
-                    json!({"id": c.id, "type": "function",
-                        "function": {"name": c.name, "arguments": arguments_text(&c.arguments)}})
-                })
-                .collect();
-            let content = if text.is_empty() { Value::Null } else { json!(text) };
-            out.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
-        }
-        Message::ToolResults(results) => {
-            for r in results {
-                out.push(json!({"role": "tool", "tool_call_id": r.id, "content": r.content}));
+/// The `messages` of the chat formats (OpenAI, Ollama): the system prompt
+/// first, then the conversation. What differs between them is passed in:
+/// how an assistant turn with tool calls and how one tool result look.
+pub(super) fn chat_messages(
+    request: &ModelRequest,
+    assistant: impl Fn(&str, &[ToolCall]) -> Value,
+    result: impl Fn(&ToolResult) -> Value,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    if let Some(system) = &request.system {
+        out.push(json!({"role": "system", "content": system}));
+    }
+    for message in &request.messages {
+        match message {
+            Message::User(text) => out.push(json!({"role": "user", "content": text})),
+            Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
+                out.push(json!({"role": "assistant", "content": text}));
             }
+            Message::Assistant { text, tool_calls } => out.push(assistant(text, tool_calls)),
+            Message::ToolResults(results) => out.extend(results.iter().map(&result)),
         }
     }
+    out
 }
 
 /// Arguments as the string OpenAI expects: text the model sent as is, else JSON.
