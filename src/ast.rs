@@ -245,6 +245,22 @@ pub struct Provider {
     pub span: Span,
 }
 
+impl Provider {
+    /// A provider declaration named `name` with no statements yet.
+    #[must_use]
+    pub fn new(name: Ident, span: Span) -> Self {
+        Self {
+            name,
+            kinds: Vec::new(),
+            base_urls: Vec::new(),
+            api_keys: Vec::new(),
+            timeouts: Vec::new(),
+            retries: Vec::new(),
+            span,
+        }
+    }
+}
+
 /// `contract Name { ... }`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Contract {

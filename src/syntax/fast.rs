@@ -209,6 +209,16 @@ impl<'t> Parser<'t> {
         found
     }
 
+    /// A one-value statement from `start`: its value and its whole span.
+    fn setting<T>(
+        &mut self,
+        start: usize,
+        value: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<Setting<T>> {
+        let value = value(self)?;
+        Some(Setting { value, span: self.span_from(start) })
+    }
+
     fn span_from(&self, start: usize) -> Span {
         Span::new(self.file, start, self.last)
     }
@@ -397,29 +407,16 @@ impl<'t> Parser<'t> {
                     }
                     agent.models.push(Setting { value: models, span: p.span_from(s) });
                 }
-                "system_prompt" => {
-                    let value = p.string()?;
-                    agent.system_prompts.push(Setting { value, span: p.span_from(s) });
-                }
+                "system_prompt" => agent.system_prompts.push(p.setting(s, Self::string)?),
                 "tools" => agent.tools.extend(p.idents()?),
                 "capabilities" => agent.capabilities.extend(p.idents()?),
                 "max_tool_iterations" => {
-                    let value = p.number()?;
-                    agent.max_tool_iterations.push(Setting { value, span: p.span_from(s) });
+                    agent.max_tool_iterations.push(p.setting(s, Self::number)?);
                 }
-                "temperature" => {
-                    let value = p.number()?;
-                    agent.temperatures.push(Setting { value, span: p.span_from(s) });
-                }
-                "max_tokens" => {
-                    let value = p.number()?;
-                    agent.max_tokens.push(Setting { value, span: p.span_from(s) });
-                }
+                "temperature" => agent.temperatures.push(p.setting(s, Self::number)?),
+                "max_tokens" => agent.max_tokens.push(p.setting(s, Self::number)?),
                 "input" => agent.inputs.push(p.param(s)?),
-                "prompt" => {
-                    let value = p.string()?;
-                    agent.prompts.push(Setting { value, span: p.span_from(s) });
-                }
+                "prompt" => agent.prompts.push(p.setting(s, Self::string)?),
                 _ => return None,
             }
             Some(())
@@ -431,34 +428,14 @@ impl<'t> Parser<'t> {
 
     fn provider(&mut self, start: usize) -> Option<Provider> {
         let dummy = Span::new(self.file, 0, 0);
-        let mut provider = Provider {
-            name: Ident { name: String::new(), span: dummy },
-            kinds: Vec::new(),
-            base_urls: Vec::new(),
-            api_keys: Vec::new(),
-            timeouts: Vec::new(),
-            retries: Vec::new(),
-            span: dummy,
-        };
+        let mut provider = Provider::new(Ident { name: String::new(), span: dummy }, dummy);
         let name = self.block(|p, word, s| {
             match word {
                 "kind" => provider.kinds.push(p.ident()?),
-                "base_url" => {
-                    let value = p.string()?;
-                    provider.base_urls.push(Setting { value, span: p.span_from(s) });
-                }
-                "api_key" => {
-                    let value = p.expr()?;
-                    provider.api_keys.push(Setting { value, span: p.span_from(s) });
-                }
-                "timeout" => {
-                    let value = p.number()?;
-                    provider.timeouts.push(Setting { value, span: p.span_from(s) });
-                }
-                "retries" => {
-                    let value = p.number()?;
-                    provider.retries.push(Setting { value, span: p.span_from(s) });
-                }
+                "base_url" => provider.base_urls.push(p.setting(s, Self::string)?),
+                "api_key" => provider.api_keys.push(p.setting(s, Self::expr)?),
+                "timeout" => provider.timeouts.push(p.setting(s, Self::number)?),
+                "retries" => provider.retries.push(p.setting(s, Self::number)?),
                 _ => return None,
             }
             Some(())

@@ -244,15 +244,7 @@ impl<'t> Builder<'t> {
     fn provider(&mut self, pair: Pair<'_, Rule>) -> Provider {
         let span = span(self.file, &pair);
         let (name, statements) = self.block(pair);
-        let mut provider = Provider {
-            name,
-            kinds: Vec::new(),
-            base_urls: Vec::new(),
-            api_keys: Vec::new(),
-            timeouts: Vec::new(),
-            retries: Vec::new(),
-            span,
-        };
+        let mut provider = Provider::new(name, span);
         for stmt in statements {
             match stmt.as_rule() {
                 Rule::kind_stmt => {
