@@ -63,14 +63,7 @@ impl Lowerer<'_> {
                 if (0.0..=2.0).contains(&t) {
                     return Some(t);
                 }
-                self.push(
-                    Diagnostic::error(
-                        Code::BadSetting,
-                        s.value.span,
-                        "`temperature` must be between 0 and 2",
-                    )
-                    .label(format!("`{}`", self.sources.slice(s.value.span))),
-                );
+                self.push(self.bad_value(s.value.span, "`temperature` must be between 0 and 2"));
                 None
             });
         let max_tokens = self

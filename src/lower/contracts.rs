@@ -148,12 +148,10 @@ impl Lowerer<'_> {
             match arg.value.kind {
                 ExprKind::Integer(n) if n >= 1 => size = usize::try_from(n).ok(),
                 _ => self.push(
-                    Diagnostic::error(
-                        Code::BadSetting,
+                    self.bad_value(
                         arg.value.span,
                         "`pool_size` must be a whole number of at least 1",
                     )
-                    .label(format!("`{}`", self.sources.slice(arg.value.span)))
                     .note(name.span, "the pool size"),
                 ),
             }

@@ -38,21 +38,18 @@ impl Lowerer<'_> {
         let api_key_env = self
             .single(&provider.api_keys, |s| s.span, "api_key")
             .and_then(|s| self.api_key(&s.value));
-        let timeout = self.single(&provider.timeouts, |s| s.span, "timeout").and_then(|s| {
-            let seconds = Self::number(&s.value);
-            let duration = Duration::try_from_secs_f64(seconds).ok();
-            if duration.is_none() {
-                self.push(
-                    Diagnostic::error(
-                        Code::BadSetting,
+        let timeout =
+            self.single(&provider.timeouts, |s| s.span, "timeout").and_then(|s| {
+                let seconds = Self::number(&s.value);
+                let duration = Duration::try_from_secs_f64(seconds).ok();
+                if duration.is_none() {
+                    self.push(self.bad_value(
                         s.value.span,
                         "`timeout` must be a non-negative number of seconds",
-                    )
-                    .label(format!("`{}`", self.sources.slice(s.value.span))),
-                );
-            }
-            duration
-        });
+                    ));
+                }
+                duration
+            });
         let retries = self
             .single(&provider.retries, |s| s.span, "retries")
             .and_then(|s| self.whole_number(&s.value, "retries", 0));

@@ -114,12 +114,7 @@ impl Lowerer<'_> {
             Ok(d) if seconds > 0.0 => Some(d),
             _ => {
                 self.push(
-                    Diagnostic::error(
-                        Code::BadSetting,
-                        expr.span,
-                        "`timeout` must be a positive number of seconds",
-                    )
-                    .label(format!("`{}`", self.sources.slice(expr.span))),
+                    self.bad_value(expr.span, "`timeout` must be a positive number of seconds"),
                 );
                 None
             }

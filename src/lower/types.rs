@@ -13,6 +13,7 @@ use super::suggest::did_you_mean;
 use crate::ast::{self, ExprKind, UnaryOp};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Type, TypeKind, value_kind};
+use crate::source::Span;
 
 /// The type names of `.ign`.
 const TYPE_NAMES: [&str; 7] = ["string", "integer", "float", "boolean", "array", "object", "any"];
@@ -202,14 +203,13 @@ impl Lowerer<'_> {
             }
         }
         let bound = if min > 0 { "a positive" } else { "a non-negative" };
-        self.push(
-            Diagnostic::error(
-                Code::BadSetting,
-                expr.span,
-                format!("`{what}` must be {bound} whole number"),
-            )
-            .label(format!("`{}`", self.sources.slice(expr.span))),
-        );
+        self.push(self.bad_value(expr.span, format!("`{what}` must be {bound} whole number")));
         None
+    }
+
+    /// A `bad_setting` error at a value, the value quoted under it.
+    pub(super) fn bad_value(&self, span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::error(Code::BadSetting, span, message)
+            .label(format!("`{}`", self.sources.slice(span)))
     }
 }
