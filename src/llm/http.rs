@@ -216,18 +216,8 @@ impl HttpModel {
         if error.is_timeout() {
             return format!("timed out after {}s", self.endpoint.timeout.as_secs_f64());
         }
-        let mut text = if error.is_connect() {
-            "connection failed".to_owned()
-        } else {
-            "request failed".to_owned()
-        };
-        let mut source = std::error::Error::source(error);
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        self.redact(&text)
+        let what = if error.is_connect() { "connection failed" } else { "request failed" };
+        self.redact(&format!("{what}{}", crate::tools::http::causes(error)))
     }
 
     /// Removes the key from server text, in case a server echoes it.

@@ -104,10 +104,16 @@ fn excerpt(body: &str) -> String {
 
 /// reqwest's message plus its causes ("error sending request: connection refused").
 fn describe_error(error: &reqwest::Error) -> String {
-    let mut text = format!("http request failed: {error}");
-    let mut source = std::error::Error::source(error);
+    format!("http request failed: {error}{}", causes(error))
+}
+
+/// The chain of causes under `error`, each after `": "` (empty when none).
+pub(crate) fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = String::new();
+    let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
         source = cause.source();
     }
     text

@@ -39,7 +39,7 @@ mod builtin;
 mod capability;
 mod error;
 mod exec;
-mod http;
+pub(crate) mod http;
 mod native;
 pub mod registry;
 mod returns;
