@@ -119,6 +119,20 @@ fn run_selected_output_runs_only_what_it_needs() {
     });
 }
 
+/// An output that reads an input directly: the run finishes as the input
+/// is bound (this used to finish the execution twice and panic).
+#[test]
+fn run_output_of_an_input() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "tests/corpus/run/pass_through.ign",
+        "--input",
+        "word=hi",
+        "--output",
+        "original"
+    ]));
+}
+
 #[test]
 fn run_unknown_output() {
     assert_cmd_snapshot!(ignite().args([

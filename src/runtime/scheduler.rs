@@ -238,6 +238,9 @@ impl Scheduler<'_> {
             .map(|i| u32::try_from(c.graph.deps(NodeId::from_index(i)).len()).unwrap_or(u32::MAX))
             .collect();
         let remaining = needed.iter().filter(|&&b| b).count();
+        // With no needed node the execution is finished right away; else
+        // the last node to finish (an input, possibly) finishes it.
+        let nothing_needed = remaining == 0;
         let exec = self.execs.len();
         let mut table = vec![Value::Null; n];
         let input_ids: Vec<NodeId> = c.inputs().map(|(id, _)| id).collect();
@@ -268,7 +271,7 @@ impl Scheduler<'_> {
                 self.finish((exec, id), value);
             }
         }
-        if self.execs[exec].remaining == 0 {
+        if nothing_needed {
             self.finish_exec(exec);
         }
     }
