@@ -133,6 +133,19 @@ fn run_output_of_an_input() {
     ]));
 }
 
+/// `exec` children never see provider keys, whatever their provider.
+#[test]
+fn run_exec_children_get_no_keys() {
+    assert_cmd_snapshot!(
+        ignite()
+            .args(["run", "tests/corpus/run/exec_environment.ign"])
+            .env("OPENAI_API_KEY", "sk-openai")
+            .env("GEMINI_API_KEY", "gemini-key")
+            .env("ANTHROPIC_AUTH_TOKEN", "anthropic-token")
+            .env("SHOP_SECRET", "shop-key")
+    );
+}
+
 #[test]
 fn run_unknown_output() {
     assert_cmd_snapshot!(ignite().args([

@@ -105,7 +105,6 @@ impl HttpModel {
                             Ok(reply)
                         }
                         Err(message) => {
-                            let message = self.redact(&message);
                             let note = format!("{detail}, malformed reply: {message}");
                             cx.trace.record(&trace_path, "model", "failed", started, note);
                             Err(LlmError::Malformed {
@@ -123,7 +122,6 @@ impl HttpModel {
                 ),
                 Outcome::Transport(message) => (None, message, true, None),
             };
-            let message = self.redact(&message);
             let what = status.map_or_else(|| message.clone(), |s| format!("status {s}: {message}"));
             if retryable && attempt < attempts {
                 cx.trace.record(
@@ -187,12 +185,14 @@ impl HttpModel {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
+        // Redacted before anything reads it: an echoed key never reaches an
+        // error (clipped or not), an answer, the next request or a recording.
         let text = match response.text().await {
-            Ok(text) => text,
+            Ok(text) => self.redact(&text),
             Err(e) => return Ok(Outcome::Transport(self.describe(&e))),
         };
         if let Some(recorder) = recorder {
-            recorder.push(&endpoint.label, &endpoint.url, body, status, &self.redact(&text));
+            recorder.push(&endpoint.label, &endpoint.url, body, status, &text);
         }
         Ok(Outcome::Response { status, text, retry_after })
     }
@@ -220,7 +220,8 @@ impl HttpModel {
         self.redact(&format!("{what}{}", crate::tools::http::causes(error)))
     }
 
-    /// Removes the key from server text, in case a server echoes it.
+    /// Removes the key from server text, in case a server echoes it. Every
+    /// text a server sends passes here first (see [`HttpModel::send`]).
     fn redact(&self, text: &str) -> String {
         match &self.endpoint.key {
             Some(key) if key.expose().len() >= 4 => text.replace(key.expose(), "***"),

@@ -8,6 +8,9 @@
 //! is a [`ToolError::Failed`] carrying the exit status and the last lines of stderr; a
 //! child still running at the time limit is killed and the call is a
 //! [`ToolError::Timeout`]. Waiting is async: no thread is blocked.
+//!
+//! The child inherits ignite's environment minus provider keys (see
+//! [`is_key_var`]): a script never sees the keys of the program's models.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -30,6 +33,17 @@ pub(crate) struct Spec<'a> {
     pub(crate) args: &'a [String],
     pub(crate) dir: &'a Path,
     pub(crate) timeout: Duration,
+    /// The variables the program's providers read their keys from
+    /// (`api_key env("VAR")`), kept from the child like [`is_key_var`]'s.
+    pub(crate) key_vars: &'a [&'a str],
+}
+
+/// Whether `name` holds a provider key by its name: `*_API_KEY` (every
+/// provider's convention: `OPENAI_API_KEY`, `GEMINI_API_KEY`, ...) or
+/// `*_AUTH_TOKEN` (`ANTHROPIC_AUTH_TOKEN`).
+fn is_key_var(name: &str) -> bool {
+    let name = name.to_ascii_uppercase();
+    name.ends_with("_API_KEY") || name.ends_with("_AUTH_TOKEN")
 }
 
 /// Runs the child with `args` on stdin.
@@ -40,7 +54,14 @@ pub(crate) async fn run(spec: &Spec<'_>, args: &Map<String, Value>) -> Result<Va
     } else {
         spec.program.into()
     };
-    let mut child = Command::new(&program)
+    let mut command = Command::new(&program);
+    for (name, _) in std::env::vars_os() {
+        let name_text = name.to_string_lossy();
+        if is_key_var(&name_text) || spec.key_vars.contains(&name_text.as_ref()) {
+            command.env_remove(&name);
+        }
+    }
+    let mut child = command
         .args(spec.args)
         .current_dir(&dir)
         .stdin(Stdio::piped())
@@ -253,6 +274,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = call(dir.path(), exec("echo", &["[1, 2]"]), json!({"sku": "x"})).await;
         assert_eq!(out, Ok(json!([1, 2])));
+    }
+
+    #[test]
+    fn key_vars_by_name() {
+        for name in ["OPENAI_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_AUTH_TOKEN", "my_api_key"] {
+            assert!(super::is_key_var(name), "{name}");
+        }
+        for name in ["PATH", "API_KEYS", "HOME", "OLLAMA_HOST"] {
+            assert!(!super::is_key_var(name), "{name}");
+        }
     }
 
     #[test]

@@ -122,7 +122,7 @@ impl Toolbox {
         } else {
             fill_declared(&tool.params, args)
         };
-        self.run(tool, args).await
+        self.run(program, tool, args).await
     }
 
     /// Calls a native tool by name, validating against its own schema.
@@ -155,16 +155,26 @@ impl Toolbox {
         }
     }
 
-    async fn run(&self, tool: &ir::Tool, args: Map<String, Value>) -> Result<Value, ToolError> {
+    async fn run(
+        &self,
+        program: &ir::Program,
+        tool: &ir::Tool,
+        args: Map<String, Value>,
+    ) -> Result<Value, ToolError> {
         let limit = tool.timeout.unwrap_or(DEFAULT_TIMEOUT);
         match &tool.implementation {
             Implementation::Returns(expr) => returns::run(expr, args),
-            Implementation::Exec { program, args: argv } => {
-                exec::run(
-                    &exec::Spec { program, args: argv, dir: &tool.dir, timeout: limit },
-                    &args,
-                )
-                .await
+            Implementation::Exec { program: command, args: argv } => {
+                let key_vars: Vec<&str> =
+                    program.providers.iter().filter_map(|p| p.api_key_env.as_deref()).collect();
+                let spec = exec::Spec {
+                    program: command,
+                    args: argv,
+                    dir: &tool.dir,
+                    timeout: limit,
+                    key_vars: &key_vars,
+                };
+                exec::run(&spec, &args).await
             }
             Implementation::Http { method, url, headers } => {
                 let spec = http::Spec { method: *method, url, headers, timeout: limit };

@@ -306,6 +306,53 @@ async fn keys_never_leak() {
     }
 }
 
+/// A key straddling the point where a long error text is clipped is
+/// redacted whole: redaction comes before clipping.
+#[tokio::test]
+async fn keys_are_redacted_before_clipping() {
+    let key = "sk-test-secret-1234";
+    let message = format!("{}{key} is not valid", "x".repeat(290));
+    let echo = ResponseTemplate::new(401).set_body_json(json!({"error": {"message": message}}));
+    for kind in KINDS {
+        let server = server(vec![echo.clone()]).await;
+        let err = run(&llm(), &single(kind, &server, 5_000, 0), &Trace::new(false), "hi")
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("xxx***"), "{text}");
+        assert!(!text.contains("sk-t"), "{text}");
+    }
+}
+
+/// A key a server echoes in 2xx replies (in tool arguments, in the answer)
+/// reaches neither the answer, nor the next request, nor the recording.
+#[tokio::test]
+async fn keys_echoed_in_replies_go_nowhere() {
+    let key = "sk-test-secret-1234";
+    for kind in KINDS {
+        let calls = [("c1", "lookup", json!({"sku": key}))];
+        let server = server(vec![
+            ok(tool_reply(kind, &calls, false)),
+            ok(text_reply(kind, &format!("your key is {key}"))),
+        ])
+        .await;
+        let dir =
+            std::env::temp_dir().join(format!("ignite-llm-echo-{}-{kind:?}", std::process::id()));
+        let llm = llm().record_to(dir.clone());
+        let answer = run(&llm, &single(kind, &server, 5_000, 0), &Trace::new(false), "hi").await;
+        llm.finish().unwrap();
+        let recording = std::fs::read_to_string(&dir).unwrap();
+        std::fs::remove_file(&dir).ok();
+        assert_eq!(answer.unwrap(), "your key is ***", "{kind:?}");
+        let sent = bodies(&server).await;
+        assert_eq!(sent.len(), 2);
+        assert!(sent[1].to_string().contains("***"), "{}", sent[1]);
+        for text in [sent[1].to_string(), recording] {
+            assert!(!text.contains(key), "{kind:?}: {text}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn concurrent_agents_share_one_llm() {
     let kind = ProviderKind::OpenAi;
