@@ -185,12 +185,15 @@ impl HttpModel {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
+        let location = crate::tools::http::location(&response);
         // Redacted before anything reads it: an echoed key never reaches an
         // error (clipped or not), an answer, the next request or a recording.
         let text = match response.text().await {
             Ok(text) => self.redact(&text),
             Err(e) => return Ok(Outcome::Transport(self.describe(&e))),
         };
+        let text = crate::tools::http::refused_redirect(status, location.as_deref())
+            .map_or(text, |note| self.redact(&note));
         if let Some(recorder) = recorder {
             recorder.push(&endpoint.label, &endpoint.url, body, status, &text);
         }

@@ -8,6 +8,9 @@
 //! Output: the body as JSON when it parses, else as text. A non-2xx status is a
 //! [`ToolError::HttpStatus`] with a body excerpt; the whole exchange is bounded by the
 //! tool's time limit.
+//!
+//! Redirects are followed within the request's origin only (see [`redirect_policy`]):
+//! headers such as `x-api-key` or a custom token never travel to another host.
 
 use std::time::Duration;
 
@@ -64,17 +67,54 @@ pub(crate) async fn fetch(
     let exchange = async {
         let response = request.send().await?;
         let status = response.status();
+        let location = location(&response);
         let body = response.text().await?;
-        Ok::<_, reqwest::Error>((status, body))
+        Ok::<_, reqwest::Error>((status, location, body))
     };
-    let (status, body) = tokio::time::timeout(limit, exchange)
+    let (status, location, body) = tokio::time::timeout(limit, exchange)
         .await
         .map_err(|_| ToolError::Timeout(limit))?
         .map_err(|e| ToolError::Failed(describe_error(&e)))?;
     if !status.is_success() {
-        return Err(ToolError::HttpStatus { status: status.as_u16(), body: excerpt(&body) });
+        let body = refused_redirect(status.as_u16(), location.as_deref())
+            .unwrap_or_else(|| excerpt(&body));
+        return Err(ToolError::HttpStatus { status: status.as_u16(), body });
     }
     Ok(serde_json::from_str(&body).unwrap_or(Value::String(body)))
+}
+
+/// Redirects followed: at most 10, all within the origin (scheme, host, port)
+/// of the first request. A redirect elsewhere is not followed, so headers
+/// carrying secrets never reach another host; the 3xx answer is returned
+/// and [`refused_redirect`] words it.
+pub(crate) fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin =
+            attempt.previous().first().is_none_or(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > 10 {
+            attempt.error("more than 10 redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// The `location` header of a response.
+pub(crate) fn location(response: &reqwest::Response) -> Option<String> {
+    let value = response.headers().get(reqwest::header::LOCATION)?;
+    value.to_str().ok().map(str::to_owned)
+}
+
+/// What to say of a redirect [`redirect_policy`] did not follow (a 3xx
+/// answer with a `location`), in place of its body.
+pub(crate) fn refused_redirect(status: u16, location: Option<&str>) -> Option<String> {
+    let location = location.filter(|_| (300..400).contains(&status))?;
+    Some(format!(
+        "redirect to `{location}` not followed: it leaves the origin of the request, whose \
+         headers may carry secrets"
+    ))
 }
 
 fn text_of(expr: &Expr, scope: &[Value], what: &str) -> Result<String, ToolError> {
@@ -209,6 +249,55 @@ mod tests {
         let err = call(t, json!({})).await.unwrap_err();
         assert_eq!(err, ToolError::HttpStatus { status: 404, body: "no such product".into() });
         assert_eq!(err.to_string(), "http status 404: no such product");
+    }
+
+    /// A redirect within the origin is followed with the headers; one to
+    /// another host is not, so the header never reaches it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn redirects_stay_within_the_origin() {
+        let (server, other) = (MockServer::start().await, MockServer::start().await);
+        let moved = |to: String| ResponseTemplate::new(307).insert_header("location", to);
+        Mock::given(path("/old")).respond_with(moved("/new".into())).mount(&server).await;
+        Mock::given(path("/away"))
+            .respond_with(moved(format!("{}/steal", other.uri())))
+            .mount(&server)
+            .await;
+        Mock::given(path("/new"))
+            .and(header("x-api-key", "secret-123"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("moved here"))
+            .mount(&server)
+            .await;
+        Mock::given(path("/steal"))
+            .respond_with(ResponseTemplate::new(200))
+            .expect(0)
+            .mount(&other)
+            .await;
+        for (to, expected) in [
+            ("/old", Ok(json!("moved here"))),
+            (
+                "/away",
+                Err(ToolError::HttpStatus {
+                    status: 307,
+                    body: format!(
+                        "redirect to `{}/steal` not followed: it leaves the origin of the \
+                         request, whose headers may carry secrets",
+                        other.uri()
+                    ),
+                }),
+            ),
+        ] {
+            let t = tool_with(
+                "Get",
+                &[],
+                http(
+                    HttpMethod::Get,
+                    lit(json!(format!("{}{to}", server.uri()))),
+                    vec![("x-api-key".into(), lit(json!("secret-123")))],
+                ),
+                std::path::Path::new("."),
+            );
+            assert_eq!(call(t, json!({})).await, expected, "{to}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

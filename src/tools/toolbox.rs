@@ -199,6 +199,7 @@ impl Toolbox {
             .get_or_init(|| {
                 reqwest::Client::builder()
                     .user_agent(concat!("ignite/", env!("CARGO_PKG_VERSION")))
+                    .redirect(http::redirect_policy())
                     .build()
                     .map_err(|e| format!("cannot start the http client: {e}"))
             })

@@ -353,6 +353,27 @@ async fn keys_echoed_in_replies_go_nowhere() {
     }
 }
 
+/// A provider redirecting to another host does not get the key sent there:
+/// the redirect is not followed, not retried, and the error says why.
+#[tokio::test]
+async fn cross_origin_redirects_are_not_followed() {
+    for kind in KINDS {
+        let other = server(vec![ok(text_reply(kind, "stolen"))]).await;
+        let moved = ResponseTemplate::new(307).insert_header("location", other.uri().as_str());
+        let server = server(vec![moved]).await;
+        let err = run(&llm(), &single(kind, &server, 5_000, 2), &Trace::new(false), "hi")
+            .await
+            .unwrap_err();
+        match &err {
+            LlmError::Provider { status: Some(307), attempts: 1, message, .. } => {
+                assert!(message.starts_with("redirect to `http://127.0.0.1:"), "{message}");
+            }
+            other => panic!("{kind:?}: {other}"),
+        }
+        assert!(bodies(&other).await.is_empty(), "{kind:?}");
+    }
+}
+
 #[tokio::test]
 async fn concurrent_agents_share_one_llm() {
     let kind = ProviderKind::OpenAi;
