@@ -2,6 +2,9 @@
 //!
 //! Input: the method, the URL and header expressions (evaluated over the params, so
 //! they may interpolate params and call `env("VAR")`), and the filled arguments.
+//! A URL hole that reads a param is percent-encoded as one path segment (before the
+//! `?`) or one query value (after it), so `../admin` or `1?admin=true#` stay data;
+//! holes that read no param (`{env("BASE")}`) are inserted as they are.
 //! POST sends the arguments as a JSON body. GET sends them as a query string: strings
 //! as they are, numbers and booleans as text, arrays and objects as JSON text, `null`s
 //! left out, and params the URL already interpolates left out too.
@@ -12,13 +15,14 @@
 //! Redirects are followed within the request's origin only (see [`redirect_policy`]):
 //! headers such as `x-api-key` or a custom token never travel to another host.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use super::ToolError;
 use crate::eval::{self, push_display};
-use crate::ir::{Expr, HttpMethod};
+use crate::ir::{Expr, ExprKind, HttpMethod, Part};
 
 /// Characters of a non-2xx body kept in the error.
 const BODY_EXCERPT: usize = 500;
@@ -38,7 +42,7 @@ pub(crate) async fn run(
     args: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let scope: Vec<Value> = args.values().cloned().collect();
-    let url = text_of(spec.url, &scope, "the url")?;
+    let url = url_of(spec.url, &scope, &args)?;
     let mut request = match spec.method {
         HttpMethod::Get => {
             let in_url = spec.url.vars();
@@ -115,6 +119,49 @@ pub(crate) fn refused_redirect(status: u16, location: Option<&str>) -> Option<St
         "redirect to `{location}` not followed: it leaves the origin of the request, whose \
          headers may carry secrets"
     ))
+}
+
+/// The URL of a call: see the module docs for how holes are encoded.
+fn url_of(expr: &Expr, scope: &[Value], args: &Map<String, Value>) -> Result<String, ToolError> {
+    let ExprKind::Interpolate(parts) = &expr.kind else {
+        return text_of(expr, scope, "the url");
+    };
+    let mut url = String::new();
+    for part in parts {
+        match part {
+            Part::Text(text) => url.push_str(text),
+            Part::Expr(hole) if hole.vars().is_empty() => {
+                url.push_str(&text_of(hole, scope, "the url")?);
+            }
+            Part::Expr(hole) => {
+                let value = text_of(hole, scope, "the url")?;
+                if !url.contains('?') && (value == "." || value == "..") {
+                    let name = match hole.kind {
+                        ExprKind::Var(v) => args.keys().nth(v as usize).map(String::as_str),
+                        _ => None,
+                    };
+                    return Err(ToolError::Failed(format!(
+                        "the url: `{value}`{} cannot be a path segment",
+                        name.map(|n| format!(" (param `{n}`)")).unwrap_or_default()
+                    )));
+                }
+                percent_encode(&mut url, &value);
+            }
+        }
+    }
+    Ok(url)
+}
+
+/// Appends `text` with every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`)
+/// as `%XX`: valid as one path segment and as one query value.
+fn percent_encode(out: &mut String, text: &str) {
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
 }
 
 fn text_of(expr: &Expr, scope: &[Value], what: &str) -> Result<String, ToolError> {
@@ -249,6 +296,44 @@ mod tests {
         let err = call(t, json!({})).await.unwrap_err();
         assert_eq!(err, ToolError::HttpStatus { status: 404, body: "no such product".into() });
         assert_eq!(err.to_string(), "http status 404: no such product");
+    }
+
+    /// A URL hole reading a param is one path segment or one query value,
+    /// whatever it holds; `.` and `..` cannot be segments.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn url_holes_are_encoded() {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+            .mount(&server)
+            .await;
+        let url = template(vec![
+            text(&format!("{}/items/", server.uri())),
+            hole(0),
+            text("/detail?q="),
+            hole(1),
+        ]);
+        let get = |url: ir::Expr| {
+            let params = [("id", "string"), ("q", "string")];
+            tool_with("Get", &params, http(HttpMethod::Get, url, vec![]), std::path::Path::new("."))
+        };
+        for (id, q, expected) in [
+            ("../../admin", "x", "/items/..%2F..%2Fadmin/detail?q=x"),
+            (
+                "1?admin=true#",
+                "a&b=c d/é",
+                "/items/1%3Fadmin%3Dtrue%23/detail?q=a%26b%3Dc%20d%2F%C3%A9",
+            ),
+            ("A-1_b.c~", "..", "/items/A-1_b.c~/detail?q=.."),
+        ] {
+            assert_eq!(call(get(url.clone()), json!({"id": id, "q": q})).await, Ok(json!("ok")));
+            let requests = server.received_requests().await.unwrap();
+            let sent = requests.last().unwrap();
+            let sent = format!("{}?{}", sent.url.path(), sent.url.query().unwrap_or_default());
+            assert_eq!(sent, expected);
+        }
+        let err = call(get(url), json!({"id": "..", "q": "x"})).await.unwrap_err();
+        assert_eq!(err.to_string(), "the url: `..` (param `id`) cannot be a path segment");
     }
 
     /// A redirect within the origin is followed with the headers; one to
