@@ -63,9 +63,15 @@ pub fn load_source(name: &str, text: &str) -> Loaded {
     loader.loaded
 }
 
-/// Reads a file as UTF-8 text, the reason in words when it cannot.
-fn read(path: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string().to_lowercase())?;
+/// Reads a regular file as UTF-8 text, the reason in words when it cannot.
+/// Anything else (a FIFO, `/dev/zero`, a folder) is refused before it is
+/// opened: reading it could block or never end.
+pub(crate) fn read(path: &Path) -> Result<String, String> {
+    let lower = |e: std::io::Error| e.to_string().to_lowercase();
+    if !std::fs::metadata(path).map_err(lower)?.is_file() {
+        return Err("not a regular file".to_owned());
+    }
+    let bytes = std::fs::read(path).map_err(lower)?;
     String::from_utf8(bytes).map_err(|_| "the file is not valid UTF-8".to_owned())
 }
 

@@ -146,6 +146,31 @@ fn run_exec_children_get_no_keys() {
     );
 }
 
+/// Files that are not regular (devices, FIFOs, folders) are refused before
+/// they are opened, as programs and as `--inputs`.
+#[test]
+fn run_refuses_files_that_are_not_regular() {
+    assert_cmd_snapshot!(ignite().args(["run", "/dev/zero"]));
+    assert_cmd_snapshot!(
+        "run_inputs_not_regular",
+        ignite().args(["run", "contracts/pricing.ign", "--inputs", "/dev/zero"])
+    );
+    assert_cmd_snapshot!("check_not_regular", ignite().args(["check", "/dev/zero"]));
+}
+
+/// `--max-bytes` takes a size with an optional unit.
+#[test]
+fn run_max_bytes_flag() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "contracts/pricing.ign",
+        "--inputs",
+        "contracts/pricing.inputs.json",
+        "--max-bytes",
+        "5Q"
+    ]));
+}
+
 #[test]
 fn run_unknown_output() {
     assert_cmd_snapshot!(ignite().args([

@@ -112,7 +112,8 @@ pub fn run(cli: Cli) -> ExitCode {
 /// the exit code: 2 when there is no such file, 1 when it has errors.
 fn compile(file: &std::path::Path, global: &GlobalArgs) -> Result<crate::ir::Program, ExitCode> {
     if !file.is_file() {
-        eprintln!("error: no such file `{}`", file.display());
+        let what = if file.exists() { "not a regular file" } else { "no such file" };
+        eprintln!("error: {what} `{}`", file.display());
         return Err(ExitCode::from(2));
     }
     let compilation = crate::compile(file);

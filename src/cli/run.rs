@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::{GlobalArgs, WIDTH};
 use crate::llm::Llm;
 use crate::runtime::{Engine, RunError, RunOptions};
+use crate::tools::Toolbox;
 
 /// Arguments of `ignite run`.
 #[derive(Debug, clap::Args)]
@@ -42,6 +43,30 @@ pub struct RunArgs {
     /// Answer provider requests from a recording made with `--record`, offline.
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+    /// The most one tool call or provider reply may bring in (`exec` stdout,
+    /// `http` bodies, `fs.read` files, provider replies): bytes, or a number
+    /// with `K`, `M` or `G` (powers of 1024).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "8M")]
+    pub max_bytes: usize,
+}
+
+/// `1048576`, `512K`, `8M`, `1G`.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let (digits, unit) = match text.trim().char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&text.trim()[..i], c.to_ascii_uppercase()),
+        _ => (text.trim(), 'B'),
+    };
+    let n: usize = digits.parse().map_err(|_| format!("`{text}` is not a size such as 8M"))?;
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        other => return Err(format!("unknown unit `{other}`: use K, M or G")),
+    };
+    n.checked_mul(1 << shift)
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("`{text}` is not a usable size (more than 0 bytes)"))
 }
 
 impl RunArgs {
@@ -61,7 +86,7 @@ impl RunArgs {
             Err(code) => return code,
         };
         let color = global.color_stderr();
-        let mut llm = Llm::from_env();
+        let mut llm = Llm::from_env().with_max_bytes(self.max_bytes);
         if let Some(path) = &self.replay {
             llm = match llm.replay_from(path) {
                 Ok(llm) => llm,
@@ -74,7 +99,9 @@ impl RunArgs {
         if let Some(path) = &self.record {
             llm = llm.record_to(path.clone());
         }
-        let engine = Engine::new(program).with_llm(llm);
+        let engine = Engine::new(program)
+            .with_llm(llm)
+            .with_toolbox(Toolbox::new().with_max_bytes(self.max_bytes));
         let options = RunOptions {
             outputs: self.outputs.clone(),
             jobs: self.jobs.map(usize::from),
@@ -128,7 +155,7 @@ impl RunArgs {
                     .map_err(|e| format!("cannot read inputs from stdin: {e}"))?;
                 text
             } else {
-                std::fs::read_to_string(source)
+                crate::load::read(std::path::Path::new(source))
                     .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?
             };
             match serde_json::from_str(&text) {

@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) http: Result<reqwest::Client, String>,
     pub(crate) backoff: Backoff,
     pub(crate) mode: Arc<Mode>,
+    /// The size limit of a reply body.
+    pub(crate) max_bytes: usize,
 }
 
 /// One endpoint's client.
@@ -188,8 +190,16 @@ impl HttpModel {
         let location = crate::tools::http::location(&response);
         // Redacted before anything reads it: an echoed key never reaches an
         // error (clipped or not), an answer, the next request or a recording.
-        let text = match response.text().await {
-            Ok(text) => self.redact(&text),
+        let what = format!("the reply of provider `{}`", endpoint.label);
+        let text = match crate::tools::http::read_body(response, self.shared.max_bytes, &what).await
+        {
+            Ok(Ok(text)) => self.redact(&text),
+            Ok(Err(too_big)) => {
+                return Err(LlmError::Malformed {
+                    provider: endpoint.label.clone(),
+                    message: too_big,
+                });
+            }
             Err(e) => return Ok(Outcome::Transport(self.describe(&e))),
         };
         let text = crate::tools::http::refused_redirect(status, location.as_deref())

@@ -99,7 +99,12 @@ impl Llm {
             .map_err(|e| e.to_string());
         Self {
             env: Arc::new(Env::new(vars)),
-            shared: Shared { http, backoff: Backoff::default(), mode: Arc::new(Mode::Live) },
+            shared: Shared {
+                http,
+                backoff: Backoff::default(),
+                mode: Arc::new(Mode::Live),
+                max_bytes: crate::tools::DEFAULT_MAX_BYTES,
+            },
             recording: None,
         }
     }
@@ -108,6 +113,15 @@ impl Llm {
     #[must_use]
     pub fn with_backoff(mut self, backoff: Backoff) -> Self {
         self.shared.backoff = backoff;
+        self
+    }
+
+    /// Limits a provider's reply body to `bytes` (default
+    /// [`DEFAULT_MAX_BYTES`](crate::tools::DEFAULT_MAX_BYTES)); a larger reply
+    /// is a malformed one.
+    #[must_use]
+    pub fn with_max_bytes(mut self, bytes: usize) -> Self {
+        self.shared.max_bytes = bytes;
         self
     }
 

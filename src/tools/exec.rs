@@ -4,7 +4,8 @@
 //! arguments. The program is resolved from that folder when it contains a `/` (else it
 //! is looked up on `PATH`), and runs with that folder as its working directory. The
 //! arguments are written to its stdin as one JSON object, then stdin is closed.
-//! Output: stdout parsed as JSON when it parses, else the trimmed text. A non-zero exit
+//! Output: stdout parsed as JSON when it parses, else the trimmed text; a stdout larger
+//! than the toolbox's size limit kills the child and fails the call. A non-zero exit
 //! is a [`ToolError::Failed`] carrying the exit status and the last lines of stderr; a
 //! child still running at the time limit is killed and the call is a
 //! [`ToolError::Timeout`]. Waiting is async: no thread is blocked.
@@ -17,8 +18,8 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{ChildStderr, Command};
 
 use super::ToolError;
 
@@ -36,6 +37,8 @@ pub(crate) struct Spec<'a> {
     /// The variables the program's providers read their keys from
     /// (`api_key env("VAR")`), kept from the child like [`is_key_var`]'s.
     pub(crate) key_vars: &'a [&'a str],
+    /// The size limit of stdout.
+    pub(crate) max_bytes: usize,
 }
 
 /// Whether `name` holds a provider key by its name: `*_API_KEY` (every
@@ -83,17 +86,56 @@ pub(crate) async fn run(spec: &Spec<'_>, args: &Map<String, Value>) -> Result<Va
             // A child that never reads its stdin closes the pipe early: not an error.
             let _ = stdin.write_all(input.as_bytes()).await;
         }
+        Ok(())
     };
-    let finish = async { tokio::join!(write, child.wait_with_output()).1 };
-    // On timeout the future is dropped with the child, and `kill_on_drop` kills it.
-    let output = tokio::time::timeout(spec.timeout, finish)
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let read_stdout = async {
+        let mut bytes = Vec::new();
+        if let Some(stdout) = stdout {
+            // One byte more than allowed tells an overflow.
+            stdout.take(spec.max_bytes as u64 + 1).read_to_end(&mut bytes).await?;
+        }
+        if bytes.len() > spec.max_bytes {
+            let what = format!("the stdout of `{}`", spec.program);
+            let message = super::too_big(&what, spec.max_bytes);
+            return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, message));
+        }
+        Ok(bytes)
+    };
+    let finish = async {
+        let ((), stdout, stderr) = tokio::try_join!(write, read_stdout, read_tail(stderr))?;
+        Ok::<_, std::io::Error>((child.wait().await?, stdout, stderr))
+    };
+    // On timeout or a stdout over the limit the future is dropped with the child, and
+    // `kill_on_drop` kills it.
+    let (status, stdout, stderr) = tokio::time::timeout(spec.timeout, finish)
         .await
         .map_err(|_| ToolError::Timeout(spec.timeout))?
-        .map_err(|e| ToolError::Failed(format!("waiting for `{}` failed: {e}", spec.program)))?;
-    if !output.status.success() {
-        return Err(ToolError::Failed(failure(spec.program, output.status, &output.stderr)));
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::FileTooLarge => ToolError::Failed(e.to_string()),
+            _ => ToolError::Failed(format!("waiting for `{}` failed: {e}", spec.program)),
+        })?;
+    if !status.success() {
+        return Err(ToolError::Failed(failure(spec.program, status, &stderr)));
     }
-    Ok(parse_output(&output.stdout))
+    Ok(parse_output(&stdout))
+}
+
+/// Reads `stderr` to its end, keeping only the last bytes [`tail`] may show.
+async fn read_tail(stderr: Option<ChildStderr>) -> std::io::Result<Vec<u8>> {
+    let mut kept = Vec::new();
+    let Some(mut stderr) = stderr else { return Ok(kept) };
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = stderr.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(kept);
+        }
+        kept.extend_from_slice(&chunk[..n]);
+        if kept.len() > 2 * STDERR_BYTES {
+            kept.drain(..kept.len() - 2 * STDERR_BYTES);
+        }
+    }
 }
 
 /// JSON when it parses, else the trimmed text.
@@ -274,6 +316,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = call(dir.path(), exec("echo", &["[1, 2]"]), json!({"sku": "x"})).await;
         assert_eq!(out, Ok(json!([1, 2])));
+    }
+
+    /// A child writing more than the size limit is stopped at the limit,
+    /// not read until it ends (`yes` never does).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stdout_over_the_limit_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tool_with("Child", &[], exec("yes", &[]), dir.path());
+        let toolbox = Toolbox::new().with_max_bytes(1000);
+        let err = toolbox.call(&program(vec![t]), crate::ir::ToolId(0), json!({})).await;
+        assert_eq!(
+            err.unwrap_err().to_string(),
+            "the stdout of `yes` is larger than the size limit of 1000 bytes; raise it with \
+             `--max-bytes`"
+        );
+        let t = tool_with("Child", &[], exec("printf", &["%1000s"]), dir.path());
+        let out = toolbox.call(&program(vec![t]), crate::ir::ToolId(0), json!({})).await;
+        assert_eq!(out, Ok(json!("")), "exactly the limit is fine");
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub(crate) struct Spec<'a> {
     pub(crate) url: &'a Expr,
     pub(crate) headers: &'a [(String, Expr)],
     pub(crate) timeout: Duration,
+    /// The size limit of the answer's body.
+    pub(crate) max_bytes: usize,
 }
 
 /// Sends the request and reads the answer.
@@ -60,31 +62,54 @@ pub(crate) async fn run(
         let value = text_of(value, &scope, &format!("header `{name}`"))?;
         request = request.header(name.as_str(), value);
     }
-    fetch(request, spec.timeout).await
+    fetch(request, spec.timeout, spec.max_bytes).await
 }
 
-/// Sends `request`, bounded by `limit`; JSON or text on 2xx, else an error.
+/// Sends `request`, bounded by `limit` in time and `max_bytes` in size; JSON or text
+/// on 2xx, else an error.
 pub(crate) async fn fetch(
     request: reqwest::RequestBuilder,
     limit: Duration,
+    max_bytes: usize,
 ) -> Result<Value, ToolError> {
     let exchange = async {
         let response = request.send().await?;
         let status = response.status();
         let location = location(&response);
-        let body = response.text().await?;
+        let body = read_body(response, max_bytes, "the response body").await?;
         Ok::<_, reqwest::Error>((status, location, body))
     };
     let (status, location, body) = tokio::time::timeout(limit, exchange)
         .await
         .map_err(|_| ToolError::Timeout(limit))?
         .map_err(|e| ToolError::Failed(describe_error(&e)))?;
+    let body = body.map_err(ToolError::Failed)?;
     if !status.is_success() {
         let body = refused_redirect(status.as_u16(), location.as_deref())
             .unwrap_or_else(|| excerpt(&body));
         return Err(ToolError::HttpStatus { status: status.as_u16(), body });
     }
     Ok(serde_json::from_str(&body).unwrap_or(Value::String(body)))
+}
+
+/// Reads a response body, failing once it grows past `limit` bytes (a body
+/// that declares a larger `content-length` fails before any is read).
+pub(crate) async fn read_body(
+    mut response: reqwest::Response,
+    limit: usize,
+    what: &str,
+) -> Result<Result<String, String>, reqwest::Error> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Ok(Err(super::too_big(what, limit)));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            return Ok(Err(super::too_big(what, limit)));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Ok(String::from_utf8_lossy(&body).into_owned()))
 }
 
 /// Redirects followed: at most 10, all within the origin (scheme, host, port)
@@ -334,6 +359,37 @@ mod tests {
         }
         let err = call(get(url), json!({"id": "..", "q": "x"})).await.unwrap_err();
         assert_eq!(err.to_string(), "the url: `..` (param `id`) cannot be a path segment");
+    }
+
+    /// A body over the size limit fails the call, for `http` tools and `http.get`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn body_over_the_limit_fails() {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("x".repeat(1001)))
+            .mount(&server)
+            .await;
+        let t = tool_with(
+            "Get",
+            &[],
+            http(HttpMethod::Get, lit(json!(server.uri())), vec![]),
+            std::path::Path::new("."),
+        );
+        let toolbox = Toolbox::new().with_max_bytes(1000);
+        let err = toolbox.call(&program(vec![t]), ir::ToolId(0), json!({})).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the response body is larger than the size limit of 1000 bytes; raise it with \
+             `--max-bytes`"
+        );
+        let ok = Toolbox::new().with_max_bytes(1001);
+        let t = tool_with(
+            "Get",
+            &[],
+            http(HttpMethod::Get, lit(json!(server.uri())), vec![]),
+            std::path::Path::new("."),
+        );
+        assert!(ok.call(&program(vec![t]), ir::ToolId(0), json!({})).await.is_ok());
     }
 
     /// A redirect within the origin is followed with the headers; one to

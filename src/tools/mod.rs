@@ -63,3 +63,14 @@ pub use toolbox::Toolbox;
 
 /// Time limit of `exec`, `http` and `http.get` tools that declare none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Size limit of what one tool call or provider reply may bring in: `exec`
+/// stdout, `http` and `http.get` bodies, `fs.read` files, provider replies.
+/// [`Toolbox::with_max_bytes`], [`Llm::with_max_bytes`](crate::llm::Llm::with_max_bytes)
+/// and `ignite run --max-bytes` change it.
+pub const DEFAULT_MAX_BYTES: usize = 8 * 1024 * 1024;
+
+/// The error for `what` (naming the source) growing past `limit` bytes.
+pub(crate) fn too_big(what: &str, limit: usize) -> String {
+    format!("{what} is larger than the size limit of {limit} bytes; raise it with `--max-bytes`")
+}

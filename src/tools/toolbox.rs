@@ -16,7 +16,8 @@ use serde_json::{Map, Value};
 use super::registry::{RegisteredTool, ToolSource};
 use super::validate::{Validators, fill_declared, fill_from_schema};
 use super::{
-    DEFAULT_TIMEOUT, NativeTool, ToolError, builtin, exec, http, parameters_schema, returns,
+    DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, NativeTool, ToolError, builtin, exec, http,
+    parameters_schema, returns,
 };
 use crate::ir::{self, Implementation};
 
@@ -25,6 +26,8 @@ use crate::ir::{self, Implementation};
 pub struct Toolbox {
     natives: Arc<IndexMap<String, Arc<dyn NativeTool>>>,
     fs_root: Option<PathBuf>,
+    /// The size limit; [`DEFAULT_MAX_BYTES`] when not set.
+    max_bytes: Option<usize>,
     shared: Arc<Shared>,
 }
 
@@ -55,6 +58,20 @@ impl Toolbox {
     pub fn with_fs_root(mut self, root: PathBuf) -> Self {
         self.fs_root = Some(root);
         self
+    }
+
+    /// Limits what one call may bring in (`exec` stdout, `http` bodies, `fs.read`
+    /// files) to `bytes`; [`DEFAULT_MAX_BYTES`] otherwise.
+    #[must_use]
+    pub fn with_max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = Some(bytes);
+        self
+    }
+
+    /// The size limit of one call's result.
+    #[must_use]
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)
     }
 
     /// Registers a native tool under [`NativeTool::name`], replacing one of the same name.
@@ -173,11 +190,18 @@ impl Toolbox {
                     dir: &tool.dir,
                     timeout: limit,
                     key_vars: &key_vars,
+                    max_bytes: self.max_bytes(),
                 };
                 exec::run(&spec, &args).await
             }
             Implementation::Http { method, url, headers } => {
-                let spec = http::Spec { method: *method, url, headers, timeout: limit };
+                let spec = http::Spec {
+                    method: *method,
+                    url,
+                    headers,
+                    timeout: limit,
+                    max_bytes: self.max_bytes(),
+                };
                 http::run(self.http_client()?, &spec, args).await
             }
             Implementation::Builtin { builtin, config } => {

@@ -374,6 +374,23 @@ async fn cross_origin_redirects_are_not_followed() {
     }
 }
 
+/// A reply over the size limit is not read on: a malformed reply, named so.
+#[tokio::test]
+async fn replies_over_the_limit_fail() {
+    for kind in KINDS {
+        let server = server(vec![ok(text_reply(kind, &"x".repeat(2000)))]).await;
+        let llm = llm().with_max_bytes(1000);
+        let err = run(&llm, &single(kind, &server, 5_000, 0), &Trace::new(false), "hi")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "provider `Fake` sent a malformed reply: the reply of provider `Fake` is larger than \
+             the size limit of 1000 bytes; raise it with `--max-bytes`"
+        );
+    }
+}
+
 #[tokio::test]
 async fn concurrent_agents_share_one_llm() {
     let kind = ProviderKind::OpenAi;

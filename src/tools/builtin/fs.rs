@@ -6,10 +6,16 @@
 //! missing parent folders inside the root. Output: the file's text for `fs.read`,
 //! `{path, bytes}` for `fs.write`.
 //!
+//! `fs.read` reads regular files only (a FIFO or `/dev/zero` is refused before it is
+//! opened) of at most the toolbox's size limit. `fs.write` is atomic: the content goes
+//! to a temp file beside the target, which is then renamed over it.
+//!
 //! A symlink swapped in between the check and the open is not defended against; the
 //! root is meant to hold data the tool owns.
 
+use std::io::{Read as _, Write as _};
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
@@ -31,12 +37,26 @@ pub(super) fn root(context: &Context<'_>) -> Result<PathBuf, ToolError> {
     }
 }
 
-/// Reads `path` under `root` as text.
-pub(super) fn read(root: &Path, path: &str) -> Result<Value, ToolError> {
+/// Reads `path` under `root` as text: a regular file of at most `max_bytes`.
+pub(super) fn read(root: &Path, path: &str, max_bytes: usize) -> Result<Value, ToolError> {
     let (root, target) = confine(root, path)?;
     let real = target.canonicalize().map_err(|e| io_error("cannot read", path, &e))?;
     inside(&root, &real, path)?;
-    std::fs::read_to_string(&real).map(Value::String).map_err(|e| io_error("cannot read", path, &e))
+    let fail = |e: &std::io::Error| io_error("cannot read", path, e);
+    // Checked before opening: opening a FIFO would block, `/dev/zero` never ends.
+    if !std::fs::metadata(&real).map_err(|e| fail(&e))?.is_file() {
+        return Err(ToolError::Failed(format!("cannot read `{path}`: not a regular file")));
+    }
+    let file = std::fs::File::open(&real).map_err(|e| fail(&e))?;
+    let mut bytes = Vec::new();
+    // One byte more than allowed tells a file that grew past the limit.
+    file.take(max_bytes as u64 + 1).read_to_end(&mut bytes).map_err(|e| fail(&e))?;
+    if bytes.len() > max_bytes {
+        return Err(ToolError::Failed(crate::tools::too_big(&format!("`{path}`"), max_bytes)));
+    }
+    String::from_utf8(bytes)
+        .map(Value::String)
+        .map_err(|_| ToolError::Failed(format!("cannot read `{path}`: not UTF-8 text")))
 }
 
 /// Writes `content` to `path` under `root`, creating parent folders inside it.
@@ -50,12 +70,39 @@ pub(super) fn write(root: &Path, path: &str, content: &str) -> Result<Value, Too
     std::fs::create_dir_all(&parent).map_err(|e| io_error("cannot write", path, &e))?;
     let real_parent = parent.canonicalize().map_err(|e| io_error("cannot write", path, &e))?;
     inside(&root, &real_parent, path)?;
-    if target.is_symlink() || target.exists() {
+    // A symlink inside the root is written through: the file it names is replaced.
+    let target = if target.is_symlink() || target.exists() {
         let real = target.canonicalize().map_err(|e| io_error("cannot write", path, &e))?;
         inside(&root, &real, path)?;
-    }
-    std::fs::write(&target, content).map_err(|e| io_error("cannot write", path, &e))?;
+        real
+    } else {
+        target
+    };
+    replace(&target, content.as_bytes()).map_err(|e| io_error("cannot write", path, &e))?;
     Ok(json!({"path": path, "bytes": content.len()}))
+}
+
+/// Writes `bytes` to a new file next to `target` (keeping the old file's
+/// permissions), then renames it over `target`: a crash or a kill leaves
+/// the old content or the new, never a mix or an empty file.
+fn replace(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = target.with_file_name(format!(".{name}.{}-{n}.ignite-tmp", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
+        if let Ok(old) = std::fs::metadata(target) {
+            file.set_permissions(old.permissions())?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 /// The canonical root and the lexical target under it; refuses absolute and `..` paths.
@@ -175,6 +222,62 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.path().join("secret.txt")).unwrap(), "top secret");
         assert!(!dir.path().join("deeper").exists());
         assert!(!dir.path().join("new.txt").exists());
+    }
+
+    /// Only regular files within the size limit are read: a FIFO would
+    /// block and a device may never end.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_only_regular_files_within_the_limit() {
+        let dir = setup();
+        std::fs::write(dir.path().join("data/big.txt"), "x".repeat(101)).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("data/pipe"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let p = program(vec![fs_tool(Builtin::FsRead, dir.path())]);
+        let toolbox = Toolbox::new().with_max_bytes(100);
+        let mut out = Vec::new();
+        for path in ["big.txt", "pipe", "notes"] {
+            let result = toolbox.call(&p, ir::ToolId(0), json!({"path": path})).await;
+            out.push(result.unwrap_err().to_string());
+        }
+        assert_eq!(
+            out,
+            [
+                "`big.txt` is larger than the size limit of 100 bytes; raise it with `--max-bytes`",
+                "cannot read `pipe`: not a regular file",
+                "cannot read `notes`: not a regular file",
+            ]
+        );
+        let read = toolbox.call(&p, ir::ToolId(0), json!({"path": "notes/a.txt"})).await;
+        assert_eq!(read, Ok(json!("hello")));
+    }
+
+    /// `fs.write` replaces the file (a temp file renamed over it) instead of
+    /// truncating it in place: another link to the old file keeps the old
+    /// content, the mode is kept, and no temp file is left.
+    #[cfg(unix)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_replace_the_file_atomically() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = setup();
+        let notes = dir.path().join("data/notes");
+        std::fs::set_permissions(notes.join("a.txt"), std::fs::Permissions::from_mode(0o640))
+            .unwrap();
+        std::fs::hard_link(notes.join("a.txt"), notes.join("old.txt")).unwrap();
+        let args = json!({"path": "notes/a.txt", "content": "new"});
+        assert!(call(Builtin::FsWrite, dir.path(), args).await.is_ok());
+        assert_eq!(std::fs::read_to_string(notes.join("a.txt")).unwrap(), "new");
+        assert_eq!(std::fs::read_to_string(notes.join("old.txt")).unwrap(), "hello");
+        let mode = std::fs::metadata(notes.join("a.txt")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
+        let mut names: Vec<_> = std::fs::read_dir(&notes)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.txt", "old.txt"]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

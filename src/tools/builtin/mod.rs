@@ -7,13 +7,14 @@
 //! | builtin | params read | config |
 //! | --- | --- | --- |
 //! | `math.eval` | `expression` (string) | none |
-//! | `fs.read` | `path` (string, relative to the root) | `root` (default `.`), relative to the declaring file's folder |
-//! | `fs.write` | `path`, `content` (a non-string is written as JSON) | `root` as for `fs.read` |
+//! | `fs.read` | `path` (string, relative to the root; a regular file within the size limit) | `root` (default `.`), relative to the declaring file's folder |
+//! | `fs.write` | `path`, `content` (a non-string is written as JSON; atomically: a temp file renamed over the target) | `root` as for `fs.read` |
 //! | `http.get` | `url` (`http` or `https`) | none; the tool's time limit applies |
 //! | `json.lookup` | the param named like `key`, else the first param | `file` (required), `key` (default `id`) |
 //!
 //! [`Toolbox::with_fs_root`](super::Toolbox::with_fs_root) replaces the `root` of every
-//! `fs.*` tool. File work runs on tokio's blocking pool.
+//! `fs.*` tool. File work runs on tokio's blocking pool, bounded by the tool's time
+//! limit.
 
 mod fs;
 mod json_lookup;
@@ -56,11 +57,16 @@ pub(crate) async fn run(
                 }),
                 _ => None,
             };
-            blocking(move || match content {
+            let max_bytes = context.toolbox.max_bytes();
+            let work = blocking(move || match content {
                 Some(content) => fs::write(&root, &path, &content),
-                None => fs::read(&root, &path),
-            })
-            .await
+                None => fs::read(&root, &path, max_bytes),
+            });
+            // A stalled file system (a hung network mount) costs the call, not the
+            // run: the blocking thread is abandoned at the time limit.
+            tokio::time::timeout(context.timeout, work)
+                .await
+                .map_err(|_| ToolError::Timeout(context.timeout))?
         }
         Builtin::HttpGet => {
             let url = string_arg(&args, "url", builtin)?;
@@ -70,7 +76,7 @@ pub(crate) async fn run(
                 )));
             }
             let client = context.toolbox.http_client()?;
-            super::http::fetch(client.get(url), context.timeout).await
+            super::http::fetch(client.get(url), context.timeout, context.toolbox.max_bytes()).await
         }
         Builtin::JsonLookup => {
             let lookup = json_lookup::Lookup::from_config(context)?;
