@@ -247,6 +247,12 @@ mod tests {
         Implementation::Http { method, url, headers }
     }
 
+    /// An `http get` tool of no params at a fixed `url`.
+    fn get_tool(url: impl Into<String>) -> ir::Tool {
+        let url = lit(json!(url.into()));
+        tool_with("Get", &[], http(HttpMethod::Get, url, vec![]), std::path::Path::new("."))
+    }
+
     async fn call(t: ir::Tool, args: Value) -> Result<Value, ToolError> {
         let p = program(vec![t]);
         Toolbox::new().call(&p, ir::ToolId(0), args).await
@@ -312,12 +318,7 @@ mod tests {
             .respond_with(ResponseTemplate::new(404).set_body_string("no such product\n"))
             .mount(&server)
             .await;
-        let t = tool_with(
-            "Get",
-            &[],
-            http(HttpMethod::Get, lit(json!(server.uri())), vec![]),
-            std::path::Path::new("."),
-        );
+        let t = get_tool(server.uri());
         let err = call(t, json!({})).await.unwrap_err();
         assert_eq!(err, ToolError::HttpStatus { status: 404, body: "no such product".into() });
         assert_eq!(err.to_string(), "http status 404: no such product");
@@ -369,12 +370,7 @@ mod tests {
             .respond_with(ResponseTemplate::new(200).set_body_string("x".repeat(1001)))
             .mount(&server)
             .await;
-        let t = tool_with(
-            "Get",
-            &[],
-            http(HttpMethod::Get, lit(json!(server.uri())), vec![]),
-            std::path::Path::new("."),
-        );
+        let t = get_tool(server.uri());
         let toolbox = Toolbox::new().with_max_bytes(1000);
         let err = toolbox.call(&program(vec![t]), ir::ToolId(0), json!({})).await.unwrap_err();
         assert_eq!(
@@ -383,12 +379,7 @@ mod tests {
              `--max-bytes`"
         );
         let ok = Toolbox::new().with_max_bytes(1001);
-        let t = tool_with(
-            "Get",
-            &[],
-            http(HttpMethod::Get, lit(json!(server.uri())), vec![]),
-            std::path::Path::new("."),
-        );
+        let t = get_tool(server.uri());
         assert!(ok.call(&program(vec![t]), ir::ToolId(0), json!({})).await.is_ok());
     }
 
@@ -448,24 +439,14 @@ mod tests {
             .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(3)))
             .mount(&server)
             .await;
-        let mut t = tool_with(
-            "Get",
-            &[],
-            http(HttpMethod::Get, lit(json!(server.uri())), vec![]),
-            std::path::Path::new("."),
-        );
+        let mut t = get_tool(server.uri());
         t.timeout = Some(Duration::from_millis(200));
         assert_eq!(call(t, json!({})).await, Err(ToolError::Timeout(Duration::from_millis(200))));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn connection_refused_is_a_failure() {
-        let t = tool_with(
-            "Get",
-            &[],
-            http(HttpMethod::Get, lit(json!("http://127.0.0.1:9/")), vec![]),
-            std::path::Path::new("."),
-        );
+        let t = get_tool("http://127.0.0.1:9/");
         let err = call(t, json!({})).await.unwrap_err();
         assert!(err.to_string().starts_with("http request failed"), "{err}");
     }
