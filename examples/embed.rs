@@ -8,7 +8,8 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use igniter::runtime::{Engine, RunOptions};
-use igniter::tools::{NativeTool, Registry, SchemaFormat, Toolbox, schema_for};
+use igniter::llm::anthropic;
+use igniter::tools::{NativeTool, Registry, Toolbox, schema_for};
 use serde_json::{Map, Value, json};
 
 /// The program: a contract that calls the native tool directly (tools run
@@ -109,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // What a model would be offered: the schema of the registered tools,
     // filtered by the capabilities an agent holds.
     let registry = Registry::from_program(&program, &toolbox);
-    let schemas = registry.schemas(SchemaFormat::Anthropic, Some(&["inventory_read".to_owned()]));
+    let schemas = registry.schemas(anthropic::tool, Some(&["inventory_read".to_owned()]));
     println!("tool schemas: {}", serde_json::to_string_pretty(&schemas)?);
 
     let engine = Engine::new(program).with_toolbox(toolbox);

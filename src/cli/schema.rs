@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::ValueEnum;
+use clap::builder::PossibleValuesParser;
 
 use super::GlobalArgs;
-use crate::tools::{Registry, SchemaFormat, Toolbox};
+use crate::llm::ProviderKind;
+use crate::tools::{Registry, ToolView, Toolbox};
 
 /// Arguments of `ignite schema`.
 #[derive(Debug, clap::Args)]
@@ -14,21 +15,12 @@ pub struct SchemaArgs {
     /// The `.ign` file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// A provider's format; the intermediate `{name, description, parameters}` when absent.
-    #[arg(long, value_enum)]
-    pub provider: Option<Provider>,
+    /// A provider kind's format; the intermediate `{name, description, parameters}` when absent.
+    #[arg(long, value_name = "KIND", value_parser = PossibleValuesParser::new(ProviderKind::names()))]
+    pub provider: Option<String>,
     /// Only tools whose required capabilities are all in this list (comma-separated).
     #[arg(long, value_name = "a,b")]
     pub capabilities: Option<String>,
-}
-
-/// Providers with a tool-schema format of their own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Provider {
-    /// `{name, description, input_schema}`.
-    Anthropic,
-    /// `{type: "function", function: {...}}`.
-    Openai,
 }
 
 impl SchemaArgs {
@@ -39,10 +31,9 @@ impl SchemaArgs {
             Ok(program) => program,
             Err(code) => return code,
         };
-        let format = match self.provider {
-            None => SchemaFormat::Intermediate,
-            Some(Provider::Anthropic) => SchemaFormat::Anthropic,
-            Some(Provider::Openai) => SchemaFormat::OpenAi,
+        let format = match self.provider.as_deref().and_then(ProviderKind::named) {
+            Some(kind) => kind.spec().tool,
+            None => ToolView::intermediate,
         };
         let registry = Registry::from_program(&program, &Toolbox::new());
         let capabilities = super::split_capabilities(self.capabilities.as_deref());

@@ -224,6 +224,9 @@ pub struct Agent {
     pub span: Span,
 }
 
+/// A wire protocol: a row of the provider table (`llm/providers.rs`).
+pub use crate::llm::ProviderKind;
+
 /// One provider of an agent's chain.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderChoice {
@@ -234,32 +237,6 @@ pub enum ProviderChoice {
     /// `script "file.json"`: scripted replies, offline; the path is already
     /// resolved against the folder of the declaring file.
     Script(PathBuf),
-}
-
-/// The wire protocols ignite speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProviderKind {
-    /// Anthropic Messages API.
-    Anthropic,
-    /// OpenAI Chat Completions (and compatible servers).
-    OpenAi,
-    /// Ollama `/api/chat`.
-    Ollama,
-}
-
-impl ProviderKind {
-    /// Every kind with its name in `.ign`.
-    pub const ALL: &'static [(ProviderKind, &'static str)] = &[
-        (ProviderKind::Anthropic, "anthropic"),
-        (ProviderKind::OpenAi, "openai"),
-        (ProviderKind::Ollama, "ollama"),
-    ];
-
-    /// The kind's name in `.ign`.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(k, _)| *k == self).map_or("", |(_, n)| n)
-    }
 }
 
 /// A `provider Name { ... }` declaration.

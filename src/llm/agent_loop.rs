@@ -6,8 +6,9 @@
 //! no tool of the turn runs), run the calls concurrently, append the
 //! assistant turn and ONE tool-results message in call order, repeat. Tool
 //! turns beyond `max_tool_iterations` fail with [`LlmError::ToolLoop`]; a
-//! reply cut off by the token limit fails with [`LlmError::Truncated`] and
-//! its calls never run. Unknown tools and failing tools become result text
+//! reply cut off by the token limit fails with [`LlmError::Truncated`], one
+//! the provider blocked or ended for any other reason with
+//! [`LlmError::Stopped`], and their calls never run. Unknown tools and failing tools become result text
 //! (`Unknown tool: NAME`, `Error: ...`) so the model can recover.
 //!
 //! A provider (or malformed-reply) error moves the rest of the conversation
@@ -23,7 +24,7 @@ use super::error::LlmError;
 use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult};
 use crate::eval;
 use crate::ir::{Agent, Expr, Program, ToolId};
-use crate::tools::{self, SchemaFormat, Toolbox};
+use crate::tools::{self, ToolView, Toolbox};
 
 /// One agent run's fixed parts.
 pub(crate) struct Run<'a> {
@@ -71,12 +72,19 @@ impl Run<'_> {
         loop {
             let (reply, used) = self.complete(link, &system, &messages).await?;
             link = used;
-            if reply.stop == StopReason::MaxTokens {
-                return Err(LlmError::Truncated {
-                    agent: self.agent.name.clone(),
-                    provider: self.chain[link].0.provider().to_owned(),
-                    model: self.chain[link].1.clone(),
-                });
+            let (agent, provider, model) = (
+                self.agent.name.clone(),
+                self.chain[link].0.provider().to_owned(),
+                self.chain[link].1.clone(),
+            );
+            match reply.stop {
+                StopReason::EndTurn | StopReason::ToolUse => {}
+                StopReason::MaxTokens => {
+                    return Err(LlmError::Truncated { agent, provider, model });
+                }
+                StopReason::Blocked(reason) | StopReason::Other(reason) => {
+                    return Err(LlmError::Stopped { agent, provider, model, reason, text: reply.text });
+                }
             }
             if reply.tool_calls.is_empty() {
                 return Ok(reply.text);
@@ -89,7 +97,11 @@ impl Run<'_> {
             }
             turns += 1;
             let results = self.run_tools(&reply.tool_calls).await?;
-            messages.push(Message::Assistant { text: reply.text, tool_calls: reply.tool_calls });
+            messages.push(Message::Assistant {
+                text: reply.text,
+                tool_calls: reply.tool_calls,
+                echo: reply.echo,
+            });
             messages.push(Message::ToolResults(results));
         }
     }
@@ -108,7 +120,7 @@ impl Run<'_> {
                 model: model.clone(),
                 system: system.clone(),
                 messages: messages.to_vec(),
-                tools: self.schemas(client.schema_format()),
+                tools: self.tool_views(),
                 temperature: self.agent.temperature,
                 max_tokens: self.agent.max_tokens,
             };
@@ -120,8 +132,8 @@ impl Run<'_> {
         }
     }
 
-    fn schemas(&self, format: SchemaFormat) -> Vec<Value> {
-        self.agent.tools.iter().map(|&id| tools::tool_schema(&self.program[id], format)).collect()
+    fn tool_views(&self) -> Vec<ToolView> {
+        self.agent.tools.iter().map(|&id| self.toolbox.view(&self.program[id])).collect()
     }
 
     /// The agent's tool a model calls `name`.

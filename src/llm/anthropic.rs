@@ -9,12 +9,22 @@
 use serde_json::{Map, Value, json};
 
 use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, Usage};
+use crate::tools::ToolView;
+
+/// The kind's name in `.ign`.
+pub const NAME: &str = "anthropic";
 
 /// `max_tokens` sent when the agent sets none (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// The API version header value.
 pub(crate) const VERSION: &str = "2023-06-01";
+
+/// A tool as a `tools` entry: `{name, description, input_schema}`.
+#[must_use]
+pub fn tool(view: &ToolView) -> Value {
+    json!({"name": view.name, "description": view.description, "input_schema": view.parameters})
+}
 
 /// The request body for `request`.
 #[must_use]
@@ -27,7 +37,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
     }
     body.insert("messages".into(), request.messages.iter().map(message).collect());
     if !request.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(request.tools.clone()));
+        body.insert("tools".into(), request.tools.iter().map(tool).collect());
     }
     if let Some(t) = request.temperature {
         body.insert("temperature".into(), json!(t));
@@ -38,10 +48,10 @@ pub fn request_body(request: &ModelRequest) -> Value {
 fn message(message: &Message) -> Value {
     match message {
         Message::User(text) => json!({"role": "user", "content": text}),
-        Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
+        Message::Assistant { text, tool_calls, .. } if tool_calls.is_empty() => {
             json!({"role": "assistant", "content": text})
         }
-        Message::Assistant { text, tool_calls } => {
+        Message::Assistant { text, tool_calls, .. } => {
             let mut blocks = Vec::new();
             if !text.is_empty() {
                 blocks.push(json!({"type": "text", "text": text}));
@@ -110,5 +120,5 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
         Some(other) => StopReason::Other(other.to_owned()),
     };
     let usage = Usage::from_fields(body.get("usage"), "input_tokens", "output_tokens");
-    Ok(ModelReply { text, tool_calls, stop, usage })
+    Ok(ModelReply { text, tool_calls, stop, usage, echo: None })
 }

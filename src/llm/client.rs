@@ -7,7 +7,6 @@ use std::pin::Pin;
 
 use super::error::LlmError;
 use super::message::{ModelReply, ModelRequest};
-use crate::tools::SchemaFormat;
 use crate::trace::Trace;
 
 /// A boxed, sendable future (the trait must be object-safe for fallback chains).
@@ -28,9 +27,6 @@ pub struct CallContext<'a> {
 pub trait ModelClient: Send + Sync {
     /// The provider label for messages: a kind (`anthropic`), a declaration name or `script`.
     fn provider(&self) -> &str;
-
-    /// The tool schema format [`ModelRequest::tools`] must be in.
-    fn schema_format(&self) -> SchemaFormat;
 
     /// Sends one request (with the client's own retries) and returns the reply.
     fn complete<'a>(

@@ -70,6 +70,28 @@ pub enum LlmError {
         /// The model.
         model: String,
     },
+    /// The model stopped for a reason that gives no answer (a refusal, a
+    /// safety filter, an unknown reason); its tool calls were not run.
+    #[error(
+        "model `{model}` (provider `{provider}`) of agent `{agent}` stopped with reason `{reason}`{}",
+        partial_text(text)
+    )]
+    #[diagnostic(
+        code(ignite::llm::stopped),
+        help("the provider gave no usable answer; rephrase the prompt or try another model")
+    )]
+    Stopped {
+        /// The agent.
+        agent: String,
+        /// The provider.
+        provider: String,
+        /// The model.
+        model: String,
+        /// The reason as the provider named it.
+        reason: String,
+        /// Any text the model produced before stopping (not an answer).
+        text: String,
+    },
     /// A replayed run sent a request that is not in the recording.
     #[error(
         "no recorded exchange matches the request of agent `{agent}` to provider `{provider}`: {hint}"
@@ -110,6 +132,16 @@ pub enum LlmError {
         /// What went wrong.
         message: String,
     },
+}
+
+/// `; partial text: "..."` (clipped), or nothing when `text` is empty.
+fn partial_text(text: &str) -> String {
+    if text.trim().is_empty() {
+        return String::new();
+    }
+    let clipped: String = text.chars().take(200).collect();
+    let more = if text.chars().count() > 200 { "..." } else { "" };
+    format!("; partial text: {clipped:?}{more}")
 }
 
 impl LlmError {

@@ -18,9 +18,8 @@ use super::error::LlmError;
 use super::message::{ModelReply, ModelRequest};
 use super::retry::{Backoff, parse_retry_after, retryable_status};
 use super::settings::Endpoint;
-use super::{anthropic, wire};
-use crate::ir::ProviderKind;
-use crate::tools::SchemaFormat;
+use super::providers::Auth;
+use super::wire;
 
 /// Where responses come from.
 #[derive(Debug)]
@@ -62,13 +61,6 @@ impl ModelClient for HttpModel {
         &self.endpoint.label
     }
 
-    fn schema_format(&self) -> SchemaFormat {
-        match self.endpoint.kind {
-            ProviderKind::Anthropic => SchemaFormat::Anthropic,
-            ProviderKind::OpenAi | ProviderKind::Ollama => SchemaFormat::OpenAi,
-        }
-    }
-
     fn complete<'a>(
         &'a self,
         request: &'a ModelRequest,
@@ -85,6 +77,7 @@ impl HttpModel {
         cx: CallContext<'_>,
     ) -> Result<ModelReply, LlmError> {
         let body = wire::request_body(self.endpoint.kind, request);
+        let url = self.endpoint.url(&request.model);
         let attempts = self.endpoint.retries.saturating_add(1);
         let trace_path = format!("{} > model", cx.path);
         let mut attempt = 0;
@@ -95,7 +88,7 @@ impl HttpModel {
                 "provider {}, model {}, attempt {attempt}/{attempts}",
                 self.endpoint.label, request.model
             );
-            let (status, message, retryable, retry_after) = match self.send(&body, cx).await? {
+            let (status, message, retryable, retry_after) = match self.send(&body, &url, cx).await? {
                 Outcome::Response { status, text, .. } if (200..300).contains(&status) => {
                     return match wire::parse_reply(self.endpoint.kind, &text) {
                         Ok(reply) => {
@@ -149,12 +142,17 @@ impl HttpModel {
     }
 
     /// One attempt: the network (recording it) or the recording.
-    async fn send(&self, body: &Value, cx: CallContext<'_>) -> Result<Outcome, LlmError> {
+    async fn send(
+        &self,
+        body: &Value,
+        url: &str,
+        cx: CallContext<'_>,
+    ) -> Result<Outcome, LlmError> {
         let endpoint = &self.endpoint;
         let recorder = match &*self.shared.mode {
             Mode::Replay(replayer) => {
                 return replayer
-                    .take(&endpoint.label, &endpoint.url, body)
+                    .take(&endpoint.label, url, body)
                     .map(|e| Outcome::Response {
                         status: e.status,
                         text: e.body_text(),
@@ -173,7 +171,7 @@ impl HttpModel {
             self.shared.http.as_ref().map_err(|e| {
                 LlmError::config(format!("the HTTP client could not be created: {e}"))
             })?;
-        let mut builder = client.post(&endpoint.url).timeout(endpoint.timeout).json(body);
+        let mut builder = client.post(url).timeout(endpoint.timeout).json(body);
         for (name, value) in self.headers() {
             builder = builder.header(name, value);
         }
@@ -205,24 +203,24 @@ impl HttpModel {
         let text = crate::tools::http::refused_redirect(status, location.as_deref())
             .map_or(text, |note| self.redact(&note));
         if let Some(recorder) = recorder {
-            recorder.push(&endpoint.label, &endpoint.url, body, status, &text);
+            recorder.push(&endpoint.label, url, body, status, &text);
         }
         Ok(Outcome::Response { status, text, retry_after })
     }
 
+    /// The kind's fixed headers, then the key as the kind sends it.
     fn headers(&self) -> Vec<(&'static str, String)> {
-        let key = self.endpoint.key.as_ref().map(super::settings::Secret::expose);
-        match (self.endpoint.kind, key) {
-            (ProviderKind::Anthropic, key) => {
-                let mut headers = vec![("anthropic-version", anthropic::VERSION.to_owned())];
-                if let Some(key) = key {
-                    headers.push(("x-api-key", key.to_owned()));
-                }
-                headers
+        let spec = self.endpoint.kind.spec();
+        let mut headers: Vec<(&'static str, String)> =
+            spec.headers.iter().map(|&(name, value)| (name, value.to_owned())).collect();
+        match &self.endpoint.key {
+            Some((key, Auth::Bearer)) => {
+                headers.push(("authorization", format!("Bearer {}", key.expose())));
             }
-            (_, Some(key)) => vec![("authorization", format!("Bearer {key}"))],
-            (_, None) => Vec::new(),
+            Some((key, Auth::Header(name))) => headers.push((name, key.expose().to_owned())),
+            None => {}
         }
+        headers
     }
 
     fn describe(&self, error: &reqwest::Error) -> String {
@@ -237,7 +235,7 @@ impl HttpModel {
     /// text a server sends passes here first (see [`HttpModel::send`]).
     fn redact(&self, text: &str) -> String {
         match &self.endpoint.key {
-            Some(key) if key.expose().len() >= 4 => text.replace(key.expose(), "***"),
+            Some((key, _)) if key.expose().len() >= 4 => text.replace(key.expose(), "***"),
             _ => text.to_owned(),
         }
     }

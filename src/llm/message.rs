@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use crate::tools::ToolView;
+
 /// One turn of a conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
@@ -18,9 +20,32 @@ pub enum Message {
         text: String,
         /// The tool calls, in the order the model made them.
         tool_calls: Vec<ToolCall>,
+        /// The turn exactly as the provider sent it, when its wire format
+        /// must get it back unchanged.
+        echo: Option<Echo>,
     },
     /// The results of every call of the previous assistant turn, in call order.
     ToolResults(Vec<ToolResult>),
+}
+
+/// A reply's content exactly as a provider sent it (thinking blocks and
+/// their signatures, Gemini's thought signatures, raw argument text). A
+/// request to the same wire format sends it back instead of rebuilding the
+/// turn from its text and calls; other formats ignore it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Echo {
+    /// The name of the provider kind whose format `content` is in.
+    pub kind: &'static str,
+    /// The content, verbatim.
+    pub content: Value,
+}
+
+impl Echo {
+    /// The content when it is in `kind`'s format.
+    #[must_use]
+    pub fn for_kind<'a>(echo: Option<&'a Echo>, kind: &str) -> Option<&'a Value> {
+        echo.filter(|e| e.kind == kind).map(|e| &e.content)
+    }
 }
 
 /// A tool call requested by the model.
@@ -57,9 +82,9 @@ pub struct ModelRequest {
     pub system: Option<String>,
     /// The conversation so far.
     pub messages: Vec<Message>,
-    /// Tool schemas, already in the client's
-    /// [`schema_format`](super::ModelClient::schema_format).
-    pub tools: Vec<Value>,
+    /// The tools the model may call, as it sees them; each wire format
+    /// turns them into its own `tools` entries.
+    pub tools: Vec<ToolView>,
     /// Sampling temperature.
     pub temperature: Option<f64>,
     /// Reply token limit.
@@ -77,6 +102,8 @@ pub struct ModelReply {
     pub stop: StopReason,
     /// Token usage.
     pub usage: Usage,
+    /// The content to send back in this format's next request, if any.
+    pub echo: Option<Echo>,
 }
 
 /// Why a model stopped generating.
@@ -86,9 +113,12 @@ pub enum StopReason {
     EndTurn,
     /// It wants tools to run (`tool_use`, `tool_calls`).
     ToolUse,
-    /// Cut off by the token limit (`max_tokens`, `length`).
+    /// Cut off by the token limit (`max_tokens`, `length`, `MAX_TOKENS`).
     MaxTokens,
-    /// Anything else the provider reported.
+    /// The provider declined or filtered the reply (`refusal`,
+    /// `content_filter`, `SAFETY`, a blocked prompt ...), named as it sent it.
+    Blocked(String),
+    /// Any other reason, named as the provider sent it; the run fails.
     Other(String),
 }
 

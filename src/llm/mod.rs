@@ -12,8 +12,9 @@
 //! | --- | --- |
 //! | `message.rs` | provider-agnostic conversation, request and reply |
 //! | `client.rs` | the [`ModelClient`] trait |
-//! | `anthropic.rs` `openai.rs` `ollama.rs` | wire formats (pure) |
-//! | `wire.rs` | dispatch over the wire formats |
+//! | `providers.rs` | the provider table: one [`ProviderSpec`] row per kind |
+//! | `anthropic.rs` `openai.rs` `ollama.rs` `gemini.rs` | wire formats (pure) |
+//! | `wire.rs` | request, reply and error body through the table |
 //! | `http.rs` | the reqwest client: timeouts, retries, record/replay |
 //! | `retry.rs` | what is retried and how long to wait |
 //! | `script.rs` | scripted replies from a JSON file |
@@ -30,10 +31,12 @@ pub mod anthropic;
 pub mod cassette;
 mod client;
 mod error;
+pub mod gemini;
 mod http;
 mod message;
 pub mod ollama;
 pub mod openai;
+pub mod providers;
 mod retry;
 mod script;
 mod settings;
@@ -49,6 +52,7 @@ use serde_json::{Map, Value};
 pub use client::{BoxFuture, CallContext, ModelClient};
 pub use error::LlmError;
 pub use message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
+pub use providers::{Auth, KeyVar, PROVIDERS, ProviderKind, ProviderSpec};
 pub use retry::{Backoff, parse_retry_after, retryable_status};
 pub use settings::{DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 

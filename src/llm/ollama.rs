@@ -10,7 +10,17 @@
 use serde_json::{Map, Value, json};
 
 use super::message::{ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
-use super::openai::chat_messages;
+use super::openai::{self, chat_messages};
+use crate::tools::ToolView;
+
+/// The kind's name in `.ign`.
+pub const NAME: &str = "ollama";
+
+/// A tool as a `tools` entry, in the OpenAI function shape.
+#[must_use]
+pub fn tool(view: &ToolView) -> Value {
+    openai::tool(view)
+}
 
 /// The request body for `request`.
 #[must_use]
@@ -28,7 +38,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
     body.insert("model".into(), json!(request.model));
     body.insert("messages".into(), Value::Array(chat_messages(request, assistant, result)));
     if !request.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(request.tools.clone()));
+        body.insert("tools".into(), request.tools.iter().map(tool).collect());
     }
     body.insert("stream".into(), json!(false));
     let mut options = Map::new();
@@ -79,5 +89,5 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
         Some(other) => StopReason::Other(other.to_owned()),
     };
     let usage = Usage::from_fields(Some(body), "prompt_eval_count", "eval_count");
-    Ok(ModelReply { text, tool_calls, stop, usage })
+    Ok(ModelReply { text, tool_calls, stop, usage, echo: None })
 }

@@ -10,6 +10,19 @@
 use serde_json::{Map, Value, json};
 
 use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
+use crate::tools::ToolView;
+
+/// The kind's name in `.ign`.
+pub const NAME: &str = "openai";
+
+/// A tool as a `tools` entry: `{type: "function", function: {name, description, parameters}}`.
+#[must_use]
+pub fn tool(view: &ToolView) -> Value {
+    json!({
+        "type": "function",
+        "function": {"name": view.name, "description": view.description, "parameters": view.parameters},
+    })
+}
 
 /// The request body for `request`.
 #[must_use]
@@ -31,7 +44,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
     body.insert("model".into(), json!(request.model));
     body.insert("messages".into(), Value::Array(chat_messages(request, assistant, result)));
     if !request.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(request.tools.clone()));
+        body.insert("tools".into(), request.tools.iter().map(tool).collect());
     }
     if let Some(t) = request.temperature {
         body.insert("temperature".into(), json!(t));
@@ -57,10 +70,10 @@ pub(super) fn chat_messages(
     for message in &request.messages {
         match message {
             Message::User(text) => out.push(json!({"role": "user", "content": text})),
-            Message::Assistant { text, tool_calls } if tool_calls.is_empty() => {
+            Message::Assistant { text, tool_calls, .. } if tool_calls.is_empty() => {
                 out.push(json!({"role": "assistant", "content": text}));
             }
-            Message::Assistant { text, tool_calls } => out.push(assistant(text, tool_calls)),
+            Message::Assistant { text, tool_calls, .. } => out.push(assistant(text, tool_calls)),
             Message::ToolResults(results) => out.extend(results.iter().map(&result)),
         }
     }
@@ -111,5 +124,5 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
         Some(other) => StopReason::Other(other.to_owned()),
     };
     let usage = Usage::from_fields(body.get("usage"), "prompt_tokens", "completion_tokens");
-    Ok(ModelReply { text, tool_calls, stop, usage })
+    Ok(ModelReply { text, tool_calls, stop, usage, echo: None })
 }

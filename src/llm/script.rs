@@ -30,7 +30,6 @@ use serde_json::Value;
 use super::client::{BoxFuture, CallContext, ModelClient};
 use super::error::LlmError;
 use super::message::{ModelReply, ModelRequest, StopReason, ToolCall, Usage};
-use crate::tools::SchemaFormat;
 
 /// One scripted reply.
 #[derive(Debug, Clone, Deserialize)]
@@ -154,17 +153,13 @@ impl ScriptModel {
         });
         let tokens = format!(", tokens {} in / {} out", usage.input_tokens, usage.output_tokens);
         cx.trace.record(&trace_path, "model", "ok", started, detail + &tokens);
-        Ok(ModelReply { text: reply.text.clone(), tool_calls, stop, usage })
+        Ok(ModelReply { text: reply.text.clone(), tool_calls, stop, usage, echo: None })
     }
 }
 
 impl ModelClient for ScriptModel {
     fn provider(&self) -> &str {
         "script"
-    }
-
-    fn schema_format(&self) -> SchemaFormat {
-        SchemaFormat::Intermediate
     }
 
     fn complete<'a>(

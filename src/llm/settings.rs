@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::error::LlmError;
-use crate::ir::{Agent, Program, ProviderChoice, ProviderKind};
+use super::providers::{Auth, ProviderKind};
+use crate::ir::{Agent, Program, ProviderChoice};
 
 /// Request time limit when the provider declares none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -62,11 +63,39 @@ pub(crate) struct Endpoint {
     /// The kind name or the declaration name, for messages and recordings.
     pub(crate) label: String,
     pub(crate) kind: ProviderKind,
-    /// The full request URL.
-    pub(crate) url: String,
-    pub(crate) key: Option<Secret>,
+    /// The base URL, without a trailing `/`.
+    pub(crate) base: String,
+    /// The key and how it is sent.
+    pub(crate) key: Option<(Secret, Auth)>,
     pub(crate) timeout: Duration,
     pub(crate) retries: u32,
+}
+
+impl Endpoint {
+    /// The request URL for `model`: the base, then the kind's path.
+    pub(crate) fn url(&self, model: &str) -> String {
+        let path = self.kind.spec().path;
+        let path = if path.contains("{model}") {
+            path.replace("{model}", &encode_segment(model))
+        } else {
+            path.to_owned()
+        };
+        format!("{}{path}", self.base)
+    }
+}
+
+/// `text` as one URL path segment: characters outside the unreserved set
+/// (and `:`, `@`) percent-encoded, so a model name never changes the route.
+fn encode_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~:@".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// One position of an agent's chain.
@@ -114,74 +143,54 @@ pub(crate) fn chain(
     Ok(links)
 }
 
-/// The variables of a built-in kind: key, base URL, default base, URL path.
-fn kind_vars(
-    kind: ProviderKind,
-) -> (Option<&'static str>, &'static str, &'static str, &'static str) {
-    match kind {
-        ProviderKind::Anthropic => (
-            Some("ANTHROPIC_API_KEY"),
-            "ANTHROPIC_BASE_URL",
-            "https://api.anthropic.com",
-            "/v1/messages",
-        ),
-        ProviderKind::OpenAi => (
-            Some("OPENAI_API_KEY"),
-            "OPENAI_BASE_URL",
-            "https://api.openai.com/v1",
-            "/chat/completions",
-        ),
-        ProviderKind::Ollama => (None, "OLLAMA_HOST", "http://localhost:11434", "/api/chat"),
-    }
-}
-
 fn endpoint(
     env: &Env,
     program: &Program,
     choice: &ProviderChoice,
     keys_required: bool,
 ) -> Result<Endpoint, LlmError> {
-    let (label, kind, base, key_var, timeout, retries) = match choice {
+    let official = |kind: ProviderKind| -> Vec<(String, Auth)> {
+        kind.spec().keys.iter().map(|k| (k.var.to_owned(), k.auth)).collect()
+    };
+    let (label, kind, base, key_vars, explicit, timeout, retries) = match choice {
         ProviderChoice::Kind(kind) => {
-            let (key_var, _, _, _) = kind_vars(*kind);
-            (kind.name().to_owned(), *kind, None, key_var.map(str::to_owned), None, None)
+            (kind.name().to_owned(), *kind, None, official(*kind), false, None, None)
         }
         ProviderChoice::Declared(id) => {
             let decl = &program[*id];
-            let (default_key, _, _, _) = kind_vars(decl.kind);
             // A custom base URL never receives the official key unless asked for.
-            let key_var = decl.api_key_env.clone().or_else(|| {
-                decl.base_url.is_none().then(|| default_key.map(str::to_owned)).flatten()
-            });
-            (
-                decl.name.clone(),
-                decl.kind,
-                decl.base_url.clone(),
-                key_var,
-                decl.timeout,
-                decl.retries,
-            )
+            let vars = match (&decl.api_key_env, &decl.base_url) {
+                (Some(var), _) => {
+                    let auth = decl.kind.spec().keys.first().map_or(Auth::Bearer, |k| k.auth);
+                    vec![(var.clone(), auth)]
+                }
+                (None, None) => official(decl.kind),
+                (None, Some(_)) => Vec::new(),
+            };
+            let explicit = decl.api_key_env.is_some();
+            let base = decl.base_url.clone();
+            (decl.name.clone(), decl.kind, base, vars, explicit, decl.timeout, decl.retries)
         }
         ProviderChoice::Script(_) => {
             return Err(LlmError::config("a script is not an HTTP provider"));
         }
     };
-    let (_, base_var, default_base, path) = kind_vars(kind);
-    let base = base.unwrap_or_else(|| env.get(base_var).unwrap_or(default_base).to_owned());
-    let key = match key_var {
-        Some(var) => match env.get(&var) {
-            Some(value) => Some(Secret(value.to_owned())),
-            None if keys_required => {
-                return Err(LlmError::config(format!(
-                    "environment variable `{var}` is not set (API key of provider `{label}`)"
-                )));
-            }
-            None => None,
-        },
-        None => None,
-    };
+    let spec = kind.spec();
+    let base =
+        base.unwrap_or_else(|| env.get(spec.base_var).unwrap_or(spec.default_base).to_owned());
+    let key =
+        key_vars.iter().find_map(|(var, auth)| env.get(var).map(|v| (Secret(v.to_owned()), *auth)));
+    if key.is_none() && keys_required && (explicit || spec.key_required) && !key_vars.is_empty() {
+        let names: Vec<String> = key_vars.iter().map(|(v, _)| format!("`{v}`")).collect();
+        let (what, verb) =
+            if names.len() == 1 { ("variable", "is") } else { ("variables", "are") };
+        return Err(LlmError::config(format!(
+            "environment {what} {} {verb} not set (API key of provider `{label}`)",
+            names.join(" or ")
+        )));
+    }
     Ok(Endpoint {
-        url: format!("{}{path}", base.trim_end_matches('/')),
+        base: base.trim_end_matches('/').to_owned(),
         label,
         kind,
         key,

@@ -1,21 +1,17 @@
-//! Dispatch over the HTTP wire formats: request bodies, reply parsing and
-//! error-body messages, keyed by [`ProviderKind`]. Pure functions, so the
-//! bodies are snapshot-tested and replay goes through the same parsing.
+//! The wire formats through the provider table: request bodies, reply
+//! parsing and error-body messages for a [`ProviderKind`]. Pure functions
+//! (body in, reply out), so the bodies are snapshot-tested and replay goes
+//! through the same parsing.
 
 use serde_json::Value;
 
 use super::message::{ModelReply, ModelRequest};
-use super::{anthropic, ollama, openai};
-use crate::ir::ProviderKind;
+use super::providers::ProviderKind;
 
 /// The request body `kind` expects for `request`.
 #[must_use]
 pub fn request_body(kind: ProviderKind, request: &ModelRequest) -> Value {
-    match kind {
-        ProviderKind::Anthropic => anthropic::request_body(request),
-        ProviderKind::OpenAi => openai::request_body(request),
-        ProviderKind::Ollama => ollama::request_body(request),
-    }
+    (kind.spec().request_body)(request)
 }
 
 /// Parses the text of a 2xx reply.
@@ -25,15 +21,11 @@ pub fn request_body(kind: ProviderKind, request: &ModelRequest) -> Value {
 pub fn parse_reply(kind: ProviderKind, text: &str) -> Result<ModelReply, String> {
     let body: Value = serde_json::from_str(text)
         .map_err(|e| format!("body is not JSON ({e}): {}", clip(text)))?;
-    match kind {
-        ProviderKind::Anthropic => anthropic::parse_reply(&body),
-        ProviderKind::OpenAi => openai::parse_reply(&body),
-        ProviderKind::Ollama => ollama::parse_reply(&body),
-    }
+    (kind.spec().parse_reply)(&body)
 }
 
-/// The message of an error body: `error.message` (Anthropic, OpenAI),
-/// `error` (Ollama), `message`, else the body itself, clipped.
+/// The message of an error body: `error.message` (Anthropic, OpenAI,
+/// Gemini), `error` (Ollama), `message`, else the body itself, clipped.
 #[must_use]
 pub fn error_message(text: &str) -> String {
     let json: Option<Value> = serde_json::from_str(text).ok();

@@ -155,19 +155,20 @@ impl Lowerer<'_> {
                 .label("only `script` takes a file"),
             );
         }
-        if let Some(&(kind, _)) = ProviderKind::ALL.iter().find(|(_, n)| *n == name) {
+        if let Some(kind) = ProviderKind::named(name) {
             return Some(ProviderChoice::Kind(kind));
         }
         if let Some(Decl::Provider(i)) = self.decls.get(name) {
             return Some(ProviderChoice::Declared(ProviderId::from_index(i)));
         }
-        let mut candidates: Vec<&str> = ProviderKind::ALL.iter().map(|(_, n)| *n).collect();
+        let mut candidates = ProviderKind::names();
         candidates.push("script");
         let declared = self.decls.names_where(|d| matches!(d, Decl::Provider(_)));
         let help =
             did_you_mean(name, candidates.iter().chain(&declared).copied()).unwrap_or_else(|| {
-"use `anthropic`, `openai`, `ollama`, `script \"file.json\"` or a declared `provider`"
-                    .to_owned()
+                let kinds: Vec<String> =
+                    ProviderKind::names().iter().map(|n| format!("`{n}`")).collect();
+                format!("use {}, `script \"file.json\"` or a declared `provider`", kinds.join(", "))
             });
         self.push(
             Diagnostic::error(

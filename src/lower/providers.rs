@@ -27,9 +27,9 @@ impl Lowerer<'_> {
                         format!("provider `{}` has no `kind`", provider.name.name),
                     )
                     .label("no `kind` line")
-                    .help("add `kind anthropic`, `kind openai` or `kind ollama`"),
+                    .help(format!("add `kind NAME`; kinds are {}", list(&ProviderKind::names()))),
                 );
-                ProviderKind::OpenAi
+                ProviderKind::first()
             }
         };
         let base_url = self
@@ -66,10 +66,10 @@ impl Lowerer<'_> {
 
     /// A wire protocol name.
     fn provider_kind(&mut self, kind: &ast::Ident) -> ProviderKind {
-        if let Some(&(k, _)) = ProviderKind::ALL.iter().find(|(_, n)| *n == kind.name) {
+        if let Some(k) = ProviderKind::named(&kind.name) {
             return k;
         }
-        let names: Vec<&str> = ProviderKind::ALL.iter().map(|(_, n)| *n).collect();
+        let names = ProviderKind::names();
         self.push(
             Diagnostic::error(
                 Code::UnknownProvider,
@@ -82,7 +82,7 @@ impl Lowerer<'_> {
                     .unwrap_or_else(|| format!("kinds are {}", list(&names))),
             ),
         );
-        ProviderKind::OpenAi
+        ProviderKind::first()
     }
 
     /// `env("VAR")`: the variable's name; the key itself is never written.

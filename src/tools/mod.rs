@@ -1,15 +1,15 @@
 //! Tools: the functions agents may call and contracts may run.
 //!
 //! Input: a checked [`ir::Program`](crate::ir::Program) (its [`ir::Tool`](crate::ir::Tool)s)
-//! plus Rust-native tools registered on a [`Toolbox`]. Output: JSON Schemas for model
-//! providers ([`schema`]), a capability-filtered [`Registry`], and tool results as JSON
+//! plus Rust-native tools registered on a [`Toolbox`]. Output: one [`ToolView`] per tool
+//! ([`Toolbox::view`]: what models see, what calls are validated against), a capability-filtered [`Registry`], and tool results as JSON
 //! values ([`Toolbox::call`]).
 //!
 //! The pieces, one per file:
 //!
 //! | file | concept |
 //! | --- | --- |
-//! | `schema.rs` | params → JSON Schema; the intermediate / Anthropic / OpenAI shapes |
+//! | `schema.rs` | params → JSON Schema; [`ToolView`], what a model sees of a tool |
 //! | `capability.rs` | the capability guard the agent loop runs before a call |
 //! | `validate.rs` | argument validation (the `jsonschema` crate) and default filling |
 //! | `toolbox.rs` | [`Toolbox`]: natives, caches, the HTTP client; dispatch of a call |
@@ -57,7 +57,7 @@ pub use capability::{CapabilityError, check_capabilities};
 pub use error::ToolError;
 pub use native::{NativeTool, schema_for};
 pub use registry::{RegisteredTool, Registry, ToolSource};
-pub use schema::{SchemaFormat, parameters_schema, tool_schema};
+pub use schema::{ToolView, parameters_schema};
 pub use table::render_table;
 pub use toolbox::Toolbox;
 

@@ -8,8 +8,7 @@
 use serde_json::Value;
 
 use super::capability::{CapabilityError, check_required, covers};
-use super::schema::{SchemaFormat, wrap};
-use super::{NativeTool, Toolbox};
+use super::{NativeTool, ToolView, Toolbox};
 use crate::ir::{self, Implementation, Part};
 
 /// Where a registered tool's implementation lives.
@@ -43,10 +42,14 @@ pub struct RegisteredTool {
 }
 
 impl RegisteredTool {
-    /// The tool definition in `format`.
+    /// What a model sees of it.
     #[must_use]
-    pub fn schema(&self, format: SchemaFormat) -> Value {
-        wrap(&self.name, &self.description, self.parameters.clone(), format)
+    pub fn view(&self) -> ToolView {
+        ToolView {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.parameters.clone(),
+        }
     }
 
     /// The capability guard for this tool (see [`check_capabilities`](super::check_capabilities)).
@@ -58,43 +61,53 @@ impl RegisteredTool {
     }
 
     fn declared(id: ir::ToolId, tool: &ir::Tool, toolbox: &Toolbox) -> Self {
-        let native = match &tool.implementation {
-            Implementation::Native { name } => toolbox.native(name),
-            _ => None,
-        };
-        let description = match native {
-            Some(n) if tool.description.is_empty() => n.description().to_owned(),
-            _ => tool.description.clone(),
-        };
-        let parameters = toolbox.effective_parameters(tool);
+        let view = toolbox.view(tool);
         let signature = if tool.params.is_empty() {
-            schema_signature(&parameters)
+            schema_signature(&view.parameters)
         } else {
             tool.params.iter().map(param_signature).collect::<Vec<_>>().join(", ")
         };
-        Self {
-            name: tool.tool_name.clone(),
-            declared_name: tool.name.clone(),
-            description,
-            parameters,
-            capabilities: tool.capabilities.clone(),
-            source: ToolSource::Declared(id),
+        Self::new(
+            view,
+            tool.name.clone(),
+            tool.capabilities.clone(),
+            ToolSource::Declared(id),
             signature,
-            implementation: implementation_label(tool, &tool.implementation),
-        }
+            implementation_label(tool, &tool.implementation),
+        )
     }
 
     fn native(native: &dyn NativeTool) -> Self {
-        let parameters = native.parameters();
+        let view = Toolbox::native_view(native);
+        let signature = schema_signature(&view.parameters);
+        Self::new(
+            view,
+            native.name().to_owned(),
+            native.capabilities(),
+            ToolSource::Native,
+            signature,
+            "native (registered)".to_owned(),
+        )
+    }
+
+    fn new(
+        view: ToolView,
+        declared_name: String,
+        capabilities: Vec<String>,
+        source: ToolSource,
+        signature: String,
+        implementation: String,
+    ) -> Self {
+        let ToolView { name, description, parameters } = view;
         Self {
-            name: native.name().to_owned(),
-            declared_name: native.name().to_owned(),
-            description: native.description().to_owned(),
-            signature: schema_signature(&parameters),
+            name,
+            declared_name,
+            description,
             parameters,
-            capabilities: native.capabilities(),
-            source: ToolSource::Native,
-            implementation: "native (registered)".to_owned(),
+            capabilities,
+            source,
+            signature,
+            implementation,
         }
     }
 }
@@ -154,15 +167,20 @@ impl Registry {
         self.tools.iter().filter(|t| covers(&t.capabilities, capabilities)).collect()
     }
 
-    /// The definitions in `format` as a JSON array: all tools, or those `capabilities`
+    /// The definitions in `format` (a provider's `tool` function, or
+    /// [`ToolView::intermediate`]) as a JSON array: all tools, or those `capabilities`
     /// cover.
     #[must_use]
-    pub fn schemas(&self, format: SchemaFormat, capabilities: Option<&[String]>) -> Value {
+    pub fn schemas(
+        &self,
+        format: impl Fn(&ToolView) -> Value,
+        capabilities: Option<&[String]>,
+    ) -> Value {
         let tools = match capabilities {
             Some(held) => self.tools_for(held),
             None => self.tools.iter().collect(),
         };
-        Value::Array(tools.into_iter().map(|t| t.schema(format)).collect())
+        Value::Array(tools.into_iter().map(|t| format(&t.view())).collect())
     }
 }
 
@@ -354,13 +372,13 @@ pub(crate) mod tests {
     fn schemas_filtered_anthropic() {
         let registry = Registry::from_program(&sample(), &toolbox());
         let held = caps(&["database_read", "inventory_read"]);
-        insta::assert_json_snapshot!(registry.schemas(SchemaFormat::Anthropic, Some(&held)));
+        insta::assert_json_snapshot!(registry.schemas(crate::llm::anthropic::tool, Some(&held)));
     }
 
     #[test]
     fn schemas_all_openai() {
         let registry = Registry::from_program(&sample(), &Toolbox::new());
-        let schemas = registry.schemas(SchemaFormat::OpenAi, None);
+        let schemas = registry.schemas(crate::llm::openai::tool, None);
         assert_eq!(schemas.as_array().map(Vec::len), Some(4));
         assert_eq!(schemas[3]["function"]["name"], "fetch_page");
     }

@@ -1,9 +1,10 @@
 //! JSON Schemas of tool parameters, in the three shapes the seed defines.
 //!
 //! Input: an [`ir::Tool`]. Output: `{"type":"object","properties":{..},"required":[..]}`
-//! with properties in declaration order (`required` left out when empty), wrapped as the
-//! intermediate `{name, description, parameters}`, Anthropic `{name, description,
-//! input_schema}` or OpenAI `{type: "function", function: {..}}` object.
+//! with properties in declaration order (`required` left out when empty), and the
+//! [`ToolView`] (name, description, parameters) a model sees. The intermediate shape
+//! `{name, description, parameters}` is [`ToolView::intermediate`]; each provider's
+//! shape is its wire module's `tool` function (see `llm/providers.rs`).
 //!
 //! Each property carries its JSON type (none for `any`; `["T", "null"]` for `T?`),
 //! `items` for `array<T>`, then `description` and `default` when declared.
@@ -12,35 +13,35 @@ use serde_json::{Map, Value, json};
 
 use crate::ir;
 
-/// The shape of a tool definition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum SchemaFormat {
-    /// `{name, description, parameters}`: ignite's own, provider-neutral shape.
-    #[default]
-    Intermediate,
-    /// `{name, description, input_schema}` for the Anthropic Messages API.
-    Anthropic,
-    /// `{type: "function", function: {name, description, parameters}}` for OpenAI.
-    OpenAi,
+/// What a model sees of a tool: the one view every provider format, `ignite schema`,
+/// the registry and argument validation are built from
+/// ([`Toolbox::view`](super::Toolbox::view) computes it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolView {
+    /// The name models call it by.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The parameters schema, `{"type":"object",...}`; calls are validated against it.
+    pub parameters: Value,
 }
 
-impl SchemaFormat {
-    /// The format called `name` on the command line: `intermediate`, `anthropic`, `openai`.
+impl ToolView {
+    /// The view of an `.ign` tool from its declaration alone.
     #[must_use]
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "intermediate" => Some(Self::Intermediate),
-            "anthropic" => Some(Self::Anthropic),
-            "openai" => Some(Self::OpenAi),
-            _ => None,
+    pub fn declared(tool: &ir::Tool) -> Self {
+        Self {
+            name: tool.tool_name.clone(),
+            description: tool.description.clone(),
+            parameters: parameters_schema(tool),
         }
     }
-}
 
-/// The tool definition of `tool` in `format`.
-#[must_use]
-pub fn tool_schema(tool: &ir::Tool, format: SchemaFormat) -> Value {
-    wrap(&tool.tool_name, &tool.description, parameters_schema(tool), format)
+    /// ignite's own provider-neutral shape: `{name, description, parameters}`.
+    #[must_use]
+    pub fn intermediate(&self) -> Value {
+        json!({"name": self.name, "description": self.description, "parameters": self.parameters})
+    }
 }
 
 /// The parameters object of `tool`: `{"type":"object","properties":{..},"required":[..]}`.
@@ -55,27 +56,6 @@ pub fn parameters_schema(tool: &ir::Tool) -> Value {
         }
     }
     object_schema(properties, required)
-}
-
-/// Wraps a parameters object as a tool definition in `format`.
-pub(crate) fn wrap(
-    name: &str,
-    description: &str,
-    parameters: Value,
-    format: SchemaFormat,
-) -> Value {
-    match format {
-        SchemaFormat::Intermediate => {
-            json!({"name": name, "description": description, "parameters": parameters})
-        }
-        SchemaFormat::Anthropic => {
-            json!({"name": name, "description": description, "input_schema": parameters})
-        }
-        SchemaFormat::OpenAi => json!({
-            "type": "function",
-            "function": {"name": name, "description": description, "parameters": parameters},
-        }),
-    }
 }
 
 /// `{"type":"object","properties":..,"required":..}`, `required` left out when empty.
@@ -135,28 +115,22 @@ mod tests {
 
     #[test]
     fn intermediate() {
-        insta::assert_json_snapshot!(tool_schema(&lookup(), SchemaFormat::Intermediate));
+        insta::assert_json_snapshot!(ToolView::declared(&lookup()).intermediate());
     }
 
     #[test]
     fn anthropic() {
-        insta::assert_json_snapshot!(tool_schema(&lookup(), SchemaFormat::Anthropic));
+        insta::assert_json_snapshot!(crate::llm::anthropic::tool(&ToolView::declared(&lookup())));
     }
 
     #[test]
     fn openai() {
-        insta::assert_json_snapshot!(tool_schema(&lookup(), SchemaFormat::OpenAi));
+        insta::assert_json_snapshot!(crate::llm::openai::tool(&ToolView::declared(&lookup())));
     }
 
     #[test]
     fn no_params_has_no_required() {
         let t = tool("Ping", "Ping");
         assert_eq!(parameters_schema(&t), json!({"type": "object", "properties": {}}));
-    }
-
-    #[test]
-    fn format_names() {
-        assert_eq!(SchemaFormat::from_name("openai"), Some(SchemaFormat::OpenAi));
-        assert_eq!(SchemaFormat::from_name("gemini"), None);
     }
 }

@@ -16,8 +16,8 @@ use serde_json::{Map, Value};
 use super::registry::{RegisteredTool, ToolSource};
 use super::validate::{Validators, fill_declared, fill_from_schema};
 use super::{
-    DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, NativeTool, ToolError, builtin, exec, http,
-    parameters_schema, returns,
+    DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, NativeTool, ToolError, ToolView, builtin, exec, http,
+    returns,
 };
 use crate::ir::{self, Implementation};
 
@@ -96,15 +96,31 @@ impl Toolbox {
         self.fs_root.as_deref()
     }
 
-    /// The parameters schema a call of `tool` is validated against: the `.ign` params,
-    /// or the registered native's schema for a `native` tool that declares none.
+    /// What a model sees of `tool`: its name, description and parameters schema. A
+    /// `native` tool that declares no params takes the registered native's schema, and
+    /// its description when it declares none. Agents are sent this view, `ignite schema`
+    /// prints it and calls are validated against its parameters.
     #[must_use]
-    pub fn effective_parameters(&self, tool: &ir::Tool) -> Value {
-        match (&tool.implementation, self.declared_native(tool)) {
-            (Implementation::Native { .. }, Some(native)) if tool.params.is_empty() => {
-                native.parameters()
+    pub fn view(&self, tool: &ir::Tool) -> ToolView {
+        let mut view = ToolView::declared(tool);
+        if let Some(native) = self.declared_native(tool) {
+            if tool.params.is_empty() {
+                view.parameters = native.parameters();
             }
-            _ => parameters_schema(tool),
+            if tool.description.is_empty() {
+                native.description().clone_into(&mut view.description);
+            }
+        }
+        view
+    }
+
+    /// The view of a registered native (see [`Toolbox::view`]).
+    #[must_use]
+    pub fn native_view(native: &dyn NativeTool) -> ToolView {
+        ToolView {
+            name: native.name().to_owned(),
+            description: native.description().to_owned(),
+            parameters: native.parameters(),
         }
     }
 
@@ -131,7 +147,7 @@ impl Toolbox {
             ToolError::Failed(format!("no tool with id {} in this program", tool.index()))
         })?;
         let args = no_args_as_empty(args);
-        let parameters = self.effective_parameters(tool);
+        let parameters = self.view(tool).parameters;
         self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
         let args = object(args);
         let args = if tool.params.is_empty() {

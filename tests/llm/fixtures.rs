@@ -14,8 +14,15 @@ use igniter::tools::Toolbox;
 use igniter::trace::Trace;
 use serde_json::{Map, Value, json};
 
-pub(crate) const KINDS: [ProviderKind; 3] =
-    [ProviderKind::Anthropic, ProviderKind::OpenAi, ProviderKind::Ollama];
+/// Every provider kind of the table.
+pub(crate) fn kinds() -> Vec<ProviderKind> {
+    ProviderKind::all().collect()
+}
+
+/// The kind called `name`.
+pub(crate) fn named(name: &str) -> ProviderKind {
+    ProviderKind::named(name).unwrap()
+}
 
 pub(crate) fn span() -> Span {
     Span::new(FileId(0), 0, 0)
@@ -128,18 +135,20 @@ pub(crate) fn provider_id(i: usize) -> ProviderId {
 
 /// The base URL a kind's server is reached at, for a server at `uri`.
 pub(crate) fn base_url(kind: ProviderKind, uri: &str) -> String {
-    match kind {
-        ProviderKind::OpenAi => format!("{uri}/v1"),
+    match kind.name() {
+        "openai" => format!("{uri}/v1"),
         _ => uri.to_owned(),
     }
 }
 
-/// The request path of a kind.
-pub(crate) fn url_path(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::Anthropic => "/v1/messages",
-        ProviderKind::OpenAi => "/v1/chat/completions",
-        ProviderKind::Ollama => "/api/chat",
+/// The request path of a kind for `model`.
+pub(crate) fn url_path(kind: ProviderKind, model: &str) -> String {
+    match kind.name() {
+        "anthropic" => "/v1/messages".to_owned(),
+        "openai" => "/v1/chat/completions".to_owned(),
+        "ollama" => "/api/chat".to_owned(),
+        "gemini" => format!("/v1beta/models/{model}:generateContent"),
+        other => panic!("no fixture for provider {other}"),
     }
 }
 
@@ -180,17 +189,22 @@ pub(crate) async fn run(
 
 /// A final text reply in `kind`'s format.
 pub(crate) fn text_reply(kind: ProviderKind, text: &str) -> Value {
-    match kind {
-        ProviderKind::Anthropic => json!({"id": "msg_1", "type": "message", "role": "assistant",
+    match kind.name() {
+        "anthropic" => json!({"id": "msg_1", "type": "message", "role": "assistant",
             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
             "usage": {"input_tokens": 10, "output_tokens": 5}}),
-        ProviderKind::OpenAi => json!({"id": "chatcmpl-1", "object": "chat.completion",
+        "openai" => json!({"id": "chatcmpl-1", "object": "chat.completion",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
             "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
-        ProviderKind::Ollama => {
+        "ollama" => {
             json!({"model": "m", "message": {"role": "assistant", "content": text},
             "done": true, "done_reason": "stop", "prompt_eval_count": 10, "eval_count": 5})
         }
+        "gemini" => json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": "gemini-2.5-flash"}),
+        other => panic!("no fixture for provider {other}"),
     }
 }
 
@@ -200,8 +214,8 @@ pub(crate) fn tool_reply(
     calls: &[(&str, &str, Value)],
     truncated: bool,
 ) -> Value {
-    match kind {
-        ProviderKind::Anthropic => {
+    match kind.name() {
+        "anthropic" => {
             let blocks: Vec<Value> = calls
                 .iter()
                 .map(|(id, name, args)| json!({"type": "tool_use", "id": id, "name": name, "input": args}))
@@ -209,7 +223,7 @@ pub(crate) fn tool_reply(
             json!({"content": blocks, "stop_reason": if truncated { "max_tokens" } else { "tool_use" },
                 "usage": {"input_tokens": 20, "output_tokens": 8}})
         }
-        ProviderKind::OpenAi => {
+        "openai" => {
             let calls: Vec<Value> = calls
                 .iter()
                 .map(|(id, name, args)| {
@@ -221,7 +235,7 @@ pub(crate) fn tool_reply(
                 "tool_calls": calls}, "finish_reason": if truncated { "length" } else { "tool_calls" }}],
                 "usage": {"prompt_tokens": 20, "completion_tokens": 8}})
         }
-        ProviderKind::Ollama => {
+        "ollama" => {
             let calls: Vec<Value> = calls
                 .iter()
                 .map(|(_, name, args)| json!({"function": {"name": name, "arguments": args}}))
@@ -230,14 +244,38 @@ pub(crate) fn tool_reply(
                 "done_reason": if truncated { "length" } else { "stop" },
                 "prompt_eval_count": 20, "eval_count": 8})
         }
+        "gemini" => {
+            let parts: Vec<Value> = calls
+                .iter()
+                .map(|(_, name, args)| json!({"functionCall": {"name": name, "args": args}}))
+                .collect();
+            json!({"candidates": [{"content": {"role": "model", "parts": parts},
+                "finishReason": if truncated { "MAX_TOKENS" } else { "STOP" }, "index": 0}],
+                "usageMetadata": {"promptTokenCount": 20, "candidatesTokenCount": 8}})
+        }
+        other => panic!("no fixture for provider {other}"),
     }
 }
 
 /// The tool results a request body sends back: `(content, is_error)` in order.
 pub(crate) fn sent_results(kind: ProviderKind, body: &Value) -> Vec<(String, bool)> {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    match kind {
-        ProviderKind::Anthropic => messages
+    match kind.name() {
+        "gemini" => body["contents"]
+            .as_array()
+            .and_then(|c| c.last())
+            .and_then(|c| c["parts"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|p| {
+                let response = &p["functionResponse"]["response"];
+                match response.get("error") {
+                    Some(e) => (e.as_str().unwrap_or("").to_owned(), true),
+                    None => (response["output"].as_str().unwrap_or("").to_owned(), false),
+                }
+            })
+            .collect(),
+        "anthropic" => messages
             .last()
             .and_then(|m| m["content"].as_array().cloned())
             .unwrap_or_default()

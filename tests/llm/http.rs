@@ -12,7 +12,7 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::fixtures::{
-    KINDS, agent, base_url, declared, llm, llm_with, program, provider_id, run, sent_results,
+    agent, base_url, declared, kinds, llm, llm_with, named, program, provider_id, run, sent_results,
     text_reply, tool_reply, url_path,
 };
 
@@ -62,7 +62,7 @@ fn single(
 
 #[tokio::test]
 async fn error_table_results_in_call_order() {
-    for kind in KINDS {
+    for kind in kinds() {
         let calls = [
             ("c1", "add", json!({"a": 2, "b": 3})),
             ("c2", "no_such_tool", json!({})),
@@ -84,7 +84,7 @@ async fn error_table_results_in_call_order() {
         assert!(results[2].0.starts_with("Error: "), "{}", results[2].0);
         assert!(results[3].0.starts_with("Error: "), "{}", results[3].0);
         assert_eq!(results[4].0, r#"{"sku":"SKU-1","price":29.99}"#);
-        if kind == ProviderKind::Anthropic {
+        if matches!(kind.name(), "anthropic" | "gemini") {
             let flags: Vec<bool> = results.iter().map(|r| r.1).collect();
             assert_eq!(flags, [false, true, true, true, false]);
         }
@@ -97,7 +97,7 @@ async fn error_table_results_in_call_order() {
 
 #[tokio::test]
 async fn capability_failure_runs_no_tool() {
-    for kind in KINDS {
+    for kind in kinds() {
         let calls =
             [("c1", "add", json!({"a": 1, "b": 1})), ("c2", "send_email", json!({"to": "x"}))];
         let server =
@@ -113,7 +113,7 @@ async fn capability_failure_runs_no_tool() {
 
 #[tokio::test]
 async fn tool_loop_limit() {
-    for kind in KINDS {
+    for kind in kinds() {
         let calls = [("c1", "add", json!({"a": 1, "b": 1}))];
         let server = server(vec![ok(tool_reply(kind, &calls, false))]).await;
         let err = run(&llm(), &single(kind, &server, 5_000, 0), &Trace::new(false), "hi")
@@ -127,7 +127,7 @@ async fn tool_loop_limit() {
 
 #[tokio::test]
 async fn truncated_reply_runs_no_tool() {
-    for kind in KINDS {
+    for kind in kinds() {
         let calls = [("c1", "add", json!({"a": 1, "b": 1}))];
         let server = server(vec![ok(tool_reply(kind, &calls, true))]).await;
         let trace = Trace::new(true);
@@ -139,7 +139,7 @@ async fn truncated_reply_runs_no_tool() {
 
 #[tokio::test]
 async fn malformed_json() {
-    for kind in KINDS {
+    for kind in kinds() {
         let server = server(vec![ResponseTemplate::new(200).set_body_string("{not json")]).await;
         let err = run(&llm(), &single(kind, &server, 5_000, 2), &Trace::new(false), "hi")
             .await
@@ -159,7 +159,7 @@ async fn server_json(body: Value) -> MockServer {
 
 #[tokio::test]
 async fn rate_limit_then_success_honours_retry_after() {
-    for kind in KINDS {
+    for kind in kinds() {
         let limited = ResponseTemplate::new(429)
             .insert_header("retry-after", "0.2")
             .set_body_json(json!({"error": {"type": "rate_limit_error", "message": "slow down"}}));
@@ -178,14 +178,14 @@ async fn rate_limit_then_success_honours_retry_after() {
 
 #[tokio::test]
 async fn server_errors_fall_back_to_second_provider() {
-    for kind in KINDS {
+    for kind in kinds() {
         let failing = server(vec![ResponseTemplate::new(500).set_body_string("boom")]).await;
-        let working = server(vec![ok(text_reply(ProviderKind::OpenAi, "from b"))]).await;
+        let working = server(vec![ok(text_reply(named("openai"), "from b"))]).await;
         let a = declared("A", kind, &base_url(kind, &failing.uri()), 5_000, 2);
         let b = declared(
             "B",
-            ProviderKind::OpenAi,
-            &base_url(ProviderKind::OpenAi, &working.uri()),
+            named("openai"),
+            &base_url(named("openai"), &working.uri()),
             5_000,
             0,
         );
@@ -204,7 +204,7 @@ async fn server_errors_fall_back_to_second_provider() {
 
 #[tokio::test]
 async fn client_errors_are_not_retried() {
-    for kind in KINDS {
+    for kind in kinds() {
         let bad = ResponseTemplate::new(400)
             .set_body_json(json!({"type": "error", "error": {"type": "invalid_request_error", "message": "bad model"}}));
         let server = server(vec![bad]).await;
@@ -221,7 +221,7 @@ async fn client_errors_are_not_retried() {
 
 #[tokio::test]
 async fn timeouts_are_retried_then_fail() {
-    let kind = ProviderKind::OpenAi;
+    let kind = named("openai");
     let slow = ResponseTemplate::new(200)
         .set_body_json(text_reply(kind, "late"))
         .set_delay(Duration::from_secs(2));
@@ -238,11 +238,11 @@ async fn timeouts_are_retried_then_fail() {
 
 #[tokio::test]
 async fn missing_key_sends_nothing_and_names_the_variable() {
-    let server = server(vec![ok(text_reply(ProviderKind::Anthropic, "x"))]).await;
+    let server = server(vec![ok(text_reply(named("anthropic"), "x"))]).await;
     // Even with a working fallback: a configuration error does not fall back.
     let providers = vec![
-        ProviderChoice::Kind(ProviderKind::Anthropic),
-        ProviderChoice::Kind(ProviderKind::Ollama),
+        ProviderChoice::Kind(named("anthropic")),
+        ProviderChoice::Kind(named("ollama")),
     ];
     let program = program(vec![agent(providers, &["m"])], vec![]);
     let llm = llm_with(&[("ANTHROPIC_BASE_URL", &server.uri()), ("OLLAMA_HOST", &server.uri())]);
@@ -254,9 +254,9 @@ async fn missing_key_sends_nothing_and_names_the_variable() {
 
 #[tokio::test]
 async fn env_settings_and_headers() {
-    let server = server(vec![ok(text_reply(ProviderKind::Anthropic, "hello"))]).await;
+    let server = server(vec![ok(text_reply(named("anthropic"), "hello"))]).await;
     let program = program(
-        vec![agent(vec![ProviderChoice::Kind(ProviderKind::Anthropic)], &["claude"])],
+        vec![agent(vec![ProviderChoice::Kind(named("anthropic"))], &["claude"])],
         vec![],
     );
     let llm = llm_with(&[
@@ -268,9 +268,9 @@ async fn env_settings_and_headers() {
     assert_eq!(requests[0].url.path(), "/v1/messages");
     assert_eq!(requests[0].headers["x-api-key"], "sk-ant-xyz");
     assert_eq!(requests[0].headers["anthropic-version"], "2023-06-01");
-    let openai = server_json(text_reply(ProviderKind::OpenAi, "hi")).await;
+    let openai = server_json(text_reply(named("openai"), "hi")).await;
     let program = crate::fixtures::program(
-        vec![agent(vec![ProviderChoice::Kind(ProviderKind::OpenAi)], &["gpt"])],
+        vec![agent(vec![ProviderChoice::Kind(named("openai"))], &["gpt"])],
         vec![],
     );
     let llm = llm_with(&[
@@ -279,14 +279,14 @@ async fn env_settings_and_headers() {
     ]);
     assert_eq!(run(&llm, &program, &Trace::new(false), "hi").await.unwrap(), "hi");
     let requests = openai.received_requests().await.unwrap();
-    assert_eq!(requests[0].url.path(), url_path(ProviderKind::OpenAi));
+    assert_eq!(requests[0].url.path(), url_path(named("openai"), "gpt"));
     assert_eq!(requests[0].headers["authorization"], "Bearer sk-oa");
 }
 
 #[tokio::test]
 async fn keys_never_leak() {
     let key = "sk-test-secret-1234";
-    for kind in KINDS {
+    for kind in kinds() {
         let echo = ResponseTemplate::new(401)
             .set_body_json(json!({"error": {"message": format!("invalid key {key}")}}));
         let server = server(vec![echo]).await;
@@ -393,7 +393,7 @@ async fn replies_over_the_limit_fail() {
 
 #[tokio::test]
 async fn concurrent_agents_share_one_llm() {
-    let kind = ProviderKind::OpenAi;
+    let kind = named("openai");
     let slow = ResponseTemplate::new(200)
         .set_body_json(text_reply(kind, "ok"))
         .set_delay(Duration::from_millis(100));

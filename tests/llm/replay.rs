@@ -1,6 +1,6 @@
 //! Record → replay round trips and mismatches.
 
-use igniter::ir::{AgentId, ProviderChoice, ProviderKind};
+use igniter::ir::{AgentId, ProviderChoice};
 use igniter::llm::{Llm, LlmError};
 use igniter::tools::Toolbox;
 use igniter::trace::Trace;
@@ -9,8 +9,8 @@ use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::fixtures::{
-    KINDS, agent, base_url, declared, llm, program, provider_id, question, run, text_reply,
-    tool_reply,
+    agent, base_url, declared, kinds, llm, named, program, provider_id, question, run,
+    text_reply, tool_reply,
 };
 
 fn temp(name: &str) -> std::path::PathBuf {
@@ -19,7 +19,7 @@ fn temp(name: &str) -> std::path::PathBuf {
 
 #[tokio::test]
 async fn record_then_replay_offline() {
-    for kind in KINDS {
+    for kind in kinds() {
         let server = MockServer::start().await;
         // First turn (no tool results yet) asks for a tool; the second answers.
         let calls = [("c1", "add", json!({"a": 2, "b": 2}))];
@@ -57,10 +57,10 @@ async fn record_then_replay_offline() {
         let err = run(&replayer, &program, &Trace::new(false), "3+3?").await.unwrap_err();
         let text = err.to_string();
         assert!(text.contains("agent `Assistant`") && text.contains("provider `Fake`"), "{text}");
-        let at = if kind == ProviderKind::Anthropic {
-            "/messages/0/content"
-        } else {
-            "/messages/1/content"
+        let at = match kind.name() {
+            "anthropic" => "/messages/0/content",
+            "gemini" => "/contents/0/parts/0/text",
+            _ => "/messages/1/content",
         };
         assert!(text.contains(at) && text.contains("2+2?") && text.contains("3+3?"), "{text}");
         std::fs::remove_file(&path).ok();
@@ -69,7 +69,7 @@ async fn record_then_replay_offline() {
 
 #[tokio::test]
 async fn replay_is_independent_of_order() {
-    let kind = ProviderKind::OpenAi;
+    let kind = named("openai");
     let server = MockServer::start().await;
     for q in ["one", "two", "three"] {
         Mock::given(method("POST"))

@@ -1,20 +1,19 @@
 //! Request bodies per provider (snapshots) and reply parsing.
 
-use igniter::ir::ProviderKind;
 use igniter::llm::{Message, ModelRequest, StopReason, ToolCall, ToolResult, wire};
+use igniter::tools::ToolView;
 use serde_json::json;
 
-use crate::fixtures::{KINDS, text_reply, tool_reply};
+use crate::fixtures::{kinds, named, text_reply, tool_reply};
 
 /// A conversation with a tool turn (one call ok, one failed) and its results.
-fn conversation(kind: ProviderKind) -> ModelRequest {
+fn conversation() -> ModelRequest {
     let parameters = json!({"type": "object", "properties": {"expression": {"type": "string"}},
         "required": ["expression"]});
-    let tool = match kind {
-        ProviderKind::Anthropic => json!({"name": "calculator", "description": "Arithmetic",
-            "input_schema": parameters}),
-        _ => json!({"type": "function", "function": {"name": "calculator",
-            "description": "Arithmetic", "parameters": parameters}}),
+    let tool = ToolView {
+        name: "calculator".into(),
+        description: "Arithmetic".into(),
+        parameters,
     };
     ModelRequest {
         model: "model-1".into(),
@@ -35,6 +34,7 @@ fn conversation(kind: ProviderKind) -> ModelRequest {
                         arguments: json!({"expression": "1/0"}),
                     },
                 ],
+                echo: None,
             },
             Message::ToolResults(vec![
                 ToolResult {
@@ -59,31 +59,27 @@ fn conversation(kind: ProviderKind) -> ModelRequest {
 
 #[test]
 fn anthropic_request_body() {
-    insta::assert_json_snapshot!(wire::request_body(
-        ProviderKind::Anthropic,
-        &conversation(ProviderKind::Anthropic)
-    ));
+    insta::assert_json_snapshot!(wire::request_body(named("anthropic"), &conversation()));
 }
 
 #[test]
 fn openai_request_body() {
-    insta::assert_json_snapshot!(wire::request_body(
-        ProviderKind::OpenAi,
-        &conversation(ProviderKind::OpenAi)
-    ));
+    insta::assert_json_snapshot!(wire::request_body(named("openai"), &conversation()));
 }
 
 #[test]
 fn ollama_request_body() {
-    insta::assert_json_snapshot!(wire::request_body(
-        ProviderKind::Ollama,
-        &conversation(ProviderKind::Ollama)
-    ));
+    insta::assert_json_snapshot!(wire::request_body(named("ollama"), &conversation()));
+}
+
+#[test]
+fn gemini_request_body() {
+    insta::assert_json_snapshot!(wire::request_body(named("gemini"), &conversation()));
 }
 
 #[test]
 fn parses_replies() {
-    for kind in KINDS {
+    for kind in kinds() {
         let reply = wire::parse_reply(kind, &text_reply(kind, "hello").to_string()).unwrap();
         assert_eq!(
             (reply.text.as_str(), reply.stop, reply.usage.input_tokens),
@@ -108,17 +104,21 @@ fn parses_replies() {
 fn openai_arguments_that_are_not_json_round_trip() {
     let body = json!({"choices": [{"message": {"content": null, "tool_calls": [{"id": "a", "type": "function",
         "function": {"name": "add", "arguments": "{broken"}}]}, "finish_reason": "tool_calls"}]});
-    let reply = wire::parse_reply(ProviderKind::OpenAi, &body.to_string()).unwrap();
+    let reply = wire::parse_reply(named("openai"), &body.to_string()).unwrap();
     assert_eq!(reply.tool_calls[0].arguments, json!("{broken"));
     let request = ModelRequest {
         model: "m".into(),
         system: None,
-        messages: vec![Message::Assistant { text: String::new(), tool_calls: reply.tool_calls }],
+        messages: vec![Message::Assistant {
+            text: String::new(),
+            tool_calls: reply.tool_calls,
+            echo: reply.echo,
+        }],
         tools: vec![],
         temperature: None,
         max_tokens: None,
     };
-    let sent = wire::request_body(ProviderKind::OpenAi, &request);
+    let sent = wire::request_body(named("openai"), &request);
     assert_eq!(sent["messages"][0]["tool_calls"][0]["function"]["arguments"], "{broken");
 }
 
