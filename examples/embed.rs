@@ -7,8 +7,8 @@
 // An example program talks to its terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use igniter::runtime::{Engine, RunOptions};
 use igniter::llm::anthropic;
+use igniter::runtime::{Engine, RunOptions};
 use igniter::tools::{NativeTool, Registry, Toolbox, schema_for};
 use serde_json::{Map, Value, json};
 

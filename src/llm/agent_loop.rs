@@ -83,7 +83,13 @@ impl Run<'_> {
                     return Err(LlmError::Truncated { agent, provider, model });
                 }
                 StopReason::Blocked(reason) | StopReason::Other(reason) => {
-                    return Err(LlmError::Stopped { agent, provider, model, reason, text: reply.text });
+                    return Err(LlmError::Stopped {
+                        agent,
+                        provider,
+                        model,
+                        reason,
+                        text: reply.text,
+                    });
                 }
             }
             if reply.tool_calls.is_empty() {

@@ -45,7 +45,9 @@ pub fn request_body(request: &ModelRequest) -> Value {
     let mut api_ids: Vec<String> = Vec::new();
     for message in &request.messages {
         match message {
-            Message::User(text) => contents.push(json!({"role": "user", "parts": [{"text": text}]})),
+            Message::User(text) => {
+                contents.push(json!({"role": "user", "parts": [{"text": text}]}))
+            }
             Message::Assistant { text, tool_calls, echo } => {
                 let content = match Echo::for_kind(echo.as_ref(), NAME) {
                     Some(content) => content.clone(),
@@ -116,11 +118,8 @@ fn function_response(result: &ToolResult, api_ids: &[String]) -> Value {
 /// # Errors
 /// When the body is not a `generateContent` reply; the text says what is missing.
 pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
-    let usage = Usage::from_fields(
-        body.get("usageMetadata"),
-        "promptTokenCount",
-        "candidatesTokenCount",
-    );
+    let usage =
+        Usage::from_fields(body.get("usageMetadata"), "promptTokenCount", "candidatesTokenCount");
     let Some(candidate) = body.get("candidates").and_then(Value::as_array).and_then(|c| c.first())
     else {
         return match body.pointer("/promptFeedback/blockReason").and_then(Value::as_str) {
@@ -146,10 +145,8 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
             text.push_str(t);
         }
         if let Some(call) = part.get("functionCall") {
-            let name = call
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or("`functionCall` without `name`")?;
+            let name =
+                call.get("name").and_then(Value::as_str).ok_or("`functionCall` without `name`")?;
             let id = call
                 .get("id")
                 .and_then(Value::as_str)
@@ -171,8 +168,7 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
     if parts.is_none() && matches!(stop, StopReason::EndTurn) {
         return Err("candidate has no `content.parts`".to_owned());
     }
-    let echo = content
-        .filter(|_| !tool_calls.is_empty())
-        .map(|c| Echo { kind: NAME, content: c.clone() });
+    let echo =
+        content.filter(|_| !tool_calls.is_empty()).map(|c| Echo { kind: NAME, content: c.clone() });
     Ok(ModelReply { text, tool_calls, stop, usage, echo })
 }

@@ -16,9 +16,9 @@ use super::cassette::{Recorder, Replayer};
 use super::client::{BoxFuture, CallContext, ModelClient};
 use super::error::LlmError;
 use super::message::{ModelReply, ModelRequest};
+use super::providers::Auth;
 use super::retry::{Backoff, parse_retry_after, retryable_status};
 use super::settings::Endpoint;
-use super::providers::Auth;
 use super::wire;
 
 /// Where responses come from.
@@ -88,7 +88,8 @@ impl HttpModel {
                 "provider {}, model {}, attempt {attempt}/{attempts}",
                 self.endpoint.label, request.model
             );
-            let (status, message, retryable, retry_after) = match self.send(&body, &url, cx).await? {
+            let (status, message, retryable, retry_after) = match self.send(&body, &url, cx).await?
+            {
                 Outcome::Response { status, text, .. } if (200..300).contains(&status) => {
                     return match wire::parse_reply(self.endpoint.kind, &text) {
                         Ok(reply) => {

@@ -182,8 +182,7 @@ fn endpoint(
         key_vars.iter().find_map(|(var, auth)| env.get(var).map(|v| (Secret(v.to_owned()), *auth)));
     if key.is_none() && keys_required && (explicit || spec.key_required) && !key_vars.is_empty() {
         let names: Vec<String> = key_vars.iter().map(|(v, _)| format!("`{v}`")).collect();
-        let (what, verb) =
-            if names.len() == 1 { ("variable", "is") } else { ("variables", "are") };
+        let (what, verb) = if names.len() == 1 { ("variable", "is") } else { ("variables", "are") };
         return Err(LlmError::config(format!(
             "environment {what} {} {verb} not set (API key of provider `{label}`)",
             names.join(" or ")

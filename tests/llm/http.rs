@@ -12,8 +12,8 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::fixtures::{
-    agent, base_url, declared, kinds, llm, llm_with, named, program, provider_id, run, sent_results,
-    text_reply, tool_reply, url_path,
+    agent, base_url, declared, kinds, llm, llm_with, named, program, provider_id, run,
+    sent_results, text_reply, tool_reply, url_path,
 };
 
 /// Answers with `responses` in order, then repeats the last one.
@@ -26,7 +26,7 @@ impl Respond for Seq {
     }
 }
 
-async fn server(responses: Vec<ResponseTemplate>) -> MockServer {
+pub(crate) async fn server(responses: Vec<ResponseTemplate>) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(Seq(Mutex::new(responses.into())))
@@ -35,11 +35,11 @@ async fn server(responses: Vec<ResponseTemplate>) -> MockServer {
     server
 }
 
-fn ok(body: Value) -> ResponseTemplate {
+pub(crate) fn ok(body: Value) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(body)
 }
 
-async fn bodies(server: &MockServer) -> Vec<Value> {
+pub(crate) async fn bodies(server: &MockServer) -> Vec<Value> {
     server
         .received_requests()
         .await
@@ -50,7 +50,7 @@ async fn bodies(server: &MockServer) -> Vec<Value> {
 }
 
 /// A program whose agent uses one declared provider of `kind` at `server`.
-fn single(
+pub(crate) fn single(
     kind: ProviderKind,
     server: &MockServer,
     timeout_ms: u64,
@@ -182,13 +182,8 @@ async fn server_errors_fall_back_to_second_provider() {
         let failing = server(vec![ResponseTemplate::new(500).set_body_string("boom")]).await;
         let working = server(vec![ok(text_reply(named("openai"), "from b"))]).await;
         let a = declared("A", kind, &base_url(kind, &failing.uri()), 5_000, 2);
-        let b = declared(
-            "B",
-            named("openai"),
-            &base_url(named("openai"), &working.uri()),
-            5_000,
-            0,
-        );
+        let b =
+            declared("B", named("openai"), &base_url(named("openai"), &working.uri()), 5_000, 0);
         let providers = vec![
             ProviderChoice::Declared(provider_id(0)),
             ProviderChoice::Declared(provider_id(1)),
@@ -240,10 +235,8 @@ async fn timeouts_are_retried_then_fail() {
 async fn missing_key_sends_nothing_and_names_the_variable() {
     let server = server(vec![ok(text_reply(named("anthropic"), "x"))]).await;
     // Even with a working fallback: a configuration error does not fall back.
-    let providers = vec![
-        ProviderChoice::Kind(named("anthropic")),
-        ProviderChoice::Kind(named("ollama")),
-    ];
+    let providers =
+        vec![ProviderChoice::Kind(named("anthropic")), ProviderChoice::Kind(named("ollama"))];
     let program = program(vec![agent(providers, &["m"])], vec![]);
     let llm = llm_with(&[("ANTHROPIC_BASE_URL", &server.uri()), ("OLLAMA_HOST", &server.uri())]);
     let err = run(&llm, &program, &Trace::new(false), "hi").await.unwrap_err();
@@ -255,10 +248,8 @@ async fn missing_key_sends_nothing_and_names_the_variable() {
 #[tokio::test]
 async fn env_settings_and_headers() {
     let server = server(vec![ok(text_reply(named("anthropic"), "hello"))]).await;
-    let program = program(
-        vec![agent(vec![ProviderChoice::Kind(named("anthropic"))], &["claude"])],
-        vec![],
-    );
+    let program =
+        program(vec![agent(vec![ProviderChoice::Kind(named("anthropic"))], &["claude"])], vec![]);
     let llm = llm_with(&[
         ("ANTHROPIC_API_KEY", "sk-ant-xyz"),
         ("ANTHROPIC_BASE_URL", &format!("{}/", server.uri())),
@@ -408,4 +399,92 @@ async fn concurrent_agents_share_one_llm() {
     let results = futures_util::future::join_all(runs).await;
     assert!(results.iter().all(|r| matches!(r.as_deref(), Ok("ok"))));
     assert_eq!(bodies(&server).await.len(), 8);
+}
+
+/// A native tool whose params come from schemars only.
+struct Stock;
+
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct StockArgs {
+    /// Product SKU identifier
+    sku: String,
+    /// Warehouse to count in
+    warehouse: Option<String>,
+}
+
+impl igniter::tools::NativeTool for Stock {
+    fn name(&self) -> &str {
+        "stock_level"
+    }
+    fn description(&self) -> &str {
+        "Units in stock for a SKU"
+    }
+    fn parameters(&self) -> Value {
+        igniter::tools::schema_for::<StockArgs>()
+    }
+    fn call(&self, args: Value) -> Result<Value, String> {
+        Ok(json!({"sku": args["sku"], "units": 12}))
+    }
+}
+
+#[tokio::test]
+async fn native_tool_reaches_the_model_with_its_schemars_params() {
+    use igniter::ir::{AgentId, Implementation, Tool, ToolId};
+    let mut toolbox = igniter::tools::Toolbox::new();
+    toolbox.register_native(Stock);
+    let expected = igniter::tools::schema_for::<StockArgs>();
+    assert_eq!(expected["required"], json!(["sku"]));
+    for kind in kinds() {
+        let calls = [("c1", "stock_level", json!({"sku": "A"})), ("c2", "stock_level", json!({}))];
+        let server =
+            server(vec![ok(tool_reply(kind, &calls, false)), ok(text_reply(kind, "12"))]).await;
+        let mut program = single(kind, &server, 5_000, 0);
+        // Declared `native` with no params and no description: both come from the native.
+        program.tools.push(Tool {
+            name: "StockLevel".into(),
+            tool_name: "stock_level".into(),
+            description: String::new(),
+            params: Vec::new(),
+            capabilities: Vec::new(),
+            implementation: Implementation::Native { name: "stock_level".into() },
+            timeout: None,
+            dir: ".".into(),
+            span: crate::fixtures::span(),
+        });
+        program.agents[0].tools = vec![ToolId::from_index(4)];
+        let trace = Trace::new(false);
+        let answer = llm()
+            .run_agent(
+                &program,
+                AgentId::from_index(0),
+                &crate::fixtures::question("q"),
+                &toolbox,
+                &trace,
+                "p",
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer, "12");
+        let sent = bodies(&server).await;
+        let tool = match kind.name() {
+            "anthropic" => sent[0]["tools"][0]["input_schema"].clone(),
+            "gemini" => {
+                sent[0]["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"].clone()
+            }
+            _ => sent[0]["tools"][0]["function"]["parameters"].clone(),
+        };
+        let described = match kind.name() {
+            "anthropic" => sent[0]["tools"][0]["description"].clone(),
+            "gemini" => sent[0]["tools"][0]["functionDeclarations"][0]["description"].clone(),
+            _ => sent[0]["tools"][0]["function"]["description"].clone(),
+        };
+        assert_eq!(described, "Units in stock for a SKU", "{kind:?}");
+        assert_eq!(tool["properties"]["sku"]["description"], "Product SKU identifier", "{kind:?}");
+        assert_eq!(tool["required"], json!(["sku"]), "{kind:?}");
+        // Validated against the same schema: the call without `sku` is a tool error.
+        let results = sent_results(kind, &sent[1]);
+        assert_eq!(results[0].0, r#"{"sku":"A","units":12}"#, "{kind:?}");
+        assert!(results[1].0.contains("`sku`: missing required property"), "{kind:?}: {results:?}");
+    }
 }

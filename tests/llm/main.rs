@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod fixtures;
+mod gemini;
 mod http;
 mod replay;
 mod script;

@@ -9,8 +9,8 @@ use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::fixtures::{
-    agent, base_url, declared, kinds, llm, named, program, provider_id, question, run,
-    text_reply, tool_reply,
+    agent, base_url, declared, kinds, llm, named, program, provider_id, question, run, text_reply,
+    tool_reply,
 };
 
 fn temp(name: &str) -> std::path::PathBuf {

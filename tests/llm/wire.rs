@@ -10,11 +10,7 @@ use crate::fixtures::{kinds, named, text_reply, tool_reply};
 fn conversation() -> ModelRequest {
     let parameters = json!({"type": "object", "properties": {"expression": {"type": "string"}},
         "required": ["expression"]});
-    let tool = ToolView {
-        name: "calculator".into(),
-        description: "Arithmetic".into(),
-        parameters,
-    };
+    let tool = ToolView { name: "calculator".into(), description: "Arithmetic".into(), parameters };
     ModelRequest {
         model: "model-1".into(),
         system: Some("You are a product assistant.".into()),
