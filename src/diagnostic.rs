@@ -63,6 +63,8 @@ codes! {
     NoOutputs => "ignite::lower::no_outputs",
     Implementation => "ignite::lower::implementation",
     UnknownBuiltin => "ignite::lower::unknown_builtin",
+    BuiltinConfig => "ignite::lower::builtin_config",
+    BuiltinParam => "ignite::lower::builtin_param",
     BadSetting => "ignite::lower::bad_setting",
     UnknownTool => "ignite::lower::unknown_tool",
     MissingCapability => "ignite::lower::missing_capability",

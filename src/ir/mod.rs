@@ -7,6 +7,7 @@
 //! `check` would report: later stages rely on it. This is the only module
 //! that imports petgraph.
 
+mod builtin;
 mod expr;
 mod graph;
 mod ids;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+pub use builtin::{BUILTINS, Builtin, BuiltinParam, BuiltinSpec, ConfigKey, ParamKind};
 pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp};
 pub use graph::Graph;
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
@@ -160,38 +162,6 @@ pub enum HttpMethod {
     Get,
     /// Arguments as a JSON body.
     Post,
-}
-
-/// The tools shipped with ignite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Builtin {
-    /// `math.eval`: arithmetic on numbers, never code.
-    MathEval,
-    /// `fs.read`: a file under the configured `root`.
-    FsRead,
-    /// `fs.write`: a file under the configured `root`.
-    FsWrite,
-    /// `http.get`: a URL, returns JSON or text.
-    HttpGet,
-    /// `json.lookup`: a record from a JSON file by key.
-    JsonLookup,
-}
-
-impl Builtin {
-    /// Every builtin with its name.
-    pub const ALL: &'static [(Builtin, &'static str)] = &[
-        (Builtin::MathEval, "math.eval"),
-        (Builtin::FsRead, "fs.read"),
-        (Builtin::FsWrite, "fs.write"),
-        (Builtin::HttpGet, "http.get"),
-        (Builtin::JsonLookup, "json.lookup"),
-    ];
-
-    /// The builtin's name in `.ign`.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(b, _)| *b == self).map_or("", |(_, n)| n)
-    }
 }
 
 /// An agent: an LLM executor with tools.

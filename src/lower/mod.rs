@@ -26,6 +26,7 @@
 //! the error path, so checking is linear in the size of the program.
 
 mod agents;
+mod builtins;
 mod calls;
 mod contracts;
 mod cycles;

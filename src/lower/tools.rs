@@ -94,6 +94,9 @@ impl Lowerer<'_> {
         );
         let name = tool_name(&tool.name.name);
         let implementation = self.lower_implementation(tool, &scope, &name);
+        if let Implementation::Builtin { builtin, config } = &implementation {
+            self.check_builtin(tool, *builtin, config, &params);
+        }
         ir::Tool {
             name: tool.name.name.clone(),
             tool_name: name,
@@ -217,8 +220,8 @@ impl Lowerer<'_> {
             },
             None => Map::new(),
         };
-        let Some(&(builtin, _)) = Builtin::ALL.iter().find(|(_, n)| *n == text) else {
-            let names: Vec<&str> = Builtin::ALL.iter().map(|(_, n)| *n).collect();
+        let Some(builtin) = Builtin::named(&text) else {
+            let names = Builtin::names();
             self.push(
                 Diagnostic::error(
                     Code::UnknownBuiltin,

@@ -1,8 +1,8 @@
 //! `builtin "name" {config}`: the tools shipped with ignite.
 //!
-//! The compiler takes a builtin's params from its `.ign` declaration; each builtin reads
-//! the params below by name, falling back to the first declared param when the name is
-//! absent (so `param expr: string` works for `math.eval`):
+//! What each builtin reads is its descriptor in [`ir::BUILTINS`] (also what `check`
+//! validates declarations against): a param by name, else the declared param at the same
+//! position (so `param expr: string` works for `math.eval`):
 //!
 //! | builtin | params read | config |
 //! | --- | --- | --- |
@@ -10,7 +10,7 @@
 //! | `fs.read` | `path` (string, relative to the root; a regular file within the size limit) | `root` (default `.`), relative to the declaring file's folder |
 //! | `fs.write` | `path`, `content` (a non-string is written as JSON; atomically: a temp file renamed over the target) | `root` as for `fs.read` |
 //! | `http.get` | `url` (`http` or `https`) | none; the tool's time limit applies |
-//! | `json.lookup` | the param named like `key`, else the first param | `file` (required), `key` (default `id`) |
+//! | `json.lookup` | the param named like `key` (default `id`) | `file` (required), `key` |
 //!
 //! [`Toolbox::with_fs_root`](super::Toolbox::with_fs_root) replaces the `root` of every
 //! `fs.*` tool. File work runs on tokio's blocking pool, bounded by the tool's time
@@ -41,19 +41,19 @@ pub(crate) async fn run(
     context: &Context<'_>,
     args: Map<String, Value>,
 ) -> Result<Value, ToolError> {
+    let read = Args { builtin, args: &args, config: context.config };
     match builtin {
         Builtin::MathEval => {
-            let expression = string_arg(&args, "expression", builtin)?;
+            let expression = read.string(0)?;
             math::evaluate(expression).map_err(|e| ToolError::Failed(e.to_string()))
         }
         Builtin::FsRead | Builtin::FsWrite => {
             let root = fs::root(context)?;
-            let path = string_arg(&args, "path", builtin)?.to_owned();
+            let path = read.string(0)?.to_owned();
             let content = match builtin {
-                Builtin::FsWrite => Some(match arg(&args, "content", 1) {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
-                    None => return Err(missing(builtin, "content")),
+                Builtin::FsWrite => Some(match read.value(1)? {
+                    Value::String(s) => s.clone(),
+                    other => serde_json::to_string_pretty(other).unwrap_or_default(),
                 }),
                 _ => None,
             };
@@ -69,7 +69,7 @@ pub(crate) async fn run(
                 .map_err(|_| ToolError::Timeout(context.timeout))?
         }
         Builtin::HttpGet => {
-            let url = string_arg(&args, "url", builtin)?;
+            let url = read.string(0)?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(ToolError::Failed(format!(
                     "`url` must start with http:// or https://, got `{url}`"
@@ -80,35 +80,46 @@ pub(crate) async fn run(
         }
         Builtin::JsonLookup => {
             let lookup = json_lookup::Lookup::from_config(context)?;
-            let value =
-                arg(&args, &lookup.key, 0).cloned().ok_or_else(|| missing(builtin, &lookup.key))?;
+            let value = read.value(0)?.clone();
             blocking(move || lookup.find(&value)).await
         }
     }
 }
 
-/// The argument `name`, else the argument at `position`.
-fn arg<'a>(args: &'a Map<String, Value>, name: &str, position: usize) -> Option<&'a Value> {
-    args.get(name).or_else(|| args.values().nth(position))
-}
-
-fn string_arg<'a>(
-    args: &'a Map<String, Value>,
-    name: &str,
+/// A builtin's arguments, read through its descriptor.
+struct Args<'a> {
     builtin: Builtin,
-) -> Result<&'a str, ToolError> {
-    match arg(args, name, 0) {
-        Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(ToolError::Failed(format!(
-            "`{name}`: expected string, got {}",
-            crate::eval::describe(other)
-        ))),
-        None => Err(missing(builtin, name)),
-    }
+    args: &'a Map<String, Value>,
+    config: &'a Map<String, Value>,
 }
 
-fn missing(builtin: Builtin, name: &str) -> ToolError {
-    ToolError::Failed(format!("builtin `{}` needs a param `{name}`", builtin.name()))
+impl<'a> Args<'a> {
+    /// The argument feeding the descriptor's `position`-th param.
+    fn value(&self, position: usize) -> Result<&'a Value, ToolError> {
+        let spec = self.builtin.spec();
+        let missing = || {
+            let name = spec.params.get(position).map_or("?", |p| p.name_in(self.config));
+            ToolError::Failed(format!("builtin `{}` needs a param `{name}`", spec.name))
+        };
+        let index = spec
+            .resolve(position, self.config, self.args.keys().map(String::as_str))
+            .ok_or_else(missing)?;
+        self.args.values().nth(index).ok_or_else(missing)
+    }
+
+    fn string(&self, position: usize) -> Result<&'a str, ToolError> {
+        match self.value(position)? {
+            Value::String(s) => Ok(s),
+            other => {
+                let spec = self.builtin.spec();
+                let name = spec.params.get(position).map_or("?", |p| p.name_in(self.config));
+                Err(ToolError::Failed(format!(
+                    "`{name}`: expected string, got {}",
+                    crate::eval::describe(other)
+                )))
+            }
+        }
+    }
 }
 
 async fn blocking<F>(work: F) -> Result<Value, ToolError>
