@@ -46,7 +46,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
     for message in &request.messages {
         match message {
             Message::User(text) => {
-                contents.push(json!({"role": "user", "parts": [{"text": text}]}))
+                contents.push(json!({"role": "user", "parts": [{"text": text}]}));
             }
             Message::Assistant { text, tool_calls, echo } => {
                 let content = match Echo::for_kind(echo.as_ref(), NAME) {
