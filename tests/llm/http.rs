@@ -304,7 +304,7 @@ async fn keys_are_redacted_before_clipping() {
     let key = "sk-test-secret-1234";
     let message = format!("{}{key} is not valid", "x".repeat(290));
     let echo = ResponseTemplate::new(401).set_body_json(json!({"error": {"message": message}}));
-    for kind in KINDS {
+    for kind in kinds() {
         let server = server(vec![echo.clone()]).await;
         let err = run(&llm(), &single(kind, &server, 5_000, 0), &Trace::new(false), "hi")
             .await
@@ -320,7 +320,7 @@ async fn keys_are_redacted_before_clipping() {
 #[tokio::test]
 async fn keys_echoed_in_replies_go_nowhere() {
     let key = "sk-test-secret-1234";
-    for kind in KINDS {
+    for kind in kinds() {
         let calls = [("c1", "lookup", json!({"sku": key}))];
         let server = server(vec![
             ok(tool_reply(kind, &calls, false)),
@@ -348,7 +348,7 @@ async fn keys_echoed_in_replies_go_nowhere() {
 /// the redirect is not followed, not retried, and the error says why.
 #[tokio::test]
 async fn cross_origin_redirects_are_not_followed() {
-    for kind in KINDS {
+    for kind in kinds() {
         let other = server(vec![ok(text_reply(kind, "stolen"))]).await;
         let moved = ResponseTemplate::new(307).insert_header("location", other.uri().as_str());
         let server = server(vec![moved]).await;
@@ -368,7 +368,7 @@ async fn cross_origin_redirects_are_not_followed() {
 /// A reply over the size limit is not read on: a malformed reply, named so.
 #[tokio::test]
 async fn replies_over_the_limit_fail() {
-    for kind in KINDS {
+    for kind in kinds() {
         let server = server(vec![ok(text_reply(kind, &"x".repeat(2000)))]).await;
         let llm = llm().with_max_bytes(1000);
         let err = run(&llm, &single(kind, &server, 5_000, 0), &Trace::new(false), "hi")
