@@ -398,7 +398,52 @@ pub enum BinaryOp {
     Mod,
 }
 
+/// Words that cannot name anything because expressions give them a
+/// meaning. The one list: the fast parser reads it, and a test checks that
+/// the grammar's `ident` rule excludes exactly these.
+pub const RESERVED: &[&str] = &[
+    "if", "then", "else", "and", "or", "not", "true", "false", "null", "match", "for", "in", "try",
+];
+
+/// Binding power of the prefix `not` (between `and` and `==`).
+pub const NOT_PRECEDENCE: u8 = 3;
+/// Binding power of the prefix `-` (above `*`).
+pub const NEG_PRECEDENCE: u8 = 8;
+/// Binding power of `.field` and `[index]` (the tightest).
+pub const POSTFIX_PRECEDENCE: u8 = 9;
+
 impl BinaryOp {
+    /// Every binary operator.
+    pub const ALL: [BinaryOp; 13] = [
+        BinaryOp::Or,
+        BinaryOp::And,
+        BinaryOp::Eq,
+        BinaryOp::Ne,
+        BinaryOp::Lt,
+        BinaryOp::Le,
+        BinaryOp::Gt,
+        BinaryOp::Ge,
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Mod,
+    ];
+
+    /// Binding power: higher binds tighter. All binary operators are
+    /// left-associative. The one precedence table of both parsers.
+    #[must_use]
+    pub fn precedence(self) -> u8 {
+        match self {
+            BinaryOp::Or => 1,
+            BinaryOp::And => 2,
+            BinaryOp::Eq | BinaryOp::Ne => 4,
+            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => 5,
+            BinaryOp::Add | BinaryOp::Sub => 6,
+            BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod => 7,
+        }
+    }
+
     /// The operator as written.
     #[must_use]
     pub fn symbol(self) -> &'static str {
@@ -460,6 +505,56 @@ pub enum ExprKind {
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
     /// `if c then a else b`.
     If(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `match x { pattern => body ... }`.
+    Match(Box<Expr>, Vec<MatchArm>),
+    /// `for name in items if cond: body`.
+    For(Box<For>),
+    /// `try Call(...)`.
+    Try(Box<Expr>),
+}
+
+/// One arm of a `match`: `pattern => body`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchArm {
+    /// What the value must be.
+    pub pattern: Pattern,
+    /// What the node is when it is.
+    pub body: Expr,
+    /// The whole arm.
+    pub span: Span,
+}
+
+/// A `match` pattern with its place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pattern {
+    /// What it matches.
+    pub kind: PatternKind,
+    /// Where it is.
+    pub span: Span,
+}
+
+/// The kinds of pattern. Enum variants join this list when declared
+/// types do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PatternKind {
+    /// `_`: anything.
+    Wildcard,
+    /// A literal: a string without interpolation, an integer, `true`,
+    /// `false` or `null` (the expression is one of those kinds).
+    Literal(Expr),
+}
+
+/// `for name in items if cond: body`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct For {
+    /// The item's name inside the filter and the body.
+    pub name: Ident,
+    /// The array to go through.
+    pub items: Expr,
+    /// `if cond`: only items for which it is true.
+    pub filter: Option<Expr>,
+    /// What to compute per item.
+    pub body: Expr,
 }
 
 impl Expr {

@@ -2,11 +2,61 @@
 //!
 //! Input: a checked contract. Output: a string, nodes in topological order
 //! (dependencies first), edges from a dependency to its reader. Output
-//! nodes are drawn too, as the graph's sinks.
+//! nodes are drawn too, as the graph's sinks. Conditional edges are drawn
+//! dashed with their condition: the edges into a branch that only an arm
+//! reads (labelled with the arm's pattern) and the gates from guards to
+//! the effects they hold back (labelled `gate`).
 
 use std::fmt::Write as _;
 
-use crate::ir::{Contract, NodeKind, Program};
+use crate::ir::{Callee, Contract, NodeId, NodeKind, Pattern, Program};
+
+/// An edge into a node: the dependency and, for a conditional edge, its
+/// condition.
+struct Edge {
+    from: NodeId,
+    when: Option<String>,
+}
+
+/// The edges into `id`, in dependency order.
+fn edges(contract: &Contract, id: NodeId) -> Vec<Edge> {
+    let gated = contract.gated.contains(&id);
+    contract
+        .graph
+        .deps(id)
+        .iter()
+        .map(|&from| {
+            let is_guard = matches!(contract[from].kind, NodeKind::Guard { .. });
+            let when = match &contract[id].kind {
+                NodeKind::Branch(branch) if !branch.deps.contains(&from) => {
+                    let arms: Vec<String> = branch
+                        .arms
+                        .iter()
+                        .filter(|arm| arm.deps.contains(&from))
+                        .map(|arm| match &arm.pattern {
+                            Pattern::Wildcard => "_".to_owned(),
+                            Pattern::Literal(value) => value.to_string(),
+                        })
+                        .collect();
+                    Some(arms.join(" | "))
+                }
+                NodeKind::Branch(_) if gated && is_guard => Some("gate".to_owned()),
+                kind if gated && is_guard && !reads(kind, from) => Some("gate".to_owned()),
+                _ => None,
+            };
+            Edge { from, when }
+        })
+        .collect()
+}
+
+/// True when the node's expressions read `node`.
+fn reads(kind: &NodeKind, node: NodeId) -> bool {
+    let mut found = false;
+    for expr in kind.exprs() {
+        expr.visit_vars(&mut |var| found |= var as usize == node.index());
+    }
+    found
+}
 
 /// The drawing formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,20 +81,28 @@ pub fn render_graph(program: &Program, contract: &Contract, format: GraphFormat)
 
 /// What a node calls, if anything: `tool DatabaseLookup`.
 fn callee(program: &Program, kind: &NodeKind) -> Option<String> {
-    match kind {
-        NodeKind::Tool { tool, .. } => Some(format!("tool {}", program[*tool].name)),
-        NodeKind::Agent { agent, .. } => Some(format!("agent {}", program[*agent].name)),
-        NodeKind::Compose { contract, .. } => Some(format!("contract {}", program[*contract].name)),
-        _ => None,
-    }
+    let NodeKind::Call(call) = kind else { return None };
+    Some(match call.callee {
+        Callee::Tool(tool) => format!("tool {}", program[tool].name),
+        Callee::Agent(agent) => format!("agent {}", program[agent].name),
+        Callee::Contract(contract) => format!("contract {}", program[contract].name),
+    })
 }
 
 fn text(program: &Program, contract: &Contract) -> String {
     let mut out = format!("contract {}\n", contract.name);
     for &id in contract.graph.order() {
         let node = &contract[id];
-        let deps: Vec<&str> =
-            contract.graph.deps(id).iter().map(|d| contract[*d].name.as_str()).collect();
+        let deps: Vec<String> = edges(contract, id)
+            .into_iter()
+            .map(|edge| {
+                let name = &contract[edge.from].name;
+                match edge.when {
+                    Some(when) => format!("{name} (when {when})"),
+                    None => name.clone(),
+                }
+            })
+            .collect();
         let _ = write!(out, "  {:<8} {}", node.kind.label(), node.name);
         if let Some(callee) = callee(program, &node.kind) {
             let _ = write!(out, " = {callee}");
@@ -80,14 +138,21 @@ fn mermaid(program: &Program, contract: &Contract) -> String {
         let (open, close) = match node.kind {
             NodeKind::Input(_) => ("([", "])"),
             NodeKind::Guard { .. } => ("{{", "}}"),
-            NodeKind::Tool { .. } | NodeKind::Agent { .. } => ("[[", "]]"),
+            NodeKind::Call(ref call) if !matches!(call.callee, Callee::Contract(_)) => ("[[", "]]"),
+            NodeKind::Branch(_) => ("{", "}"),
             _ => ("[", "]"),
         };
         let _ = writeln!(out, "  n{}{open}\"{}\"{close}", id.index(), label.replace('"', "#quot;"));
     }
     for &id in contract.graph.order() {
-        for dep in contract.graph.deps(id) {
-            let _ = writeln!(out, "  n{} --> n{}", dep.index(), id.index());
+        for edge in edges(contract, id) {
+            let (from, to) = (edge.from.index(), id.index());
+            let _ = match edge.when {
+                Some(when) => {
+                    writeln!(out, "  n{from} -.->|\"{}\"| n{to}", when.replace('"', "#quot;"))
+                }
+                None => writeln!(out, "  n{from} --> n{to}"),
+            };
         }
     }
     for (i, output) in contract.outputs.iter().enumerate() {
@@ -104,9 +169,12 @@ fn dot(program: &Program, contract: &Contract) -> String {
         let shape = match node.kind {
             NodeKind::Input(_) => "ellipse",
             NodeKind::Guard { .. } => "hexagon",
-            NodeKind::Tool { .. } | NodeKind::Agent { .. } => "box3d",
-            NodeKind::Compose { .. } => "component",
-            NodeKind::Compute(_) => "box",
+            NodeKind::Call(ref call) => match call.callee {
+                Callee::Contract(_) => "component",
+                _ => "box3d",
+            },
+            NodeKind::Branch(_) => "diamond",
+            NodeKind::Compute(_) | NodeKind::For(_) => "box",
         };
         let label = match callee(program, &node.kind) {
             Some(callee) => format!("{}\\n{callee}", node.name),
@@ -120,8 +188,16 @@ fn dot(program: &Program, contract: &Contract) -> String {
         );
     }
     for &id in contract.graph.order() {
-        for dep in contract.graph.deps(id) {
-            let _ = writeln!(out, "  n{} -> n{};", dep.index(), id.index());
+        for edge in edges(contract, id) {
+            let (from, to) = (edge.from.index(), id.index());
+            let _ = match edge.when {
+                Some(when) => writeln!(
+                    out,
+                    "  n{from} -> n{to} [style=dashed, label=\"{}\"];",
+                    when.replace('"', "\\\"")
+                ),
+                None => writeln!(out, "  n{from} -> n{to};"),
+            };
         }
     }
     for (i, output) in contract.outputs.iter().enumerate() {

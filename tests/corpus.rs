@@ -7,7 +7,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use igniter::ir::{Contract, Implementation, NodeKind, Program, ProviderChoice};
+use igniter::ir::{
+    Body, Call, Callee, Contract, Implementation, NodeKind, Pattern, Program, ProviderChoice,
+};
 
 /// `path` relative to the crate, so snapshots do not depend on where the
 /// repository is checked out (tests run in the crate folder).
@@ -182,28 +184,49 @@ fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
                 let default = p.default.as_ref().map(|d| format!(" = {d}")).unwrap_or_default();
                 format!("input {}: {}{default}", node.name, p.ty)
             }
-            NodeKind::Tool { tool, args } => format!(
-                "tool {} = {}({})",
+            NodeKind::Call(call) => {
+                format!("{} {} = {}", call.callee.label(), node.name, call_text(program, call))
+            }
+            NodeKind::Branch(branch) => {
+                let arms: Vec<String> = branch
+                    .arms
+                    .iter()
+                    .map(|arm| {
+                        let pattern = match &arm.pattern {
+                            Pattern::Wildcard => "_".to_owned(),
+                            Pattern::Literal(value) => value.to_string(),
+                        };
+                        let deps: Vec<&str> =
+                            arm.deps.iter().map(|d| contract[*d].name.as_str()).collect();
+                        format!(
+                            "{pattern} => {} [{}]",
+                            body_text(program, &arm.body),
+                            deps.join(", ")
+                        )
+                    })
+                    .collect();
+                let waits: Vec<&str> =
+                    branch.deps.iter().map(|d| contract[*d].name.as_str()).collect();
+                format!("branch {} on [{}] {{ {} }}", node.name, waits.join(", "), arms.join("; "))
+            }
+            NodeKind::For(each) => format!(
+                "for {}{} = {}",
                 node.name,
-                program[*tool].name,
-                args.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-            NodeKind::Agent { agent, args } => format!(
-                "agent {} = {}({})",
-                node.name,
-                program[*agent].name,
-                args.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
-            ),
-            NodeKind::Compose { contract, args } => format!(
-                "compose {} = {}({})",
-                node.name,
-                program[*contract].name,
-                args.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                if each.filter.is_some() { " (filtered)" } else { "" },
+                body_text(program, &each.body)
             ),
             other => format!("{} {}", other.label(), node.name),
         };
-        let deps: Vec<&str> =
-            contract.graph.deps(id).iter().map(|d| contract[*d].name.as_str()).collect();
+        let deps: Vec<String> = contract
+            .graph
+            .deps(id)
+            .iter()
+            .map(|d| {
+                let gate = contract.gated.contains(&id)
+                    && matches!(contract[*d].kind, NodeKind::Guard { .. });
+                format!("{}{}", contract[*d].name, if gate { " (gate)" } else { "" })
+            })
+            .collect();
         if deps.is_empty() {
             let _ = writeln!(out, "  {what}");
         } else {
@@ -214,5 +237,22 @@ fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
         let mut path = vec![contract[output.node].name.clone()];
         path.extend(output.fields.iter().cloned());
         let _ = writeln!(out, "  output {} = {}", output.name, path.join("."));
+    }
+}
+
+fn call_text(program: &Program, call: &Call) -> String {
+    let name = match call.callee {
+        Callee::Tool(tool) => &program[tool].name,
+        Callee::Agent(agent) => &program[agent].name,
+        Callee::Contract(contract) => &program[contract].name,
+    };
+    let args: Vec<&str> = call.args.iter().map(|(n, _)| n.as_str()).collect();
+    format!("{}{name}({})", if call.catch { "try " } else { "" }, args.join(", "))
+}
+
+fn body_text(program: &Program, body: &Body) -> String {
+    match body {
+        Body::Pure(_) => "pure".to_owned(),
+        Body::Call(call) => call_text(program, call),
     }
 }

@@ -112,8 +112,58 @@ pub(super) fn call(function: Function, args: &[Value]) -> Result<Value, String> 
                 Err(_) => return Err(format!("environment variable `{var}` is not set")),
             }
         }
+        Function::Successes => Value::Array(
+            tried(name, arg(0))?
+                .filter_map(|(_, result)| match result {
+                    Tried::Ok(value) => Some(value.clone()),
+                    Tried::Failed(..) => None,
+                })
+                .collect(),
+        ),
+        Function::Failures => Value::Array(
+            tried(name, arg(0))?
+                .filter_map(|(index, result)| match result {
+                    Tried::Ok(_) => None,
+                    Tried::Failed(error, code) => Some(serde_json::json!({
+                        "index": index, "error": error, "code": code
+                    })),
+                })
+                .collect(),
+        ),
     };
     Ok(result)
+}
+
+/// One result of `try`: `{ok: true, value}` or `{ok: false, error, code}`.
+enum Tried<'v> {
+    Ok(&'v Value),
+    Failed(&'v Value, &'v Value),
+}
+
+/// The results of `try` in an array, with their indexes; anything else
+/// in the array is reported.
+fn tried<'v>(
+    name: &str,
+    value: &'v Value,
+) -> Result<impl Iterator<Item = (usize, Tried<'v>)>, String> {
+    let items = expect_array(name, value)?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let result = match (item.get("ok"), item.get("value"), item.get("error")) {
+            (Some(Value::Bool(true)), Some(value), _) => Tried::Ok(value),
+            (Some(Value::Bool(false)), _, Some(error)) => {
+                Tried::Failed(error, item.get("code").unwrap_or(&Value::Null))
+            }
+            _ => {
+                return Err(format!(
+                    "`{name}` needs results of `try` ({{ok, value}} or {{ok: false, error}}), item {i} is {}",
+                    describe(item)
+                ));
+            }
+        };
+        out.push((i, result));
+    }
+    Ok(out.into_iter())
 }
 
 fn wrong(name: &str, expected: &str, got: &Value) -> String {

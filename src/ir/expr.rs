@@ -149,4 +149,6 @@ functions! {
     ToJson "to_json" 1..=1,
     FromJson "from_json" 1..=1,
     Env "env" 1..=2,
+    Successes "successes" 1..=1,
+    Failures "failures" 1..=1,
 }

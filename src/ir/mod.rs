@@ -239,8 +239,11 @@ pub struct Contract {
     pub nodes: Vec<Node>,
     /// Outputs in declaration order.
     pub outputs: Vec<Output>,
-    /// Dependencies between nodes.
+    /// Dependencies between nodes (gates included).
     pub graph: Graph,
+    /// Effect nodes that no guard needs: each waits for every guard
+    /// (an edge from each guard in `graph`).
+    pub gated: Vec<NodeId>,
     /// The declaration.
     pub span: Span,
     /// The name in the declaration (where whole-contract errors point).
@@ -299,27 +302,10 @@ pub enum NodeKind {
     Input(Param),
     /// A pure expression.
     Compute(Expr),
-    /// `compute x = Tool(...)`: runs the tool unguarded.
-    Tool {
-        /// The tool.
-        tool: ToolId,
-        /// Arguments by param name, in param order.
-        args: Vec<(String, Expr)>,
-    },
-    /// `compute x = Agent(...)`: runs the tool-use loop.
-    Agent {
-        /// The agent.
-        agent: AgentId,
-        /// Arguments by input name, in input order.
-        args: Vec<(String, Expr)>,
-    },
-    /// `compose x = Contract(...)`: an isolated child execution.
-    Compose {
-        /// The child contract.
-        contract: ContractId,
-        /// Arguments by input name, in input order.
-        args: Vec<(String, Expr)>,
-    },
+    /// `compute x = Tool(...)`, `compute x = Agent(...)` (the tool-use
+    /// loop), `compose x = Contract(...)` (an isolated child execution);
+    /// maybe under `try`.
+    Call(Call),
     /// `guard x = cond else "message"`.
     Guard {
         /// Must be `true`.
@@ -327,6 +313,125 @@ pub enum NodeKind {
         /// Why the run fails when it is not.
         message: Option<Expr>,
     },
+    /// `if c then A(..) else B(..)` or `match x { ... }` as the whole
+    /// expression: only the chosen arm, and what only it reads, runs.
+    Branch(Branch),
+    /// `for item in items if cond: body`: the body once per item.
+    For(Collection),
+}
+
+/// A call of a tool, agent or contract.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// What is called.
+    pub callee: Callee,
+    /// Arguments by param (or input) name, in param order.
+    pub args: Vec<(String, Expr)>,
+    /// Under `try`: a failure is the value `{ok: false, error, code}` and
+    /// a success `{ok: true, value}`.
+    pub catch: bool,
+}
+
+/// What a [`Call`] calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Callee {
+    /// A tool, run unguarded.
+    Tool(ToolId),
+    /// An agent's tool-use loop.
+    Agent(AgentId),
+    /// A contract, as a child execution.
+    Contract(ContractId),
+}
+
+impl Callee {
+    /// `tool`, `agent` or `compose`, for traces and graphs.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Callee::Tool(_) => "tool",
+            Callee::Agent(_) => "agent",
+            Callee::Contract(_) => "compose",
+        }
+    }
+}
+
+/// What an arm of a branch, or the body of a `for`, computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// A pure expression.
+    Pure(Expr),
+    /// A call.
+    Call(Call),
+}
+
+impl Body {
+    /// The expressions of the body.
+    pub fn exprs(&self) -> Box<dyn Iterator<Item = &Expr> + '_> {
+        match self {
+            Body::Pure(e) => Box::new(std::iter::once(e)),
+            Body::Call(call) => Box::new(call.args.iter().map(|(_, e)| e)),
+        }
+    }
+}
+
+/// A node that runs one of its arms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Branch {
+    /// `if` or `match`.
+    pub kind: BranchKind,
+    /// The condition of `if`, the scrutinee of `match`.
+    pub on: Expr,
+    /// The arms in source order; the first whose pattern fits runs. An
+    /// `if` has `true` then `false`.
+    pub arms: Vec<Arm>,
+    /// What must be done before the arm is chosen: the nodes `on` reads,
+    /// and the guards when the branch is gated.
+    pub deps: Vec<NodeId>,
+}
+
+/// `if` or `match`, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchKind {
+    /// `if c then a else b`.
+    If,
+    /// `match x { ... }`.
+    Match,
+}
+
+/// One arm of a [`Branch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arm {
+    /// When it runs.
+    pub pattern: Pattern,
+    /// What it computes.
+    pub body: Body,
+    /// The nodes the body reads: run only when this arm is chosen.
+    pub deps: Vec<NodeId>,
+    /// The arm in the source.
+    pub span: Span,
+}
+
+/// A `match` pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pattern {
+    /// `_`: anything.
+    Wildcard,
+    /// Equal to this value (numbers by value).
+    Literal(Value),
+}
+
+/// `for item in items if cond: body`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Collection {
+    /// The variable of the item inside `filter` and `body` (one past the
+    /// contract's nodes).
+    pub var: u32,
+    /// The array.
+    pub items: Expr,
+    /// Only items for which it is `true`.
+    pub filter: Option<Expr>,
+    /// Once per item.
+    pub body: Body,
 }
 
 impl NodeKind {
@@ -336,10 +441,30 @@ impl NodeKind {
         match self {
             NodeKind::Input(_) => "input",
             NodeKind::Compute(_) => "compute",
-            NodeKind::Tool { .. } => "tool",
-            NodeKind::Agent { .. } => "agent",
-            NodeKind::Compose { .. } => "compose",
+            NodeKind::Call(call) => call.callee.label(),
             NodeKind::Guard { .. } => "guard",
+            NodeKind::Branch(_) => "branch",
+            NodeKind::For(_) => "for",
+        }
+    }
+
+    /// Every call the node may make (a branch: each arm's).
+    pub fn calls(&self) -> Box<dyn Iterator<Item = &Call> + '_> {
+        fn of_body(body: &Body) -> Option<&Call> {
+            match body {
+                Body::Call(call) => Some(call),
+                Body::Pure(_) => None,
+            }
+        }
+        match self {
+            NodeKind::Call(call) => Box::new(std::iter::once(call)),
+            NodeKind::Branch(branch) => {
+                Box::new(branch.arms.iter().filter_map(|a| of_body(&a.body)))
+            }
+            NodeKind::For(each) => Box::new(of_body(&each.body).into_iter()),
+            NodeKind::Input(_) | NodeKind::Compute(_) | NodeKind::Guard { .. } => {
+                Box::new(std::iter::empty())
+            }
         }
     }
 
@@ -348,12 +473,16 @@ impl NodeKind {
         match self {
             NodeKind::Input(_) => Box::new(std::iter::empty()),
             NodeKind::Compute(e) => Box::new(std::iter::once(e)),
-            NodeKind::Tool { args, .. }
-            | NodeKind::Agent { args, .. }
-            | NodeKind::Compose { args, .. } => Box::new(args.iter().map(|(_, e)| e)),
+            NodeKind::Call(call) => Box::new(call.args.iter().map(|(_, e)| e)),
             NodeKind::Guard { condition, message } => {
                 Box::new(std::iter::once(condition).chain(message.iter()))
             }
+            NodeKind::Branch(branch) => Box::new(
+                std::iter::once(&branch.on).chain(branch.arms.iter().flat_map(|a| a.body.exprs())),
+            ),
+            NodeKind::For(each) => Box::new(
+                std::iter::once(&each.items).chain(each.filter.iter()).chain(each.body.exprs()),
+            ),
         }
     }
 }

@@ -8,8 +8,6 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
 use super::Lowerer;
 use super::expr::Scope;
 use super::names::Decl;
@@ -17,7 +15,7 @@ use super::suggest::{did_you_mean, list};
 use super::types::{a_kind, constant, show};
 use crate::ast::{self, ExprKind};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{self, AgentId, ContractId, Function, NodeKind, ToolId};
+use crate::ir::{self, AgentId, ContractId, Function, ToolId};
 use crate::source::Span;
 
 /// What is being called, for messages: "tool `DatabaseLookup`".
@@ -27,34 +25,75 @@ struct Callee<'c> {
     params: &'c [ir::Param],
 }
 
+/// The statement a call is in: `compute` calls tools and agents,
+/// `compose` calls contracts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stmt {
+    /// `compute`.
+    Compute,
+    /// `compose`.
+    Compose,
+}
+
+/// What [`Lowerer::lower_call`] made of an expression.
+pub(super) enum Lowered {
+    /// Not a call of a tool, agent or contract: a pure expression.
+    NotACall,
+    /// A call the statement allows.
+    Call(ir::Call),
+    /// A call of the wrong kind, already reported.
+    Reported,
+}
+
 impl Lowerer<'_> {
-    /// `compute x = expr`: a tool or agent call, or a pure expression.
-    pub(super) fn lower_compute(&mut self, expr: &ast::Expr, scope: &Scope<'_>) -> NodeKind {
-        let ExprKind::Call(ident, args) = &expr.kind else {
-            return NodeKind::Compute(self.lower_expr(expr, scope));
-        };
-        let decl = match self.decls.get(&ident.name) {
-            Some(decl) if Function::from_name(&ident.name).is_none() => decl,
-            _ => return NodeKind::Compute(self.lower_expr(expr, scope)),
-        };
-        let tools = std::mem::take(&mut self.tools);
-        let agents = std::mem::take(&mut self.agents);
-        let kind = match decl {
-            Decl::Tool(i) => {
+    /// A call of a tool, agent or contract that `stmt` may make. Contracts
+    /// met while lowering are pushed to `composes` with the call's place.
+    pub(super) fn lower_call(
+        &mut self,
+        expr: &ast::Expr,
+        scope: &Scope<'_>,
+        stmt: Stmt,
+        composes: &mut Vec<(usize, Span)>,
+    ) -> Lowered {
+        let ExprKind::Call(ident, args) = &expr.kind else { return Lowered::NotACall };
+        let decl =
+            self.decls.get(&ident.name).filter(|_| Function::from_name(&ident.name).is_none());
+        match (stmt, decl) {
+            (Stmt::Compute, Some(Decl::Tool(i))) => {
+                let tools = std::mem::take(&mut self.tools);
                 let callee = Callee { ident, what: "tool", params: &tools[i].params };
-                NodeKind::Tool {
-                    tool: ToolId::from_index(i),
-                    args: self.lower_args(&callee, args, scope),
-                }
+                let args = self.lower_args(&callee, args, scope);
+                self.tools = tools;
+                Lowered::Call(ir::Call {
+                    callee: ir::Callee::Tool(ToolId::from_index(i)),
+                    args,
+                    catch: false,
+                })
             }
-            Decl::Agent(i) => {
+            (Stmt::Compute, Some(Decl::Agent(i))) => {
+                let agents = std::mem::take(&mut self.agents);
                 let callee = Callee { ident, what: "agent", params: &agents[i].inputs };
-                NodeKind::Agent {
-                    agent: AgentId::from_index(i),
-                    args: self.lower_args(&callee, args, scope),
-                }
+                let args = self.lower_args(&callee, args, scope);
+                self.agents = agents;
+                Lowered::Call(ir::Call {
+                    callee: ir::Callee::Agent(AgentId::from_index(i)),
+                    args,
+                    catch: false,
+                })
             }
-            Decl::Contract(_) => {
+            (Stmt::Compose, Some(Decl::Contract(i))) => {
+                composes.push((i, ident.span));
+                let inputs = std::mem::take(&mut self.contract_inputs);
+                let callee = Callee { ident, what: "contract", params: &inputs[i] };
+                let args = self.lower_args(&callee, args, scope);
+                self.contract_inputs = inputs;
+                Lowered::Call(ir::Call {
+                    callee: ir::Callee::Contract(ContractId::from_index(i)),
+                    args,
+                    catch: false,
+                })
+            }
+            (Stmt::Compute, Some(Decl::Contract(_))) => {
                 self.push(
                     Diagnostic::error(
                         Code::ComputeContract,
@@ -64,68 +103,50 @@ impl Lowerer<'_> {
                     .label("a contract runs as a child execution")
                     .help("use `compose` to run a contract: `compose x = Contract(...)`"),
                 );
-                NodeKind::Compute(ir::Expr {
-                    kind: ir::ExprKind::Literal(Value::Null),
-                    span: expr.span,
-                })
+                Lowered::Reported
             }
-            Decl::Provider(_) => NodeKind::Compute(self.lower_expr(expr, scope)),
-        };
-        self.tools = tools;
-        self.agents = agents;
-        kind
+            (Stmt::Compute, _) => Lowered::NotACall,
+            (Stmt::Compose, decl) => {
+                self.compose_non_contract(ident, decl);
+                Lowered::Reported
+            }
+        }
     }
 
-    /// `compose x = Contract(...)`; `composes` receives the child.
-    pub(super) fn lower_compose(
-        &mut self,
-        expr: &ast::Expr,
-        scope: &Scope<'_>,
-        composes: &mut Vec<(usize, Span)>,
-    ) -> NodeKind {
-        let placeholder =
-            |span| NodeKind::Compute(ir::Expr { kind: ir::ExprKind::Literal(Value::Null), span });
-        let ExprKind::Call(ident, args) = &expr.kind else {
-            self.push(
-                Diagnostic::error(Code::ComposeNonContract, expr.span, "`compose` needs a contract call")
-                    .label("not a call of a contract")
-                    .help("write `compose x = Contract(input: value)`, or use `compute` for an expression"),
-            );
-            return placeholder(expr.span);
+    /// `compose` of a tool, agent, function or unknown name.
+    fn compose_non_contract(&mut self, ident: &ast::Ident, decl: Option<Decl>) {
+        let contracts = self.decls.names_where(|d| matches!(d, Decl::Contract(_)));
+        let (message, label, help) = match decl {
+            Some(decl) => (
+                format!("`compose` of {} `{}`", decl.kind(), ident.name),
+                format!("a {}, not a contract", decl.kind()),
+                Some(format!("use `compute` to call a {}", decl.kind())),
+            ),
+            None if Function::from_name(&ident.name).is_some() => (
+                format!("`compose` of function `{}`", ident.name),
+                "a function, not a contract".to_owned(),
+                Some("use `compute` for an expression".to_owned()),
+            ),
+            None => (
+                format!("`compose` of unknown contract `{}`", ident.name),
+                "not a declared contract".to_owned(),
+                did_you_mean(&ident.name, contracts),
+            ),
         };
-        let decl = self.decls.get(&ident.name);
-        let Some(Decl::Contract(i)) = decl else {
-            let contracts = self.decls.names_where(|d| matches!(d, Decl::Contract(_)));
-            let (message, label, help) = match decl {
-                Some(decl) => (
-                    format!("`compose` of {} `{}`", decl.kind(), ident.name),
-                    format!("a {}, not a contract", decl.kind()),
-                    Some(format!("use `compute` to call a {}", decl.kind())),
-                ),
-                None if Function::from_name(&ident.name).is_some() => (
-                    format!("`compose` of function `{}`", ident.name),
-                    "a function, not a contract".to_owned(),
-                    Some("use `compute` for an expression".to_owned()),
-                ),
-                None => (
-                    format!("`compose` of unknown contract `{}`", ident.name),
-                    "not a declared contract".to_owned(),
-                    did_you_mean(&ident.name, contracts),
-                ),
-            };
-            self.push(
-                Diagnostic::error(Code::ComposeNonContract, ident.span, message)
-                    .label(label)
-                    .maybe_help(help),
-            );
-            return placeholder(expr.span);
-        };
-        composes.push((i, ident.span));
-        let inputs = std::mem::take(&mut self.contract_inputs);
-        let callee = Callee { ident, what: "contract", params: &inputs[i] };
-        let args = self.lower_args(&callee, args, scope);
-        self.contract_inputs = inputs;
-        NodeKind::Compose { contract: ContractId::from_index(i), args }
+        self.push(
+            Diagnostic::error(Code::ComposeNonContract, ident.span, message)
+                .label(label)
+                .maybe_help(help),
+        );
+    }
+
+    /// `compose x = expr` where `expr` is not a call.
+    pub(super) fn compose_needs_call(&mut self, span: Span) {
+        self.push(
+            Diagnostic::error(Code::ComposeNonContract, span, "`compose` needs a contract call")
+                .label("not a call of a contract")
+                .help("write `compose x = Contract(input: value)`, or use `compute` for an expression"),
+        );
     }
 
     /// Named arguments checked against the callee's params, returned in

@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 
 use super::Lowerer;
+use super::calls::Stmt;
+use super::cycles::effectful_contracts;
 use super::expr::Scope;
 use super::suggest::did_you_mean;
 use crate::ast::{self, ExprKind, Node};
@@ -34,10 +36,20 @@ impl Lowerer<'_> {
             .collect();
         let mut composes = Vec::with_capacity(decls.contracts.len());
         let mut contracts = Vec::with_capacity(decls.contracts.len());
+        let mut clean = Vec::with_capacity(decls.contracts.len());
         for (index, contract) in decls.contracts.iter().enumerate() {
             let mut sites = Vec::new();
+            let errors_before = self.errors;
             contracts.push(self.lower_contract(index, contract, &mut sites));
+            clean.push(self.errors == errors_before);
             composes.push(sites);
+        }
+        // Graphs come last: gates need to know which contracts make effects.
+        let effectful = effectful_contracts(&contracts);
+        for ((contract, decl), clean) in contracts.iter_mut().zip(&decls.contracts).zip(clean) {
+            if clean {
+                self.check_graph(decl, contract, &effectful);
+            }
         }
         self.check_recursive_compose(&composes);
         contracts
@@ -51,7 +63,6 @@ impl Lowerer<'_> {
         contract: &ast::Contract,
         composes: &mut Vec<(usize, Span)>,
     ) -> ir::Contract {
-        let errors_before = self.errors;
         let runner = self.runner(contract);
         let scope = Scope::new(
             contract.nodes.iter().map(|n| n.name().name.as_str()).collect(),
@@ -60,14 +71,24 @@ impl Lowerer<'_> {
         );
         self.check_duplicate_nodes(contract, &scope);
         let mut inputs = self.contract_inputs[index].clone().into_iter();
+        let mut types = self.contract_inputs[index].iter().map(|p| p.ty.clone());
+        self.input_types = contract
+            .nodes
+            .iter()
+            .map(|n| matches!(n, Node::Input(_)).then(|| types.next()).flatten())
+            .collect();
         let mut nodes = Vec::with_capacity(contract.nodes.len());
         for node in &contract.nodes {
             let kind = match node {
                 Node::Input(_) => NodeKind::Input(
                     inputs.next().unwrap_or_else(|| unreachable!("one lowered param per input")),
                 ),
-                Node::Compute(_, expr, _) => self.lower_compute(expr, &scope),
-                Node::Compose(_, expr, _) => self.lower_compose(expr, &scope, composes),
+                Node::Compute(_, expr, _) => {
+                    self.lower_node_expr(expr, &scope, Stmt::Compute, composes)
+                }
+                Node::Compose(_, expr, _) => {
+                    self.lower_node_expr(expr, &scope, Stmt::Compose, composes)
+                }
                 Node::Guard { condition, message, .. } => NodeKind::Guard {
                     condition: self.lower_expr(condition, &scope),
                     message: message.as_ref().map(|m| self.lower_expr(m, &scope)),
@@ -76,17 +97,13 @@ impl Lowerer<'_> {
             nodes.push(ir::Node { name: node.name().name.clone(), kind, span: node.span() });
         }
         let outputs = self.lower_outputs(contract, &scope);
-        let graph = if self.errors == errors_before {
-            self.check_graph(contract, &nodes, &outputs)
-        } else {
-            Graph::default()
-        };
         ir::Contract {
             name: contract.name.name.clone(),
             runner,
             nodes,
             outputs,
-            graph,
+            graph: Graph::default(),
+            gated: Vec::new(),
             span: contract.span,
             name_span: contract.name.span,
         }

@@ -1,8 +1,13 @@
-//! The graph checks: cycles in a contract, unused nodes, and contracts
-//! that compose themselves through other contracts.
+//! The graph checks: cycles in a contract, guard gates, unused nodes,
+//! and contracts that compose themselves through other contracts.
 //!
 //! A node depends on the nodes its expressions mention, in first-mention
-//! order. Guards always run when their contract runs (they are checks on
+//! order. Effects (calls of tools and agents, composes of contracts that
+//! make effects, branches and collections with such calls) that no guard
+//! needs also depend on every guard of their contract: they are gated, so
+//! a failing guard stops them before they start. A branch waits only for
+//! what its condition reads (and its gates) before choosing an arm; what
+//! an arm reads is that arm's own list. Guards always run when their contract runs (they are checks on
 //! the run, whatever outputs are asked for), so a guard is never unused
 //! and what it reads is needed. Every other node, inputs included, that
 //! no output and no guard needs, directly or not, is reported unused.
@@ -15,26 +20,27 @@ use crate::source::Span;
 
 impl Lowerer<'_> {
     /// Builds the graph of a contract without other errors: reports its
-    /// cycles, or else its unused nodes.
+    /// cycles, or else sets its gates and graph and reports its unused
+    /// nodes. `effectful[c]` tells whether contract `c` makes effects.
     pub(super) fn check_graph(
         &mut self,
-        contract: &ast::Contract,
-        nodes: &[ir::Node],
-        outputs: &[ir::Output],
-    ) -> Graph {
-        let deps = dependencies(nodes);
-        match Graph::new(deps) {
-            Ok(graph) => {
-                self.check_unused(contract, nodes, outputs, &graph);
-                graph
+        decl: &ast::Contract,
+        contract: &mut ir::Contract,
+        effectful: &[bool],
+    ) {
+        let mut deps = dependencies(&contract.nodes);
+        if let Err(cycles) = Graph::new(deps.clone()) {
+            for cycle in cycles {
+                self.report_cycle(decl, &cycle);
             }
-            Err(cycles) => {
-                for cycle in cycles {
-                    self.report_cycle(contract, &cycle);
-                }
-                Graph::default()
-            }
+            return;
         }
+        let gated = gate(&contract.nodes, &mut deps, effectful);
+        let graph = Graph::new(deps).unwrap_or_else(|_| unreachable!("gates add no cycle"));
+        set_branch_deps(&mut contract.nodes, &gated);
+        self.check_unused(decl, &contract.nodes, &contract.outputs, &graph);
+        contract.graph = graph;
+        contract.gated = gated;
     }
 
     fn report_cycle(&mut self, contract: &ast::Contract, cycle: &[NodeId]) {
@@ -167,4 +173,102 @@ fn dependencies(nodes: &[ir::Node]) -> Vec<Vec<NodeId>> {
         deps.push(node_deps);
     }
     deps
+}
+
+/// Which contracts make effects, directly or through the contracts they
+/// compose.
+pub(super) fn effectful_contracts(contracts: &[ir::Contract]) -> Vec<bool> {
+    let mut effectful = vec![false; contracts.len()];
+    // Composition is acyclic in a clean program; a pass per nesting level.
+    loop {
+        let mut changed = false;
+        for (i, contract) in contracts.iter().enumerate() {
+            if !effectful[i] && contract.nodes.iter().any(|n| is_effect(&n.kind, &effectful)) {
+                effectful[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return effectful;
+        }
+    }
+}
+
+fn is_effect(kind: &NodeKind, effectful: &[bool]) -> bool {
+    kind.calls().any(|call| match call.callee {
+        ir::Callee::Tool(_) | ir::Callee::Agent(_) => true,
+        ir::Callee::Contract(c) => effectful[c.index()],
+    })
+}
+
+/// Adds an edge from every guard to every effect that no guard needs;
+/// returns those effects.
+fn gate(nodes: &[ir::Node], deps: &mut [Vec<NodeId>], effectful: &[bool]) -> Vec<NodeId> {
+    let guards: Vec<NodeId> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| matches!(n.kind, NodeKind::Guard { .. }))
+        .map(|(i, _)| NodeId::from_index(i))
+        .collect();
+    if guards.is_empty() {
+        return Vec::new();
+    }
+    let mut guarded = vec![false; nodes.len()];
+    let mut stack = guards.clone();
+    while let Some(node) = stack.pop() {
+        for &dep in &deps[node.index()] {
+            if !std::mem::replace(&mut guarded[dep.index()], true) {
+                stack.push(dep);
+            }
+        }
+    }
+    let mut gated = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        if guarded[i] || !is_effect(&node.kind, effectful) {
+            continue;
+        }
+        for guard in &guards {
+            if !deps[i].contains(guard) {
+                deps[i].push(*guard);
+            }
+        }
+        gated.push(NodeId::from_index(i));
+    }
+    gated
+}
+
+/// Fills in what each branch waits for before choosing (its condition's
+/// nodes, and the guards when gated) and what each arm reads.
+fn set_branch_deps(nodes: &mut [ir::Node], gated: &[NodeId]) {
+    let n = nodes.len();
+    let guards: Vec<NodeId> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, node)| matches!(node.kind, NodeKind::Guard { .. }))
+        .map(|(i, _)| NodeId::from_index(i))
+        .collect();
+    let reads = |exprs: &mut dyn Iterator<Item = &ir::Expr>| {
+        let mut out: Vec<NodeId> = Vec::new();
+        for expr in exprs {
+            expr.visit_vars(&mut |var| {
+                let id = NodeId::from_index(var as usize);
+                if (var as usize) < n && !out.contains(&id) {
+                    out.push(id);
+                }
+            });
+        }
+        out
+    };
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let NodeKind::Branch(branch) = &mut node.kind else { continue };
+        branch.deps = reads(&mut std::iter::once(&branch.on));
+        if gated.contains(&NodeId::from_index(i)) {
+            let missing: Vec<NodeId> =
+                guards.iter().copied().filter(|g| !branch.deps.contains(g)).collect();
+            branch.deps.extend(missing);
+        }
+        for arm in &mut branch.arms {
+            arm.deps = reads(&mut arm.body.exprs());
+        }
+    }
 }

@@ -80,6 +80,10 @@ impl Lowerer<'_> {
                 Box::new(self.lower_expr(b, scope)),
             ),
             ExprKind::Call(callee, args) => self.lower_function_call(callee, args, scope),
+            ExprKind::Match(..) | ExprKind::For(_) | ExprKind::Try(_) => {
+                self.nested_control(expr);
+                ir::ExprKind::Literal(Value::Null)
+            }
         };
         ir::Expr { kind, span }
     }

@@ -16,7 +16,8 @@
 //! | 4 | `agents.rs` | agents: providers, models, tools, capabilities, prompts |
 //! | 5 | `contracts.rs` | contract inputs first (call signatures), then bodies |
 //! | 6 | `calls.rs` | node calls of tools, agents and contracts, their arguments |
-//! | 7 | `cycles.rs` | per contract: cycles, the graph, unused nodes; then recursive composition |
+//! | 7 | `control.rs` | branches, collections, `try`: patterns, where they may appear |
+//! | 8 | `cycles.rs` | per contract: cycles, the graph, guard gates, unused nodes; then recursive composition |
 //!
 //! `types.rs` (types, constants, params) and `expr.rs` (name resolution in
 //! expressions) serve them all. A contract that already has errors is not
@@ -29,6 +30,7 @@ mod agents;
 mod builtins;
 mod calls;
 mod contracts;
+mod control;
 mod cycles;
 mod expr;
 mod names;
@@ -84,6 +86,9 @@ struct Lowerer<'a> {
     contract_inputs: Vec<Vec<ir::Param>>,
     /// Errors counted so far, kept in step with `diagnostics`.
     errors: usize,
+    /// The declared type of each node of the contract being lowered that
+    /// is an input.
+    input_types: Vec<Option<ir::Type>>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -96,6 +101,7 @@ impl<'a> Lowerer<'a> {
             agents: Vec::new(),
             contract_inputs: Vec::new(),
             errors: 0,
+            input_types: Vec::new(),
         }
     }
 

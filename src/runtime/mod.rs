@@ -137,8 +137,10 @@ impl Engine {
         let mut composed = vec![false; self.program.contracts.len()];
         for contract in &self.program.contracts {
             for node in &contract.nodes {
-                if let crate::ir::NodeKind::Compose { contract: child, .. } = node.kind {
-                    composed[child.index()] = true;
+                for call in node.kind.calls() {
+                    if let crate::ir::Callee::Contract(child) = call.callee {
+                        composed[child.index()] = true;
+                    }
                 }
             }
         }

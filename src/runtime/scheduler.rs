@@ -13,11 +13,24 @@
 //! - tool and agent nodes are spawned on the engine's tokio runtime and
 //!   report back over a channel; they hold no CPU worker while waiting.
 //!
+//! - a branch (`if`/`match` as a node's expression) first waits for what
+//!   its condition reads, chooses an arm, and only then asks for what that
+//!   arm reads: nodes only unchosen arms read never run ("needed" grows
+//!   while the run goes).
+//! - a `for` node evaluates its array; a pure body runs per item on the
+//!   spot, a call body becomes one job per item, queued like any tool,
+//!   agent or compose node (so `--jobs` bounds them and a failure stops
+//!   new ones from starting).
+//! - under `try`, a call's failure (or its child execution's) becomes the
+//!   call's value; the abandoned child is marked dead and ignored.
+//!
 //! No recursion follows the graph, so a chain of a million nodes runs.
 //! Values do not depend on the order nodes complete in; when several nodes
-//! fail, the one declared first is reported.
+//! fail, the first failed guard is reported, else the node declared first.
+//! After a failure the ready pure nodes still run (no effect starts), so
+//! a guard that would fail is reported before the error it guards against.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Instant;
@@ -27,8 +40,11 @@ use serde_json::{Map, Value};
 
 use super::{Engine, RunError, RunOptions, inputs};
 use crate::diagnostic::Code;
-use crate::eval::{self, describe};
-use crate::ir::{ContractId, Expr, NodeId, NodeKind, Param, Program, Runner};
+use crate::eval::{self, Scope, describe};
+use crate::ir::{
+    Body, BranchKind, Call, Callee, ContractId, Expr, NodeId, NodeKind, Param, Pattern, Program,
+    Runner,
+};
 use crate::source::Span;
 use crate::trace::Trace;
 
@@ -114,33 +130,58 @@ fn requested_outputs(
 /// One running contract: the root or a composed child.
 struct Exec {
     contract: ContractId,
-    /// `Root.child.grandchild`.
+    /// `Root.child.grandchild`, `Root.lines[3]` for a per-item child.
     path: String,
     values: Vec<Value>,
-    /// Unfinished dependencies of each needed node.
+    /// Unfinished dependencies each needed node is waiting for.
     pending: Vec<u32>,
     needed: Vec<bool>,
-    /// Needed nodes not finished yet.
+    done: Vec<bool>,
+    /// Needed nodes (inputs aside) not finished yet.
     remaining: usize,
     /// Indexes of the outputs to produce.
     outputs: Vec<usize>,
-    /// The `compose` node waiting for this execution.
-    parent: Option<(usize, NodeId)>,
+    /// The call waiting for this execution.
+    parent: Option<Job>,
     /// When it started, when tracing.
     started: Option<Instant>,
+    /// The arm each branch chose.
+    chosen: HashMap<NodeId, usize>,
+    /// The per-item results of `for` nodes with call bodies.
+    gathers: HashMap<NodeId, Gather>,
+    /// Abandoned: a `try` above caught its failure; late results are dropped.
+    dead: bool,
 }
 
-/// A node of an execution: `(exec index, node)`.
-type Job = (usize, NodeId);
+/// A `for` node's items and results while its calls run.
+struct Gather {
+    items: Vec<Value>,
+    results: Vec<Value>,
+    left: usize,
+}
 
-/// A waiting node's result, sent back from its task.
+/// A node of an execution, and the item for a `for` node's call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Job {
+    exec: usize,
+    node: NodeId,
+    item: Option<u32>,
+}
+
+impl Job {
+    fn node(exec: usize, node: NodeId) -> Self {
+        Self { exec, node, item: None }
+    }
+}
+
+/// A waiting call's result, sent back from its task.
 struct Done {
     job: Job,
     started: Instant,
     result: Result<Value, String>,
 }
 
-/// A node that failed.
+/// A node (or item) that failed.
 struct Failure {
     job: Job,
     message: String,
@@ -148,19 +189,32 @@ struct Failure {
     code: Code,
 }
 
+/// The variables of a `for` body: the contract's nodes and the item.
+struct ItemScope<'v> {
+    values: &'v [Value],
+    var: u32,
+    item: &'v Value,
+}
+
+impl Scope for ItemScope<'_> {
+    fn var(&self, var: u32) -> &Value {
+        if var == self.var { self.item } else { &self.values[var as usize] }
+    }
+}
+
 struct Scheduler<'e> {
     engine: &'e Engine,
     program: &'e Program,
     trace: &'e Arc<Trace>,
     execs: Vec<Exec>,
-    /// Ready nodes run by this thread (pure nodes and composes).
+    /// Ready jobs run by this thread (pure nodes, branches, collections, composes).
     pure: Vec<Job>,
-    /// Ready tool and agent nodes not yet started.
+    /// Ready tool and agent calls not yet started.
     waiting: VecDeque<Job>,
     in_flight: usize,
-    /// How many tool and agent nodes may wait at once.
+    /// How many tool and agent calls may wait at once.
     limit: usize,
-    /// `runner inline`: nothing else happens while a node waits.
+    /// `runner inline`: nothing else happens while a call waits.
     inline: bool,
     /// The pool of `runner thread_pool` / `--jobs`; rayon's global pool otherwise.
     pool: Option<rayon::ThreadPool>,
@@ -178,12 +232,13 @@ impl Scheduler<'_> {
                 self.complete(done);
             }
             if !self.failures.is_empty() {
+                self.settle();
                 return Err(self.first_failure());
             }
             if let Some(outputs) = self.result.take() {
                 return Ok(outputs);
             }
-            // `runner inline`: nothing else starts while a node waits.
+            // `runner inline`: nothing else starts while a call waits.
             let held = self.inline && self.in_flight > 0;
             if self.in_flight < self.limit && !held {
                 if let Some(job) = self.waiting.pop_front() {
@@ -219,72 +274,122 @@ impl Scheduler<'_> {
     ) {
         let c = &self.program[contract];
         let n = c.nodes.len();
-        let mut needed = vec![false; n];
-        let mut stack: Vec<NodeId> = outputs.iter().map(|&o| c.outputs[o].node).collect();
-        stack.extend(
+        let mut table = vec![Value::Null; n];
+        let mut done = vec![false; n];
+        for ((id, _), value) in c.inputs().zip(values) {
+            table[id.index()] = value;
+            done[id.index()] = true;
+        }
+        let exec = self.execs.len();
+        self.execs.push(Exec {
+            contract,
+            path,
+            values: table,
+            pending: vec![0; n],
+            needed: vec![false; n],
+            done,
+            remaining: 0,
+            outputs: outputs.clone(),
+            parent,
+            started: self.trace.enabled().then(Instant::now),
+            chosen: HashMap::new(),
+            gathers: HashMap::new(),
+            dead: false,
+        });
+        let mut roots: Vec<NodeId> = outputs.iter().map(|&o| c.outputs[o].node).collect();
+        roots.extend(
             c.nodes
                 .iter()
                 .enumerate()
                 .filter(|(_, node)| matches!(node.kind, NodeKind::Guard { .. }))
                 .map(|(i, _)| NodeId::from_index(i)),
         );
-        while let Some(node) = stack.pop() {
-            if !needed[node.index()] {
-                needed[node.index()] = true;
-                stack.extend_from_slice(c.graph.deps(node));
-            }
-        }
-        let pending = (0..n)
-            .map(|i| u32::try_from(c.graph.deps(NodeId::from_index(i)).len()).unwrap_or(u32::MAX))
-            .collect();
-        let remaining = needed.iter().filter(|&&b| b).count();
-        // With no needed node the execution is finished right away; else
-        // the last node to finish (an input, possibly) finishes it.
-        let nothing_needed = remaining == 0;
-        let exec = self.execs.len();
-        let mut table = vec![Value::Null; n];
-        let input_ids: Vec<NodeId> = c.inputs().map(|(id, _)| id).collect();
-        for (&id, value) in input_ids.iter().zip(values) {
-            table[id.index()] = value;
-        }
-        self.execs.push(Exec {
-            contract,
-            path,
-            values: table,
-            pending,
-            needed,
-            remaining,
-            outputs,
-            parent,
-            started: self.trace.enabled().then(Instant::now),
-        });
-        for i in 0..n {
-            let id = NodeId::from_index(i);
-            let e = &self.execs[exec];
-            if e.needed[i] && e.pending[i] == 0 && !matches!(c.nodes[i].kind, NodeKind::Input(_)) {
-                self.push((exec, id));
-            }
-        }
-        for id in input_ids {
-            if self.execs[exec].needed[id.index()] {
-                let value = std::mem::take(&mut self.execs[exec].values[id.index()]);
-                self.finish((exec, id), value);
-            }
-        }
-        if nothing_needed {
+        self.demand(exec, roots);
+        if self.execs[exec].remaining == 0 {
             self.finish_exec(exec);
         }
     }
 
+    /// What a node waits for before it can run (a branch: before it
+    /// chooses, or once chosen, what its arm reads).
+    fn deps_of(&self, exec: usize, node: NodeId) -> &[NodeId] {
+        let e = &self.execs[exec];
+        let contract = &self.program[e.contract];
+        match &contract[node].kind {
+            NodeKind::Branch(branch) => match e.chosen.get(&node) {
+                Some(&arm) => &branch.arms[arm].deps,
+                None => &branch.deps,
+            },
+            _ => contract.graph.deps(node),
+        }
+    }
+
+    /// Marks `roots` and what they wait for as needed; readies those with
+    /// nothing left to wait for.
+    fn demand(&mut self, exec: usize, roots: Vec<NodeId>) {
+        let mut stack = roots;
+        let mut new = Vec::new();
+        while let Some(node) = stack.pop() {
+            if std::mem::replace(&mut self.execs[exec].needed[node.index()], true) {
+                continue;
+            }
+            new.push(node);
+            stack.extend_from_slice(self.deps_of(exec, node));
+        }
+        for node in new {
+            let e = &self.execs[exec];
+            if e.done[node.index()] {
+                continue;
+            }
+            let pending = self.deps_of(exec, node).iter().filter(|d| !e.done[d.index()]).count();
+            let e = &mut self.execs[exec];
+            e.remaining += 1;
+            e.pending[node.index()] = u32::try_from(pending).unwrap_or(u32::MAX);
+            if pending == 0 {
+                self.push(Job::node(exec, node));
+            }
+        }
+    }
+
+    /// The call a job makes, if it makes one.
+    fn call_of(&self, job: Job) -> Option<&Call> {
+        let e = &self.execs[job.exec];
+        match &self.program[e.contract][job.node].kind {
+            NodeKind::Call(call) => Some(call),
+            NodeKind::Branch(branch) => match &branch.arms[*e.chosen.get(&job.node)?].body {
+                Body::Call(call) => Some(call),
+                Body::Pure(_) => None,
+            },
+            NodeKind::For(each) if job.item.is_some() => match &each.body {
+                Body::Call(call) => Some(call),
+                Body::Pure(_) => None,
+            },
+            _ => None,
+        }
+    }
+
     fn push(&mut self, job: Job) {
-        let contract = &self.program[self.execs[job.0].contract];
-        match contract[job.1].kind {
-            NodeKind::Tool { .. } | NodeKind::Agent { .. } => self.waiting.push_back(job),
+        match self.call_of(job).map(|call| call.callee) {
+            Some(Callee::Tool(_) | Callee::Agent(_)) => self.waiting.push_back(job),
             _ => self.pure.push(job),
         }
     }
 
-    /// Runs ready pure nodes: one on this thread, or a wide batch in parallel.
+    /// True when `exec` or an execution above it was abandoned.
+    fn is_dead(&self, mut exec: usize) -> bool {
+        loop {
+            let e = &self.execs[exec];
+            if e.dead {
+                return true;
+            }
+            match e.parent {
+                Some(parent) => exec = parent.exec,
+                None => return false,
+            }
+        }
+    }
+
+    /// Runs ready pure jobs: one on this thread, or a wide batch in parallel.
     fn step(&mut self) {
         if self.pure.len() < PARALLEL_BATCH || self.inline {
             if let Some(job) = self.pure.pop() {
@@ -304,84 +409,227 @@ impl Scheduler<'_> {
         for (job, result) in batch.into_iter().zip(results) {
             match result {
                 Some(Ok(value)) => self.finish(job, value),
-                Some(Err(failure)) => self.failures.push(failure),
+                Some(Err(failure)) => self.fail(failure),
                 None => self.run_pure(job),
             }
         }
     }
 
-    fn run_pure(&mut self, job: Job) {
-        match evaluate(self.program, &self.execs, self.trace, job) {
-            Some(Ok(value)) => self.finish(job, value),
-            Some(Err(failure)) => self.failures.push(failure),
-            None => self.compose(job),
-        }
-    }
-
-    /// Starts the child execution of a `compose` node.
-    fn compose(&mut self, job: Job) {
-        let e = &self.execs[job.0];
-        let node = &self.program[e.contract][job.1];
-        let NodeKind::Compose { contract, args } = &node.kind else {
-            unreachable!("only compose nodes are not evaluated in place")
-        };
-        let child = &self.program[*contract];
-        let given = match eval_args(args, &e.values) {
-            Ok(given) => given,
-            Err(failure) => return self.failures.push(failure.at(job)),
-        };
-        let params: Vec<_> = child.inputs().map(|(_, p)| p.clone()).collect();
-        match bind_call(&params, &given, node.span, job) {
-            Ok(values) => {
-                let path = format!("{}.{}", e.path, node.name);
-                let outputs = (0..child.outputs.len()).collect();
-                self.start(*contract, values, outputs, Some(job), path);
+    /// After a failure: runs the ready pure nodes and guards (no effect
+    /// starts), so that a failing guard is known before reporting.
+    fn settle(&mut self) {
+        loop {
+            let jobs = std::mem::take(&mut self.pure);
+            let (simple, rest): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|&job| {
+                let e = &self.execs[job.exec];
+                matches!(
+                    self.program[e.contract][job.node].kind,
+                    NodeKind::Compute(_) | NodeKind::Guard { .. }
+                )
+            });
+            self.pure = rest;
+            if simple.is_empty() {
+                return;
             }
-            Err(failure) => self.failures.push(failure),
+            for job in simple {
+                self.run_pure(job);
+            }
         }
     }
 
-    /// Starts a tool or agent node as a task on the I/O runtime.
+    fn run_pure(&mut self, job: Job) {
+        if self.is_dead(job.exec) {
+            return;
+        }
+        if let Some(result) = evaluate(self.program, &self.execs, self.trace, job) {
+            return match result {
+                Ok(value) => self.finish(job, value),
+                Err(failure) => self.fail(failure),
+            };
+        }
+        let e = &self.execs[job.exec];
+        let node = &self.program[e.contract][job.node];
+        match &node.kind {
+            NodeKind::Branch(branch) if !e.chosen.contains_key(&job.node) => {
+                match choose(branch.kind, &branch.arms, &branch.on, &e.values) {
+                    Ok(arm) => self.chose(job, arm),
+                    Err(message) => self.fail(Failure {
+                        job,
+                        message,
+                        span: branch.on.span,
+                        code: Code::NodeFailed,
+                    }),
+                }
+            }
+            NodeKind::Branch(branch) => match &branch.arms[e.chosen[&job.node]].body {
+                Body::Pure(expr) => {
+                    let started = Instant::now();
+                    let result = eval_node(expr, e.values.as_slice(), job);
+                    self.record(job, result.is_ok(), started);
+                    match result {
+                        Ok(value) => self.finish(job, value),
+                        Err(failure) => self.fail(failure),
+                    }
+                }
+                Body::Call(_) => self.compose(job),
+            },
+            NodeKind::For(_) if job.item.is_none() => self.expand(job),
+            _ => self.compose(job),
+        }
+    }
+
+    /// Records a job that ran on this thread, when tracing.
+    fn record(&self, job: Job, ok: bool, started: Instant) {
+        if self.trace.enabled() {
+            let e = &self.execs[job.exec];
+            let label = self.program[e.contract][job.node].kind.label();
+            let status = if ok { "ok" } else { "failed" };
+            self.trace.record(&self.path_of(job), label, status, started, String::new());
+        }
+    }
+
+    /// A branch chose `arm`: what the arm reads is now needed.
+    fn chose(&mut self, job: Job, arm: usize) {
+        let e = &mut self.execs[job.exec];
+        e.chosen.insert(job.node, arm);
+        let deps = self.deps_of(job.exec, job.node).to_vec();
+        let e = &self.execs[job.exec];
+        let pending = deps.iter().filter(|d| !e.done[d.index()]).count();
+        self.execs[job.exec].pending[job.node.index()] = u32::try_from(pending).unwrap_or(u32::MAX);
+        self.demand(job.exec, deps);
+        if pending == 0 {
+            self.push(job);
+        }
+    }
+
+    /// A `for` node: its items, then the body per item.
+    fn expand(&mut self, job: Job) {
+        let e = &self.execs[job.exec];
+        let node = &self.program[e.contract][job.node];
+        let NodeKind::For(each) = &node.kind else { unreachable!("only `for` nodes expand") };
+        let started = Instant::now();
+        let items = match items(each, &e.values, job) {
+            Ok(items) => items,
+            Err(failure) => return self.fail(failure),
+        };
+        match &each.body {
+            Body::Pure(body) => {
+                let mut results = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let scope = ItemScope { values: &e.values, var: each.var, item };
+                    match eval::eval(body, &scope) {
+                        Ok(value) => results.push(value),
+                        Err(error) => {
+                            self.record(job, false, started);
+                            return self.fail(Failure {
+                                job: Job { item: u32::try_from(i).ok(), ..job },
+                                message: error.message,
+                                span: error.span,
+                                code: Code::NodeFailed,
+                            });
+                        }
+                    }
+                }
+                self.record(job, true, started);
+                self.finish(job, Value::Array(results));
+            }
+            Body::Call(_) => {
+                let count = items.len();
+                if count == 0 {
+                    return self.finish(job, Value::Array(Vec::new()));
+                }
+                let gather = Gather { items, results: vec![Value::Null; count], left: count };
+                self.execs[job.exec].gathers.insert(job.node, gather);
+                for i in 0..count {
+                    self.push(Job { item: u32::try_from(i).ok(), ..job });
+                }
+            }
+        }
+    }
+
+    /// The values a job's call and its arguments see: the node table, and
+    /// the item for a `for` item.
+    fn call_args(&self, job: Job, call: &Call) -> Result<Map<String, Value>, Failure> {
+        let e = &self.execs[job.exec];
+        let node = &self.program[e.contract][job.node];
+        let result = match (&node.kind, job.item) {
+            (NodeKind::For(each), Some(i)) => {
+                let item = &e.gathers[&job.node].items[i as usize];
+                eval_args(&call.args, &ItemScope { values: &e.values, var: each.var, item })
+            }
+            _ => eval_args(&call.args, e.values.as_slice()),
+        };
+        result.map_err(|failure| failure.at(job))
+    }
+
+    /// The path of a job in messages and traces: `Root.child > node[3]`.
+    fn path_of(&self, job: Job) -> String {
+        let e = &self.execs[job.exec];
+        let name = &self.program[e.contract][job.node].name;
+        match job.item {
+            Some(i) => format!("{} > {name}[{i}]", e.path),
+            None => format!("{} > {name}", e.path),
+        }
+    }
+
+    /// Starts the child execution of a contract call.
+    fn compose(&mut self, job: Job) {
+        let call = self.call_of(job).unwrap_or_else(|| unreachable!("compose jobs call"));
+        let Callee::Contract(contract) = call.callee else {
+            unreachable!("only contract calls run on this thread")
+        };
+        let e = &self.execs[job.exec];
+        let node = &self.program[e.contract][job.node];
+        let child = &self.program[contract];
+        let bound = self.call_args(job, call).and_then(|given| {
+            let params: Vec<_> = child.inputs().map(|(_, p)| p.clone()).collect();
+            bind_call(&params, &given, node.span, job)
+        });
+        match bound {
+            Ok(values) => {
+                let path = match job.item {
+                    Some(i) => format!("{}.{}[{i}]", e.path, node.name),
+                    None => format!("{}.{}", e.path, node.name),
+                };
+                let outputs = (0..child.outputs.len()).collect();
+                self.start(contract, values, outputs, Some(job), path);
+            }
+            Err(failure) => self.deliver(job, Err(failure)),
+        }
+    }
+
+    /// Starts a tool or agent call as a task on the I/O runtime.
     fn start_waiting(&mut self, job: Job) {
-        let e = &self.execs[job.0];
-        let node = &self.program[e.contract][job.1];
+        if self.is_dead(job.exec) {
+            return;
+        }
+        let node = &self.program[self.execs[job.exec].contract][job.node];
         let Some(io) = self.engine.io() else {
             let message = "could not start the runtime for tools and agents".to_owned();
-            return self.failures.push(Failure {
-                job,
-                message,
-                span: node.span,
-                code: Code::NodeFailed,
-            });
+            return self.fail(Failure { job, message, span: node.span, code: Code::NodeFailed });
+        };
+        let call = self.call_of(job).unwrap_or_else(|| unreachable!("waiting jobs call"));
+        let given = match self.call_args(job, call) {
+            Ok(given) => given,
+            Err(failure) => return self.deliver(job, Err(failure)),
         };
         let started = Instant::now();
         let tx = self.tx.clone();
         let program = Arc::clone(&self.engine.program);
         let toolbox = self.engine.toolbox.clone();
-        let task = match &node.kind {
-            NodeKind::Tool { tool, args } => {
-                let given = match eval_args(args, &e.values) {
-                    Ok(given) => given,
-                    Err(failure) => return self.failures.push(failure.at(job)),
-                };
-                let tool = *tool;
-                io.spawn(async move {
-                    let result = toolbox.call(&program, tool, Value::Object(given)).await;
-                    let _ =
-                        tx.send(Done { job, started, result: result.map_err(|e| e.to_string()) });
-                })
-            }
-            NodeKind::Agent { agent, args } => {
-                let params = &self.program[*agent].inputs;
-                let bound = eval_args(args, &e.values)
-                    .map_err(|failure| failure.at(job))
-                    .and_then(|given| bind_call(params, &given, node.span, job));
-                let given: Map<String, Value> = match bound {
+        let task = match call.callee {
+            Callee::Tool(tool) => io.spawn(async move {
+                let result = toolbox.call(&program, tool, Value::Object(given)).await;
+                let _ = tx.send(Done { job, started, result: result.map_err(|e| e.to_string()) });
+            }),
+            Callee::Agent(agent) => {
+                let params = &self.program[agent].inputs;
+                let given: Map<String, Value> = match bind_call(params, &given, node.span, job) {
                     Ok(values) => params.iter().map(|p| p.name.clone()).zip(values).collect(),
-                    Err(failure) => return self.failures.push(failure),
+                    Err(failure) => return self.deliver(job, Err(failure)),
                 };
-                let (agent, llm, trace) = (*agent, self.engine.llm.clone(), Arc::clone(self.trace));
-                let path = format!("{} > {}", e.path, node.name);
+                let (llm, trace) = (self.engine.llm.clone(), Arc::clone(self.trace));
+                let path = self.path_of(job);
                 io.spawn(async move {
                     let result =
                         llm.run_agent(&program, agent, &given, &toolbox, &trace, &path).await;
@@ -389,7 +637,7 @@ impl Scheduler<'_> {
                     let _ = tx.send(Done { job, started, result });
                 })
             }
-            _ => unreachable!("only tool and agent nodes wait"),
+            Callee::Contract(_) => unreachable!("contract calls do not wait"),
         };
         self.tasks.push(task.abort_handle());
         self.in_flight += 1;
@@ -397,60 +645,144 @@ impl Scheduler<'_> {
 
     fn complete(&mut self, done: Done) {
         self.in_flight -= 1;
-        let e = &self.execs[done.job.0];
-        let node = &self.program[e.contract][done.job.1];
+        if self.is_dead(done.job.exec) {
+            return;
+        }
+        let job = done.job;
+        let callee = self.call_of(job).map(|call| call.callee);
         if self.trace.enabled() {
-            let path = format!("{} > {}", e.path, node.name);
             let status = if done.result.is_ok() { "ok" } else { "failed" };
-            self.trace.record(&path, node.kind.label(), status, done.started, String::new());
+            let label = callee.map_or("call", Callee::label);
+            self.trace.record(&self.path_of(job), label, status, done.started, String::new());
         }
-        match done.result {
-            Ok(value) => self.finish(done.job, value),
-            Err(message) => {
-                let (code, message) = match &node.kind {
-                    NodeKind::Agent { agent, .. } => {
-                        let name = &self.program[*agent].name;
-                        (Code::AgentFailed, format!("agent `{name}` failed: {message}"))
-                    }
-                    NodeKind::Tool { tool, .. } => {
-                        let name = &self.program[*tool].tool_name;
-                        (Code::ToolFailed, format!("tool `{name}` failed: {message}"))
-                    }
-                    _ => (Code::NodeFailed, message),
-                };
-                self.failures.push(Failure { job: done.job, message, span: node.span, code });
+        let result = done.result.map_err(|message| {
+            let (code, message) = match callee {
+                Some(Callee::Agent(agent)) => {
+                    let name = &self.program[agent].name;
+                    (Code::AgentFailed, format!("agent `{name}` failed: {message}"))
+                }
+                Some(Callee::Tool(tool)) => {
+                    let name = &self.program[tool].tool_name;
+                    (Code::ToolFailed, format!("tool `{name}` failed: {message}"))
+                }
+                _ => (Code::NodeFailed, message),
+            };
+            let span = self.program[self.execs[job.exec].contract][job.node].span;
+            Failure { job, message, span, code }
+        });
+        self.deliver(job, result);
+    }
+
+    /// A call's result: under `try` it becomes `{ok, ...}`; a failure
+    /// otherwise fails the run. An item's value goes to its `for` node.
+    fn deliver(&mut self, job: Job, result: Result<Value, Failure>) {
+        if self.is_dead(job.exec) {
+            return;
+        }
+        let catch = self.call_of(job).is_some_and(|call| call.catch);
+        let value = match (catch, result) {
+            (true, Ok(value)) => serde_json::json!({"ok": true, "value": value}),
+            (true, Err(f)) => {
+                serde_json::json!({"ok": false, "error": f.message, "code": f.code.as_str()})
             }
+            (false, Ok(value)) => value,
+            (false, Err(failure)) => return self.fail(failure),
+        };
+        let Some(i) = job.item else { return self.finish(job, value) };
+        let e = &mut self.execs[job.exec];
+        let Some(gather) = e.gathers.get_mut(&job.node) else { return };
+        gather.results[i as usize] = value;
+        gather.left -= 1;
+        if gather.left == 0 {
+            let results = std::mem::take(&mut gather.results);
+            e.gathers.remove(&job.node);
+            self.finish(Job::node(job.exec, job.node), Value::Array(results));
         }
+    }
+
+    /// A failure: the nearest `try` above a child execution catches it
+    /// (the child is abandoned); otherwise it fails the run.
+    fn fail(&mut self, failure: Failure) {
+        if self.is_dead(failure.job.exec) {
+            return;
+        }
+        let mut exec = failure.job.exec;
+        while let Some(parent) = self.execs[exec].parent {
+            if self.call_of(parent).is_some_and(|call| call.catch) {
+                self.execs[exec].dead = true;
+                return self.deliver(parent, Err(failure));
+            }
+            exec = parent.exec;
+        }
+        self.failures.push(failure);
     }
 
     /// Stores a node's value and readies the dependents it was the last for.
     fn finish(&mut self, job: Job, value: Value) {
-        let (exec, node) = job;
+        let (exec, node) = (job.exec, job.node);
+        if self.trace.enabled() {
+            if let NodeKind::Branch(_) = self.program[self.execs[exec].contract][node].kind {
+                self.trace_skipped(exec, node);
+            }
+        }
         let e = &mut self.execs[exec];
         e.values[node.index()] = value;
+        e.done[node.index()] = true;
         e.remaining -= 1;
         let contract = &self.program[e.contract];
         let mut ready = Vec::new();
         for &dependent in contract.graph.dependents(node) {
-            if e.needed[dependent.index()] {
-                let pending = &mut e.pending[dependent.index()];
-                *pending -= 1;
-                if *pending == 0 {
+            let i = dependent.index();
+            if e.needed[i] && !e.done[i] && waits_on(contract, e, dependent, node) {
+                e.pending[i] -= 1;
+                if e.pending[i] == 0 {
                     ready.push(dependent);
                 }
             }
         }
         let done = e.remaining == 0;
         for dependent in ready {
-            self.push((exec, dependent));
+            self.push(Job::node(exec, dependent));
         }
         if done {
             self.finish_exec(exec);
         }
     }
 
+    /// Records as skipped the nodes that only the unchosen arms of a
+    /// finished branch read.
+    fn trace_skipped(&self, exec: usize, node: NodeId) {
+        let e = &self.execs[exec];
+        let contract = &self.program[e.contract];
+        let NodeKind::Branch(branch) = &contract[node].kind else { return };
+        let chosen = e.chosen.get(&node).copied();
+        let mut seen = vec![false; contract.nodes.len()];
+        let mut stack: Vec<NodeId> = branch
+            .arms
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != chosen)
+            .flat_map(|(_, arm)| arm.deps.iter().copied())
+            .collect();
+        while let Some(skipped) = stack.pop() {
+            let i = skipped.index();
+            if e.needed[i] || std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            let path = format!("{} > {}", e.path, contract[skipped].name);
+            self.trace.record(
+                &path,
+                contract[skipped].kind.label(),
+                "skipped",
+                Instant::now(),
+                String::new(),
+            );
+            stack.extend_from_slice(contract.graph.deps(skipped));
+        }
+    }
+
     /// Collects a finished execution's outputs: the run's result for the
-    /// root, the `compose` node's value for a child.
+    /// root, the value of the call that started it for a child.
     fn finish_exec(&mut self, exec: usize) {
         let e = &mut self.execs[exec];
         let contract = &self.program[e.contract];
@@ -467,8 +799,8 @@ impl Scheduler<'_> {
                             output.name,
                             describe(value)
                         );
-                        let job = (exec, output.node);
-                        return self.failures.push(Failure {
+                        let job = Job::node(exec, output.node);
+                        return self.fail(Failure {
                             job,
                             message,
                             span: output.span,
@@ -482,34 +814,48 @@ impl Scheduler<'_> {
         // A finished child's table is no longer read.
         e.values = Vec::new();
         let (started, parent) = (e.started, e.parent);
-        if let (Some(started), Some((parent, node))) = (started, parent) {
-            let p = &self.execs[parent];
-            let path = format!("{} > {}", p.path, self.program[p.contract][node].name);
-            self.trace.record(&path, "compose", "ok", started, String::new());
+        if let (Some(started), Some(parent)) = (started, parent) {
+            self.trace.record(&self.path_of(parent), "compose", "ok", started, String::new());
         }
         match parent {
-            Some(parent) => self.finish(parent, Value::Object(outputs)),
+            Some(parent) => self.deliver(parent, Ok(Value::Object(outputs))),
             None => self.result = Some(outputs),
         }
     }
 
-    /// The failure of the earliest-declared node among those that failed.
+    /// The first failed guard, else the failure of the earliest-declared
+    /// node (and item) among those that failed.
     fn first_failure(&mut self) -> RunError {
         while let Ok(done) = self.rx.try_recv() {
             if done.result.is_err() {
                 self.complete(done);
             }
         }
-        self.failures.sort_by_key(|f| (f.job.0, f.job.1));
+        let program = self.program;
+        let execs = &self.execs;
+        let not_guard = |job: Job| {
+            !matches!(program[execs[job.exec].contract][job.node].kind, NodeKind::Guard { .. })
+        };
+        self.failures.sort_by_key(|f| (not_guard(f.job), f.job));
         let failure = self.failures.swap_remove(0);
-        let e = &self.execs[failure.job.0];
-        let node = &self.program[e.contract][failure.job.1];
         RunError::Node {
-            path: format!("{} > {}", e.path, node.name),
+            path: self.path_of(failure.job),
             message: failure.message,
             span: failure.span,
             code: failure.code,
         }
+    }
+}
+
+/// True when `dependent` is waiting for `dep` to finish: a branch waits
+/// for its condition's nodes, then for its chosen arm's.
+fn waits_on(contract: &crate::ir::Contract, e: &Exec, dependent: NodeId, dep: NodeId) -> bool {
+    match &contract[dependent].kind {
+        NodeKind::Branch(branch) => match e.chosen.get(&dependent) {
+            Some(&arm) => branch.arms[arm].deps.contains(&dep),
+            None => branch.deps.contains(&dep),
+        },
+        _ => true,
     }
 }
 
@@ -520,25 +866,23 @@ impl Failure {
     }
 }
 
-/// Evaluates a pure node; `None` for a `compose`, which the scheduler starts.
+/// Evaluates a `compute` or `guard` node; `None` for the others, which the
+/// scheduler runs itself.
 fn evaluate(
     program: &Program,
     execs: &[Exec],
     trace: &Trace,
     job: Job,
 ) -> Option<Result<Value, Failure>> {
-    let e = &execs[job.0];
-    let node = &program[e.contract][job.1];
+    let e = &execs[job.exec];
+    let node = &program[e.contract][job.node];
     let started = trace.enabled().then(Instant::now);
     let result = match &node.kind {
-        NodeKind::Compute(expr) => eval_node(expr, &e.values, job),
+        NodeKind::Compute(expr) => eval_node(expr, e.values.as_slice(), job),
         NodeKind::Guard { condition, message } => {
             guard(condition, message.as_ref(), &e.values, job, node.span, &node.name)
         }
-        NodeKind::Compose { .. } => return None,
-        NodeKind::Input(_) | NodeKind::Tool { .. } | NodeKind::Agent { .. } => {
-            unreachable!("inputs are bound at start; tools and agents wait")
-        }
+        _ => return None,
     };
     if let Some(started) = started {
         let path = format!("{} > {}", e.path, node.name);
@@ -548,7 +892,65 @@ fn evaluate(
     Some(result)
 }
 
-fn eval_node(expr: &Expr, values: &[Value], job: Job) -> Result<Value, Failure> {
+/// The index of the arm a branch takes for the value of `on`.
+fn choose(
+    kind: BranchKind,
+    arms: &[crate::ir::Arm],
+    on: &Expr,
+    values: &[Value],
+) -> Result<usize, String> {
+    let value = eval::eval(on, values).map_err(|e| e.message)?;
+    if kind == BranchKind::If && !value.is_boolean() {
+        return Err(format!("`if` needs a boolean, got {}", describe(&value)));
+    }
+    arms.iter()
+        .position(|arm| match &arm.pattern {
+            Pattern::Wildcard => true,
+            Pattern::Literal(literal) => eval::equal(literal, &value),
+        })
+        .ok_or_else(|| format!("no arm of `match` fits {}", describe(&value)))
+}
+
+/// The items of a `for` node that pass its filter.
+fn items(each: &crate::ir::Collection, values: &[Value], job: Job) -> Result<Vec<Value>, Failure> {
+    let items = match eval_node(&each.items, values, job)? {
+        Value::Array(items) => items,
+        other => {
+            return Err(Failure {
+                job,
+                message: format!("`for` needs an array, got {}", describe(&other)),
+                span: each.items.span,
+                code: Code::NodeFailed,
+            });
+        }
+    };
+    let Some(filter) = &each.filter else { return Ok(items) };
+    let mut kept = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let scope = ItemScope { values, var: each.var, item: &item };
+        let keep = eval::eval(filter, &scope).map_err(|e| Failure {
+            job: Job { item: u32::try_from(i).ok(), ..job },
+            message: e.message,
+            span: e.span,
+            code: Code::NodeFailed,
+        })?;
+        match keep {
+            Value::Bool(true) => kept.push(item),
+            Value::Bool(false) => {}
+            other => {
+                return Err(Failure {
+                    job: Job { item: u32::try_from(i).ok(), ..job },
+                    message: format!("the `for` filter needs a boolean, got {}", describe(&other)),
+                    span: filter.span,
+                    code: Code::NodeFailed,
+                });
+            }
+        }
+    }
+    Ok(kept)
+}
+
+fn eval_node<S: Scope + ?Sized>(expr: &Expr, values: &S, job: Job) -> Result<Value, Failure> {
     eval::eval(expr, values).map_err(|e| Failure {
         job,
         message: e.message,
@@ -600,10 +1002,13 @@ fn bind_call(
 
 /// Evaluates call arguments into an object by name. The failure's job is
 /// set by the caller.
-fn eval_args(args: &[(String, Expr)], values: &[Value]) -> Result<Map<String, Value>, Failure> {
+fn eval_args<S: Scope + ?Sized>(
+    args: &[(String, Expr)],
+    values: &S,
+) -> Result<Map<String, Value>, Failure> {
     let mut out = Map::with_capacity(args.len());
     for (name, expr) in args {
-        let value = eval_node(expr, values, (0, NodeId(0)))?;
+        let value = eval_node(expr, values, Job::node(0, NodeId(0)))?;
         out.insert(name.clone(), value);
     }
     Ok(out)

@@ -199,6 +199,8 @@ fn rule_name(rule: Rule) -> Option<String> {
         Rule::plain_string | Rule::triple_string => "a string",
         Rule::integer | Rule::float => "a number",
         Rule::type_expr => "a type",
+        Rule::pattern | Rule::wildcard => "a pattern (`_` or a literal)",
+        Rule::match_arm => "a `match` arm",
         Rule::op_or
         | Rule::op_and
         | Rule::op_eq

@@ -11,29 +11,57 @@ use pest::iterators::{Pair, Pairs};
 use pest::pratt_parser::{Assoc, Op, PrattParser};
 
 use super::{Rule, items::Builder, span};
-use crate::ast::{Arg, BinaryOp, Expr, ExprKind, Ident, StringPart, UnaryOp};
+use crate::ast::{
+    Arg, BinaryOp, Expr, ExprKind, For, Ident, MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE,
+    POSTFIX_PRECEDENCE, Pattern, PatternKind, StringPart, UnaryOp,
+};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::source::Span;
 
 /// Most operators and operands one expression may have.
 pub(super) const MAX_OPERATOR_PAIRS: usize = 1000;
 
+/// The grammar rule of each binary operator.
+const OPERATOR_RULES: [(Rule, BinaryOp); 13] = [
+    (Rule::op_or, BinaryOp::Or),
+    (Rule::op_and, BinaryOp::And),
+    (Rule::op_eq, BinaryOp::Eq),
+    (Rule::op_ne, BinaryOp::Ne),
+    (Rule::op_lt, BinaryOp::Lt),
+    (Rule::op_le, BinaryOp::Le),
+    (Rule::op_gt, BinaryOp::Gt),
+    (Rule::op_ge, BinaryOp::Ge),
+    (Rule::op_add, BinaryOp::Add),
+    (Rule::op_sub, BinaryOp::Sub),
+    (Rule::op_mul, BinaryOp::Mul),
+    (Rule::op_div, BinaryOp::Div),
+    (Rule::op_mod, BinaryOp::Mod),
+];
+
+/// pest's Pratt table, built level by level from the shared precedence
+/// table in [`crate::ast`] (the fast path reads the same table).
 static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
-    PrattParser::new()
-        .op(Op::infix(Rule::op_or, Assoc::Left))
-        .op(Op::infix(Rule::op_and, Assoc::Left))
-        .op(Op::prefix(Rule::op_not))
-        .op(Op::infix(Rule::op_eq, Assoc::Left) | Op::infix(Rule::op_ne, Assoc::Left))
-        .op(Op::infix(Rule::op_lt, Assoc::Left)
-            | Op::infix(Rule::op_le, Assoc::Left)
-            | Op::infix(Rule::op_gt, Assoc::Left)
-            | Op::infix(Rule::op_ge, Assoc::Left))
-        .op(Op::infix(Rule::op_add, Assoc::Left) | Op::infix(Rule::op_sub, Assoc::Left))
-        .op(Op::infix(Rule::op_mul, Assoc::Left)
-            | Op::infix(Rule::op_div, Assoc::Left)
-            | Op::infix(Rule::op_mod, Assoc::Left))
-        .op(Op::prefix(Rule::op_neg))
-        .op(Op::postfix(Rule::field) | Op::postfix(Rule::index))
+    let mut pratt = PrattParser::new();
+    for level in 1..=POSTFIX_PRECEDENCE {
+        let mut ops: Vec<Op<Rule>> = OPERATOR_RULES
+            .iter()
+            .filter(|(_, op)| op.precedence() == level)
+            .map(|&(rule, _)| Op::infix(rule, Assoc::Left))
+            .collect();
+        if level == NOT_PRECEDENCE {
+            ops.push(Op::prefix(Rule::op_not));
+        }
+        if level == NEG_PRECEDENCE {
+            ops.push(Op::prefix(Rule::op_neg));
+        }
+        if level == POSTFIX_PRECEDENCE {
+            ops.extend([Op::postfix(Rule::field), Op::postfix(Rule::index)]);
+        }
+        if let Some(level_ops) = ops.into_iter().reduce(|a, b| a | b) {
+            pratt = pratt.op(level_ops);
+        }
+    }
+    pratt
 });
 
 impl Builder<'_> {
@@ -144,9 +172,45 @@ impl Builder<'_> {
                 let (c, a, b) = (next(), next(), next());
                 ExprKind::If(Box::new(self.expr(c)), Box::new(self.expr(a)), Box::new(self.expr(b)))
             }
+            Rule::match_expr => {
+                let mut inner = pair.into_inner().skip(1);
+                let scrutinee =
+                    self.expr(inner.next().unwrap_or_else(|| unreachable!("scrutinee")));
+                let arms = inner.map(|arm| self.match_arm(arm)).collect();
+                ExprKind::Match(Box::new(scrutinee), arms)
+            }
+            Rule::for_expr => {
+                let mut inner = pair.into_inner().filter(|p| p.as_rule() != Rule::kw_in);
+                let mut next = || inner.next().unwrap_or_else(|| unreachable!("for has parts"));
+                let (_, name) = (next(), next());
+                let name = self.ident(name);
+                let items = self.expr(next());
+                let mut rest: Vec<Pair<'_, Rule>> = inner.collect();
+                let body = self.expr(rest.pop().unwrap_or_else(|| unreachable!("for body")));
+                let filter = rest.pop().map(|cond| self.expr(cond));
+                ExprKind::For(Box::new(For { name, items, filter, body }))
+            }
+            Rule::try_expr => {
+                let inner = pair.into_inner().nth(1).unwrap_or_else(|| unreachable!("try call"));
+                ExprKind::Try(Box::new(self.expr(inner)))
+            }
             rule => unreachable!("primary {rule:?}"),
         };
         Expr { kind, span }
+    }
+
+    fn match_arm(&mut self, pair: Pair<'_, Rule>) -> MatchArm {
+        let arm_span = span(self.file, &pair);
+        let mut inner = pair.into_inner();
+        let pattern = inner.next().unwrap_or_else(|| unreachable!("arm pattern"));
+        let pattern_span = span(self.file, &pattern);
+        let literal = pattern.into_inner().next().unwrap_or_else(|| unreachable!("pattern"));
+        let kind = match literal.as_rule() {
+            Rule::wildcard => PatternKind::Wildcard,
+            _ => PatternKind::Literal(self.primary(literal)),
+        };
+        let body = self.expr(inner.next().unwrap_or_else(|| unreachable!("arm body")));
+        MatchArm { pattern: Pattern { kind, span: pattern_span }, body, span: arm_span }
     }
 
     fn integer(&mut self, pair: &Pair<'_, Rule>) -> ExprKind {
@@ -277,22 +341,10 @@ enum Tree<'i> {
 }
 
 fn binary_op(rule: Rule) -> BinaryOp {
-    match rule {
-        Rule::op_or => BinaryOp::Or,
-        Rule::op_and => BinaryOp::And,
-        Rule::op_eq => BinaryOp::Eq,
-        Rule::op_ne => BinaryOp::Ne,
-        Rule::op_lt => BinaryOp::Lt,
-        Rule::op_le => BinaryOp::Le,
-        Rule::op_gt => BinaryOp::Gt,
-        Rule::op_ge => BinaryOp::Ge,
-        Rule::op_add => BinaryOp::Add,
-        Rule::op_sub => BinaryOp::Sub,
-        Rule::op_mul => BinaryOp::Mul,
-        Rule::op_div => BinaryOp::Div,
-        Rule::op_mod => BinaryOp::Mod,
-        rule => unreachable!("infix operator {rule:?}"),
-    }
+    OPERATOR_RULES
+        .iter()
+        .find(|(r, _)| *r == rule)
+        .map_or_else(|| unreachable!("infix operator {rule:?}"), |&(_, op)| op)
 }
 
 pub(super) fn push_text(parts: &mut Vec<StringPart>, text: &str) {

@@ -23,14 +23,12 @@ use std::vec::IntoIter;
 
 use super::expr::{MAX_OPERATOR_PAIRS, dedent, push_text};
 use crate::ast::{
-    Agent, Arg, BinaryOp, Contract, Expr, ExprKind, File, Ident, Implementation, Item, Node,
-    Output, Param, Provider, ProviderRef, Runner, Setting, StringPart, Tool, TypeExpr, UnaryOp,
-    Use,
+    Agent, Arg, BinaryOp, Contract, Expr, ExprKind, File, For, Ident, Implementation, Item,
+    MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param, Pattern,
+    PatternKind, Provider, ProviderRef, RESERVED, Runner, Setting, StringPart, Tool, TypeExpr,
+    UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
-
-/// Words that cannot be names.
-const RESERVED: [&str; 9] = ["if", "then", "else", "and", "or", "not", "true", "false", "null"];
 
 /// Deepest recursion of expressions and types; deeper input goes to pest.
 const MAX_DEPTH: usize = 200;
@@ -55,19 +53,12 @@ enum Piece {
     Infix(BinaryOp),
 }
 
-/// The binding power of a piece that follows an operand (pest's Pratt
-/// table; prefix operators are `not` 3 and `-` 8).
+/// The binding power of a piece that follows an operand (the shared
+/// table in [`crate::ast`], which pest's Pratt parser is built from).
 fn binding(piece: &Piece) -> u8 {
     match piece {
-        Piece::Infix(op) => match op {
-            BinaryOp::Or => 1,
-            BinaryOp::And => 2,
-            BinaryOp::Eq | BinaryOp::Ne => 4,
-            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => 5,
-            BinaryOp::Add | BinaryOp::Sub => 6,
-            BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod => 7,
-        },
-        Piece::Field(..) | Piece::Index(..) => 9,
+        Piece::Infix(op) => op.precedence(),
+        Piece::Field(..) | Piece::Index(..) => POSTFIX_PRECEDENCE,
         Piece::Prefix(..) | Piece::Operand(_) => 0,
     }
 }
@@ -76,7 +67,7 @@ fn binding(piece: &Piece) -> u8 {
 fn pratt(pieces: &mut Peekable<IntoIter<Piece>>, rbp: u8) -> Option<Expr> {
     let mut lhs = match pieces.next()? {
         Piece::Prefix(op, span) => {
-            let prec = if op == UnaryOp::Not { 3 } else { 8 };
+            let prec = if op == UnaryOp::Not { NOT_PRECEDENCE } else { NEG_PRECEDENCE };
             let rhs = pratt(pieces, prec - 1)?;
             Expr { span: span.to(rhs.span), kind: ExprKind::Unary(op, Box::new(rhs)) }
         }
@@ -659,6 +650,31 @@ impl<'t> Parser<'t> {
                     let otherwise = self.expr()?;
                     ExprKind::If(Box::new(condition), Box::new(then), Box::new(otherwise))
                 }
+                "match" => {
+                    self.advance(5);
+                    let scrutinee = self.expr()?;
+                    self.expect(b'{')?;
+                    let mut arms = Vec::new();
+                    while !self.eat(b'}') {
+                        arms.push(self.match_arm()?);
+                        self.eat(b',');
+                    }
+                    ExprKind::Match(Box::new(scrutinee), arms)
+                }
+                "for" => {
+                    self.advance(3);
+                    let name = self.ident()?;
+                    self.keyword("in").then_some(())?;
+                    let items = self.expr()?;
+                    let filter = if self.keyword("if") { Some(self.expr()?) } else { None };
+                    self.expect(b':')?;
+                    let body = self.expr()?;
+                    ExprKind::For(Box::new(For { name, items, filter, body }))
+                }
+                "try" => {
+                    self.advance(3);
+                    ExprKind::Try(Box::new(self.expr()?))
+                }
                 "true" => {
                     self.advance(4);
                     ExprKind::Bool(true)
@@ -682,6 +698,33 @@ impl<'t> Parser<'t> {
             },
         };
         Some(Expr { kind, span: self.span_from(start) })
+    }
+
+    /// `pattern => expr` of a `match`.
+    fn match_arm(&mut self) -> Option<MatchArm> {
+        let start = self.pos_after_ws();
+        let kind = match self.bytes.get(start)? {
+            b'"' => PatternKind::Literal(self.string()?),
+            b'0'..=b'9' => {
+                let literal = self.number()?;
+                matches!(literal.kind, ExprKind::Integer(_)).then_some(())?;
+                PatternKind::Literal(literal)
+            }
+            _ => match self.word_at(start) {
+                "_" => {
+                    self.advance(1);
+                    PatternKind::Wildcard
+                }
+                "true" | "false" | "null" => PatternKind::Literal(self.primary()?),
+                _ => return None,
+            },
+        };
+        let pattern = Pattern { kind, span: self.span_from(start) };
+        self.expect(b'=')?;
+        (self.bytes.get(self.pos) == Some(&b'>')).then_some(())?;
+        self.advance(1);
+        let body = self.expr()?;
+        Some(MatchArm { pattern, body, span: self.span_from(start) })
     }
 
     /// `name: expr` or `expr`.

@@ -199,6 +199,9 @@ contract D {
   compute w = (1 + 2) * -(3) - - 4 + if a then b else c + 1
   compute v = a * not b == c
   guard h = 1.5and z
+  compute m = match x.y { "a" => T(a: 1), 2 => try T(a: 2)
+    true => null, null => -1, _ => for i in [1, 2] if i > 1: i * 2 }
+  compute f = for item in items: try T(a: item.x, b)
   output y.q.r as s
   output z
 }
@@ -264,6 +267,29 @@ contract D {
         assert_eq!(fast_agrees(SAMPLE2), Ok(true));
     }
 
+    /// The grammar's `ident` rule excludes exactly the shared reserved
+    /// words: pest rejects each as a name, and the rule lists no other.
+    #[test]
+    fn the_grammar_reserves_the_shared_words() {
+        use pest::Parser as _;
+        for word in crate::ast::RESERVED {
+            assert!(
+                super::IgnParser::parse(super::Rule::ident, word).is_err(),
+                "`{word}` is a name to pest"
+            );
+            assert!(super::IgnParser::parse(super::Rule::ident, &format!("{word}x")).is_ok());
+        }
+        let grammar = include_str!("../../grammar/ignite.pest");
+        let rule = grammar
+            .lines()
+            .skip_while(|line| !line.starts_with("ident = "))
+            .nth(1)
+            .expect("the ident rule");
+        let words = rule.split(") ~").next().unwrap_or_default();
+        let listed: Vec<&str> = words.split('"').skip(1).step_by(2).collect();
+        assert_eq!(listed, crate::ast::RESERVED, "{rule}");
+    }
+
     #[test]
     fn the_sample_parses() {
         let file = parse(FileId(0), SAMPLE).expect("sample parses");
@@ -317,7 +343,9 @@ contract D {
                     " and ", " or ", " not ", "if a then b else ", " then ", " else ", "true",
                     "null", ".x", "[0]", "(1)", "\"s{x}\"", "\"\"\"", "\n", "#", " == ", " - ",
                     "1.5", "1e3", "99999999999999999999", "\\q", "\n  compute q = 1\n",
-                    "\n  output q\n", "f(a: 1)", "{k: 1}", " fallback ", " as ",
+                    "\n  output q\n", "f(a: 1)", "{k: 1}", " fallback ", " as ", " match x { ",
+                    " => ", " _ ", "for i in ", " in ", ": ", " try ", "},", "\"a\" => 1",
+                    "if c: ", "match", "for", "try",
                 ]).prop_map(str::to_owned),
             ],
         ) {
