@@ -220,3 +220,72 @@ contract Buy {{
         "{error}"
     );
 }
+
+/// Guards gate effects: with the guard false, neither the child process
+/// that writes a file nor the HTTP call runs (the server counts requests),
+/// while the lookup the guard needs does run. With the guard true, both
+/// effects happen once.
+#[test]
+fn a_failing_guard_stops_the_effects_it_gates() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/orders"))
+            .respond_with(ResponseTemplate::new(201).set_body_string("order placed"))
+            .mount(&server)
+            .await;
+        server
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let program = format!(
+        r#"
+tool Lookup {{
+  description "Stock of a SKU (writes looked_up)"
+  param stock: integer
+  exec "sh" "-c" "cat > /dev/null; touch looked_up; echo 0"
+}}
+tool Ticket {{
+  description "Creates a ticket (writes ticket)"
+  param sku: string
+  exec "sh" "-c" "cat > /dev/null; touch ticket; echo created"
+}}
+tool Order {{
+  description "Places an order"
+  param sku: string
+  http post "{uri}/orders"
+}}
+contract Buy {{
+  input sku: string
+  input stock: integer
+  compute looked_up = Lookup(stock)
+  guard in_stock = stock + looked_up > 0 else "SKU {{sku}} is out of stock"
+  compute ticket = Ticket(sku)
+  compute order = Order(sku)
+  output ticket
+  output order
+}}
+"#,
+        uri = server.uri()
+    );
+    let file = dir.path().join("buy.ign");
+    std::fs::write(&file, program).unwrap();
+    let engine = Engine::new(igniter::compile(&file).program.expect("compiles"));
+    let contract = engine.contract(None).unwrap();
+    let inputs = |stock: i64| -> Map<String, Value> {
+        serde_json::from_value(serde_json::json!({"sku": "A-1", "stock": stock})).unwrap()
+    };
+    let error = engine.run(contract, &inputs(0), &RunOptions::default()).unwrap_err();
+    assert_eq!(error.to_string(), "Buy > in_stock: SKU A-1 is out of stock");
+    assert!(dir.path().join("looked_up").exists(), "the lookup the guard needs runs");
+    assert!(!dir.path().join("ticket").exists(), "the gated child process never ran");
+    let requests = runtime.block_on(server.received_requests()).unwrap();
+    assert!(requests.is_empty(), "the gated HTTP call never happened: {requests:?}");
+
+    let output = engine.run(contract, &inputs(1), &RunOptions::default()).unwrap();
+    assert_eq!(output.outputs["order"], "order placed");
+    assert!(dir.path().join("ticket").exists());
+    assert_eq!(runtime.block_on(server.received_requests()).unwrap().len(), 1);
+}
