@@ -87,6 +87,8 @@ pub struct Tool {
     pub capabilities: Vec<Ident>,
     /// `timeout N` statements.
     pub timeouts: Vec<Expr>,
+    /// `retries N` statements.
+    pub retries: Vec<Expr>,
     /// `header "Name" = expr` statements.
     pub headers: Vec<(Expr, Expr)>,
     /// Implementation clauses (exactly one is valid).
@@ -105,6 +107,7 @@ impl Tool {
             params: Vec::new(),
             capabilities: Vec::new(),
             timeouts: Vec::new(),
+            retries: Vec::new(),
             headers: Vec::new(),
             implementations: Vec::new(),
             span,

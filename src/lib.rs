@@ -18,6 +18,7 @@
 //! every file's errors, and lowering runs only when every file parsed.
 
 pub mod ast;
+pub mod backoff;
 pub mod cli;
 pub mod diagnostic;
 pub mod eval;

@@ -289,3 +289,86 @@ contract Buy {{
     assert!(dir.path().join("ticket").exists());
     assert_eq!(runtime.block_on(server.received_requests()).unwrap().len(), 1);
 }
+
+/// `retries N` on `exec` and `http` tools: a child process that fails
+/// twice then succeeds, and a server that answers 503 twice then 200, both
+/// succeed with `retries 2`; a 404 is not retried; with `retries 1` the
+/// flaky process still fails.
+#[test]
+fn tools_with_retries_try_again() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/flaky"))
+            .respond_with(ResponseTemplate::new(503).set_body_string("busy"))
+            .up_to_n_times(2)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/flaky"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("finally"))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/missing"))
+            .respond_with(ResponseTemplate::new(404).set_body_string("no such thing"))
+            .mount(&server)
+            .await;
+        server
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let program = |exec_retries: u32| {
+        format!(
+            r#"
+tool Flaky {{
+  description "Fails until its third attempt"
+  param run: string
+  retries {exec_retries}
+  exec "sh" "-c" "cat > /dev/null; echo x >> attempts.$0; [ $(wc -l < attempts.$0) -ge 3 ] && echo done || exit 1" "{exec_retries}"
+}}
+tool Busy {{
+  description "503 twice, then 200"
+  retries 2
+  http get "{uri}/flaky"
+}}
+tool Missing {{
+  description "404"
+  retries 3
+  http get "{uri}/missing"
+}}
+contract Retry {{
+  compute process = Flaky(run: "x")
+  compute busy = Busy()
+  compute missing = try Missing()
+  output process
+  output busy
+  output missing
+}}
+"#,
+            uri = server.uri()
+        )
+    };
+    let run = |retries: u32| {
+        let file = dir.path().join(format!("retry{retries}.ign"));
+        std::fs::write(&file, program(retries)).unwrap();
+        let compilation = igniter::compile(&file);
+        let engine = Engine::new(compilation.program.expect("compiles"));
+        let contract = engine.contract(None).unwrap();
+        engine.run(contract, &Map::new(), &RunOptions::default())
+    };
+    let output = run(2).unwrap();
+    assert_eq!(output.outputs["process"], "done");
+    assert_eq!(output.outputs["busy"], "finally");
+    assert_eq!(output.outputs["missing"]["ok"], false);
+    let requests = runtime.block_on(server.received_requests()).unwrap();
+    let count = |p: &str| requests.iter().filter(|r| r.url.path() == p).count();
+    assert_eq!((count("/flaky"), count("/missing")), (3, 1), "503 retried, 404 not");
+
+    let error = run(1).unwrap_err().to_string();
+    assert!(error.contains("Retry > process") && error.contains("exited"), "{error}");
+}

@@ -114,6 +114,8 @@ pub struct Tool {
     pub implementation: Implementation,
     /// Time limit for `exec` and `http` tools.
     pub timeout: Option<Duration>,
+    /// Retries after a failed first attempt (`exec` and `http` tools).
+    pub retries: u32,
     /// The folder of the declaring file: `exec` runs there, relative paths resolve from it.
     pub dir: PathBuf,
     /// The declaration.

@@ -81,6 +81,9 @@ impl Lowerer<'_> {
             .unwrap_or_default();
         let timeout =
             self.single(&tool.timeouts, |e| e.span, "timeout").and_then(|t| self.timeout(t));
+        let retries = self
+            .single(&tool.retries, |e| e.span, "retries")
+            .and_then(|r| self.whole_number(r, "retries", 0).map(|n| (n, r.span)));
         let mut capabilities: Vec<String> = Vec::new();
         for cap in &tool.capabilities {
             if !capabilities.contains(&cap.name) {
@@ -97,6 +100,23 @@ impl Lowerer<'_> {
         if let Implementation::Builtin { builtin, config } = &implementation {
             self.check_builtin(tool, *builtin, config, &params);
         }
+        if let Some((_, span)) = retries {
+            if !matches!(implementation, Implementation::Exec { .. } | Implementation::Http { .. })
+            {
+                self.push(
+                    Diagnostic::error(
+                        Code::BadSetting,
+                        span,
+                        format!(
+                            "`retries` on tool `{}`, which is not `exec` or `http`",
+                            tool.name.name
+                        ),
+                    )
+                    .label("only `exec` and `http` tools are retried")
+                    .help("remove `retries`; other tools do not fail in ways a retry helps"),
+                );
+            }
+        }
         ir::Tool {
             name: tool.name.name.clone(),
             tool_name: name,
@@ -105,6 +125,7 @@ impl Lowerer<'_> {
             capabilities,
             implementation,
             timeout,
+            retries: retries.map_or(0, |(n, _)| n),
             dir: self.sources[tool.span.file].dir().to_path_buf(),
             span: tool.span,
         }

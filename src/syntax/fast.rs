@@ -322,6 +322,7 @@ impl<'t> Parser<'t> {
                 "param" => tool.params.push(p.param(s)?),
                 "requires_capability" => tool.capabilities.extend(p.idents()?),
                 "timeout" => tool.timeouts.push(p.number()?),
+                "retries" => tool.retries.push(p.number()?),
                 "header" => {
                     let name = p.string()?;
                     p.expect(b'=')?;

@@ -153,6 +153,7 @@ impl<'t> Builder<'t> {
                     tool.capabilities.extend(self.idents(list));
                 }
                 Rule::timeout_stmt => tool.timeouts.push(self.first_expr(stmt)),
+                Rule::retries_stmt => tool.retries.push(self.first_expr(stmt)),
                 Rule::header_stmt => {
                     let mut inner = Self::operands(stmt);
                     let mut next = || inner.next().unwrap_or_else(|| unreachable!("header part"));

@@ -16,6 +16,11 @@ pub enum ToolError {
     #[error("{0}")]
     #[diagnostic(code(ignite::tools::failed))]
     Failed(String),
+    /// An `http` tool could not reach its server (connection refused or
+    /// reset, DNS): worth a retry.
+    #[error("{0}")]
+    #[diagnostic(code(ignite::tools::unreachable))]
+    Unreachable(String),
     /// An `http` tool got a non-2xx answer.
     #[error("http status {status}: {body}")]
     #[diagnostic(code(ignite::tools::http_status))]
@@ -38,6 +43,23 @@ pub enum ToolError {
     )]
     #[diagnostic(code(ignite::tools::not_registered))]
     NotRegistered(String),
+}
+
+impl ToolError {
+    /// True when another attempt may succeed: for `exec` tools any failure
+    /// of the run (a non-zero exit, a timeout); for `http` tools a
+    /// connection error, a timeout, 408, 429 or 5xx. Wrong arguments never.
+    #[must_use]
+    pub fn retryable(&self, http: bool) -> bool {
+        match self {
+            ToolError::Timeout(_) | ToolError::Unreachable(_) => true,
+            ToolError::HttpStatus { status, .. } => {
+                matches!(status, 408 | 429) || (500..600).contains(status)
+            }
+            ToolError::Failed(_) => !http,
+            ToolError::InvalidArguments(_) | ToolError::NotRegistered(_) => false,
+        }
+    }
 }
 
 fn humanize(d: Duration) -> String {

@@ -82,7 +82,13 @@ pub(crate) async fn fetch(
     let (status, location, body) = tokio::time::timeout(limit, exchange)
         .await
         .map_err(|_| ToolError::Timeout(limit))?
-        .map_err(|e| ToolError::Failed(describe_error(&e)))?;
+        .map_err(|e| {
+            if e.is_connect() || e.is_timeout() {
+                ToolError::Unreachable(describe_error(&e))
+            } else {
+                ToolError::Failed(describe_error(&e))
+            }
+        })?;
     let body = body.map_err(ToolError::Failed)?;
     if !status.is_success() {
         let body = refused_redirect(status.as_u16(), location.as_deref())

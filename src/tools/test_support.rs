@@ -21,6 +21,7 @@ pub(crate) fn tool(name: &str, description: &str) -> ir::Tool {
         capabilities: Vec::new(),
         implementation: Implementation::Returns(lit(Value::Null)),
         timeout: None,
+        retries: 0,
         dir: PathBuf::from("."),
         span: span(),
     }

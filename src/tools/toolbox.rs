@@ -19,7 +19,12 @@ use super::{
     DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, NativeTool, ToolError, ToolView, builtin, exec, http,
     returns,
 };
+use crate::backoff::Backoff;
 use crate::ir::{self, Implementation};
+
+/// The waits between attempts of a tool with `retries`.
+const TOOL_BACKOFF: Backoff =
+    Backoff { base: Duration::from_millis(200), max: Duration::from_secs(10) };
 
 /// Runs tools: holds the registered natives, the validator cache and one HTTP client.
 #[derive(Clone, Default)]
@@ -188,7 +193,28 @@ impl Toolbox {
         }
     }
 
+    /// Runs the tool, retrying an `exec` or `http` tool up to its
+    /// `retries` after a failure worth retrying, with [`TOOL_BACKOFF`].
     async fn run(
+        &self,
+        program: &ir::Program,
+        tool: &ir::Tool,
+        args: Map<String, Value>,
+    ) -> Result<Value, ToolError> {
+        let http = matches!(tool.implementation, Implementation::Http { .. });
+        let mut attempt = 0;
+        loop {
+            match self.run_once(program, tool, args.clone()).await {
+                Err(error) if attempt < tool.retries && error.retryable(http) => {
+                    tokio::time::sleep(TOOL_BACKOFF.delay(attempt, None)).await;
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn run_once(
         &self,
         program: &ir::Program,
         tool: &ir::Tool,

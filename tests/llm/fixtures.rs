@@ -49,6 +49,7 @@ fn tool(name: &str, params: Vec<Param>, caps: &[&str], body: ExprKind) -> Tool {
         capabilities: caps.iter().map(|c| (*c).to_owned()).collect(),
         implementation: Implementation::Returns(expr(body)),
         timeout: None,
+        retries: 0,
         dir: PathBuf::from("."),
         span: span(),
     }

@@ -449,6 +449,7 @@ async fn native_tool_reaches_the_model_with_its_schemars_params() {
             capabilities: Vec::new(),
             implementation: Implementation::Native { name: "stock_level".into() },
             timeout: None,
+            retries: 0,
             dir: ".".into(),
             span: crate::fixtures::span(),
         });
