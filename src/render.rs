@@ -38,7 +38,7 @@ fn edges(contract: &Contract, id: NodeId) -> Vec<Edge> {
                             Pattern::Literal(value) => value.to_string(),
                         })
                         .collect();
-                    Some(arms.join(" | "))
+                    Some(format!("when {}", arms.join(" | ")))
                 }
                 NodeKind::Branch(_) if gated && is_guard => Some("gate".to_owned()),
                 kind if gated && is_guard && !reads(kind, from) => Some("gate".to_owned()),
@@ -81,12 +81,18 @@ pub fn render_graph(program: &Program, contract: &Contract, format: GraphFormat)
 
 /// What a node calls, if anything: `tool DatabaseLookup`.
 fn callee(program: &Program, kind: &NodeKind) -> Option<String> {
-    let NodeKind::Call(call) = kind else { return None };
-    Some(match call.callee {
+    let name = |callee: Callee| match callee {
         Callee::Tool(tool) => format!("tool {}", program[tool].name),
         Callee::Agent(agent) => format!("agent {}", program[agent].name),
         Callee::Contract(contract) => format!("contract {}", program[contract].name),
-    })
+    };
+    let calls: Vec<String> = kind.calls().map(|call| name(call.callee)).collect();
+    match kind {
+        NodeKind::Call(_) => calls.into_iter().next(),
+        NodeKind::For(_) => calls.into_iter().next().map(|call| format!("each {call}")),
+        _ if calls.is_empty() => None,
+        _ => Some(format!("one of {}", calls.join(" | "))),
+    }
 }
 
 fn text(program: &Program, contract: &Contract) -> String {
@@ -98,7 +104,7 @@ fn text(program: &Program, contract: &Contract) -> String {
             .map(|edge| {
                 let name = &contract[edge.from].name;
                 match edge.when {
-                    Some(when) => format!("{name} (when {when})"),
+                    Some(when) => format!("{name} ({when})"),
                     None => name.clone(),
                 }
             })

@@ -252,6 +252,22 @@ fn graph_formats() {
     }
 }
 
+/// Conditional edges: an arm's inputs (labelled with the arm's pattern)
+/// and the gates from guards to effects are drawn dashed.
+#[test]
+fn graph_conditional_edges() {
+    for format in ["text", "mermaid", "dot"] {
+        assert_cmd_snapshot!(
+            format!("graph_branches_{format}"),
+            ignite().args(["graph", "tests/corpus/run/branches.ign", "--format", format])
+        );
+    }
+    assert_cmd_snapshot!(
+        "graph_gates",
+        ignite().args(["graph", "contracts/triage.ign", "--contract", "Triage"])
+    );
+}
+
 #[test]
 fn schema_formats() {
     assert_cmd_snapshot!(

@@ -766,7 +766,7 @@ impl Scheduler<'_> {
             .collect();
         while let Some(skipped) = stack.pop() {
             let i = skipped.index();
-            if e.needed[i] || std::mem::replace(&mut seen[i], true) {
+            if e.needed[i] || e.done[i] || std::mem::replace(&mut seen[i], true) {
                 continue;
             }
             let path = format!("{} > {}", e.path, contract[skipped].name);
