@@ -2,7 +2,8 @@
 //!
 //! The runtime records one entry per node; agents add one per model call
 //! (with retries and token usage) and per tool call. `ignite run --trace`
-//! prints [`Trace::render`] on stderr. Recording is a no-op when disabled.
+//! prints [`Trace::render`] on stderr, also when the run fails. Recording is
+//! a no-op when disabled.
 
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -31,13 +32,20 @@ pub struct Trace {
     enabled: bool,
     origin: Instant,
     entries: Mutex<Vec<Entry>>,
+    /// Tokens in and out of every model call that answered.
+    tokens: Mutex<Option<(u64, u64)>>,
 }
 
 impl Trace {
     /// A trace that records when `enabled`.
     #[must_use]
     pub fn new(enabled: bool) -> Self {
-        Self { enabled, origin: Instant::now(), entries: Mutex::new(Vec::new()) }
+        Self {
+            enabled,
+            origin: Instant::now(),
+            entries: Mutex::new(Vec::new()),
+            tokens: Mutex::new(None),
+        }
     }
 
     /// True when entries are kept.
@@ -62,6 +70,33 @@ impl Trace {
         self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
     }
 
+    /// Records a model call that answered, spending `tokens` (in, out), which
+    /// are added to the run's totals.
+    pub fn record_model(
+        &self,
+        path: &str,
+        started: Instant,
+        detail: String,
+        (input, output): (u64, u64),
+    ) {
+        if !self.enabled {
+            return;
+        }
+        let detail = format!("{detail}, tokens {input} in / {output} out");
+        self.record(path, "model", "ok", started, detail);
+        let mut tokens = self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (total_in, total_out) = tokens.get_or_insert((0, 0));
+        *total_in += input;
+        *total_out += output;
+    }
+
+    /// The tokens (in, out) spent by the model calls that answered; `None`
+    /// when no model answered.
+    #[must_use]
+    pub fn tokens(&self) -> Option<(u64, u64)> {
+        *self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The entries, ordered by start time then path.
     #[must_use]
     pub fn entries(&self) -> Vec<Entry> {
@@ -71,7 +106,8 @@ impl Trace {
         entries
     }
 
-    /// A timeline table: start, duration, status, kind, path, detail.
+    /// A timeline table: start, duration, status, kind, path, detail; then
+    /// the tokens spent, when a model answered.
     #[must_use]
     pub fn render(&self) -> String {
         let mut out = String::from("   start  duration  status  kind       node\n");
@@ -86,6 +122,9 @@ impl Trace {
                 e.path,
                 if e.detail.is_empty() { String::new() } else { format!("  ({})", e.detail) }
             );
+        }
+        if let Some((input, output)) = self.tokens() {
+            let _ = writeln!(out, "tokens: {input} in / {output} out");
         }
         out
     }

@@ -171,6 +171,19 @@ fn run_max_bytes_flag() {
     ]));
 }
 
+/// `--trace` prints the timeline and the tokens spent also when the run
+/// fails, before the error.
+#[test]
+fn run_trace_when_the_run_fails() {
+    insta::with_settings!({filters => vec![(r"\d+\.\dms", "[time]")]}, {
+        assert_cmd_snapshot!(ignite().args([
+            "run",
+            "tests/corpus/run_err/agent_tool_loop.ign",
+            "--trace"
+        ]));
+    });
+}
+
 #[test]
 fn run_unknown_output() {
     assert_cmd_snapshot!(ignite().args([

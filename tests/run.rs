@@ -88,45 +88,67 @@ fn examples() {
     });
 }
 
-/// The tool calls of one model turn run concurrently: each call of `Meet`
-/// waits (up to 10 s) until all four have started, so run one after the
-/// other they would all fail.
-#[test]
-fn tool_calls_of_one_turn_run_concurrently() {
+/// Runs `program` (in `gather.ign`, in a fresh folder) whose agent reads
+/// `script.json`: one turn of `calls` calls of tool `name`, then "done".
+fn run_one_turn(
+    program: &str,
+    name: &str,
+    calls: usize,
+    jobs: Option<usize>,
+) -> (tempfile::TempDir, igniter::runtime::RunOutput) {
     let dir = tempfile::tempdir().unwrap();
-    let calls: Vec<Value> = (0..4)
-        .map(|i| serde_json::json!({"id": format!("call_{i}"), "name": "meet", "arguments": {"i": i}}))
+    let calls: Vec<Value> = (0..calls)
+        .map(
+            |i| serde_json::json!({"id": format!("call_{i}"), "name": name, "arguments": {"i": i}}),
+        )
         .collect();
-    let script = serde_json::json!([{"tool_calls": calls}, {"text": "all met"}]);
+    let script = serde_json::json!([{"tool_calls": calls}, {"text": "done"}]);
     std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
-    let program = r#"
-tool Meet {
-  description "Waits until four calls have started"
-  param i: integer
-  exec "sh" "-c" "cat > /dev/null; touch started.$$; n=0; while [ $(ls started.* | wc -l) -lt 4 ]; do sleep 0.02; n=$((n+1)); if [ $n -gt 500 ]; then echo alone >&2; exit 1; fi; done; echo met"
-}
-
-agent Gatherer {
-  provider script "script.json"
-  model "scripted"
-  tools Meet
-  input task: string
-}
-
-contract Gather {
-  input task: string = "meet"
-  compute reply = Gatherer(task)
-  output reply
-}
-"#;
     let file = dir.path().join("gather.ign");
     std::fs::write(&file, program).unwrap();
     let compilation = igniter::compile(&file);
     let engine = Engine::new(compilation.program.expect("compiles"));
     let contract = engine.contract(None).unwrap();
-    let options = RunOptions { outputs: Vec::new(), jobs: None, trace: true };
+    let options = RunOptions { outputs: Vec::new(), jobs, trace: true };
     let output = engine.run(contract, &Map::new(), &options).unwrap();
-    assert_eq!(output.outputs["reply"], "all met");
+    assert_eq!(output.outputs["reply"], "done");
+    (dir, output)
+}
+
+/// An agent with the one tool `tool` (declared in `tool`), asked once.
+fn agent_program(tool: &str) -> String {
+    format!(
+        r#"
+{tool}
+
+agent Gatherer {{
+  provider script "script.json"
+  model "scripted"
+  tools Meet
+  input task: string
+}}
+
+contract Gather {{
+  input task: string = "meet"
+  compute reply = Gatherer(task)
+  output reply
+}}
+"#
+    )
+}
+
+/// The tool calls of one model turn run concurrently: each call of `Meet`
+/// waits (up to 10 s) until all four have started, so run one after the
+/// other they would all fail.
+#[test]
+fn tool_calls_of_one_turn_run_concurrently() {
+    let tool = r#"
+tool Meet {
+  description "Waits until four calls have started"
+  param i: integer
+  exec "sh" "-c" "cat > /dev/null; touch started.$$; n=0; while [ $(ls started.* | wc -l) -lt 4 ]; do sleep 0.02; n=$((n+1)); if [ $n -gt 500 ]; then echo alone >&2; exit 1; fi; done; echo met"
+}"#;
+    let (_dir, output) = run_one_turn(&agent_program(tool), "meet", 4, None);
     let failed: Vec<_> = output
         .trace
         .entries()
@@ -136,6 +158,26 @@ contract Gather {
     assert!(failed.is_empty(), "tool calls failed: {failed:?}");
     let met = output.trace.entries().into_iter().filter(|e| e.kind == "tool_call").count();
     assert_eq!(met, 4);
+}
+
+/// `--jobs 2` bounds one turn's tool calls like any waiting node: each of
+/// the six calls logs how many were running while it ran (itself
+/// included), and none saw more than two.
+#[test]
+fn tool_calls_of_one_turn_are_bounded_by_jobs() {
+    let tool = r#"
+tool Meet {
+  description "Logs how many calls run at once"
+  param i: integer
+  exec "sh" "-c" "cat > /dev/null; touch running.$$; sleep 0.2; ls running.* | wc -l >> seen.log; rm running.$$; echo ok"
+}"#;
+    let (dir, output) = run_one_turn(&agent_program(tool), "meet", 6, Some(2));
+    let calls = output.trace.entries().into_iter().filter(|e| e.kind == "tool_call").count();
+    assert_eq!(calls, 6);
+    let seen = std::fs::read_to_string(dir.path().join("seen.log")).unwrap();
+    let seen: Vec<usize> = seen.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(seen.len(), 6);
+    assert!(seen.iter().all(|&n| n <= 2), "more than two calls at once: {seen:?}");
 }
 
 /// `http` tool nodes of a contract against a local server: GET sends the

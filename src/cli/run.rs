@@ -5,6 +5,7 @@
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -12,6 +13,7 @@ use super::{GlobalArgs, WIDTH};
 use crate::llm::Llm;
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::tools::Toolbox;
+use crate::trace::Trace;
 
 /// Arguments of `ignite run`.
 #[derive(Debug, clap::Args)]
@@ -107,16 +109,18 @@ impl RunArgs {
             jobs: self.jobs.map(usize::from),
             trace: self.trace,
         };
+        let trace = Arc::new(Trace::new(self.trace));
         let result = engine
             .contract(self.contract.as_deref())
-            .and_then(|contract| engine.run(contract, &given, &options));
+            .and_then(|contract| engine.run_traced(contract, &given, &options, &trace));
         let saved = engine.llm().finish();
+        // The timeline and the tokens spent, whether the run succeeded or not.
+        if self.trace {
+            eprint!("{}", trace.render());
+        }
         let code = match result {
-            Ok(output) => {
-                if self.trace {
-                    eprint!("{}", output.trace.render());
-                }
-                match serde_json::to_string_pretty(&Value::Object(output.outputs)) {
+            Ok(outputs) => {
+                match serde_json::to_string_pretty(&Value::Object(outputs)) {
                     Ok(text) => println!("{text}"),
                     Err(e) => eprintln!("error: outputs are not JSON: {e}"),
                 }

@@ -3,8 +3,9 @@
 //! Send the conversation and the agent's tool schemas → a reply without
 //! tool calls ends the run with its text → otherwise check every call of
 //! the turn against the agent's capabilities (one failure fails the run and
-//! no tool of the turn runs), run the calls concurrently, append the
-//! assistant turn and ONE tool-results message in call order, repeat. Tool
+//! no tool of the turn runs), run the calls concurrently (as many at once
+//! as nodes may wait: `--jobs`, the runner), append the assistant turn and
+//! ONE tool-results message in call order, repeat. Tool
 //! turns beyond `max_tool_iterations` fail with [`LlmError::ToolLoop`]; a
 //! reply cut off by the token limit fails with [`LlmError::Truncated`], one
 //! the provider blocked or ended for any other reason with
@@ -16,7 +17,7 @@
 
 use std::time::Instant;
 
-use futures_util::future::join_all;
+use futures_util::stream::{self, StreamExt as _};
 use serde_json::{Map, Value};
 
 use super::client::{CallContext, ModelClient};
@@ -147,7 +148,8 @@ impl Run<'_> {
         self.agent.tools.iter().copied().find(|&id| self.program[id].tool_name == name)
     }
 
-    /// Guards every call, then runs them concurrently; results in call order.
+    /// Guards every call, then runs them concurrently (at most
+    /// [`Toolbox::turn_calls`] at once); results in call order.
     async fn run_tools(&self, calls: &[ToolCall]) -> Result<Vec<ToolResult>, LlmError> {
         for call in calls {
             if let Some(id) = self.tool(&call.name) {
@@ -159,7 +161,11 @@ impl Run<'_> {
                 .map_err(LlmError::Capability)?;
             }
         }
-        Ok(join_all(calls.iter().map(|call| self.run_tool(call))).await)
+        let at_once = self.toolbox.turn_calls().unwrap_or(calls.len()).max(1);
+        // Collected first: a lazy `map` in the stream trips up the `Send`
+        // check of the spawned agent task.
+        let runs: Vec<_> = calls.iter().map(|call| self.run_tool(call)).collect();
+        Ok(stream::iter(runs).buffered(at_once).collect().await)
     }
 
     async fn run_tool(&self, call: &ToolCall) -> ToolResult {

@@ -93,11 +93,9 @@ impl HttpModel {
                 Outcome::Response { status, text, .. } if (200..300).contains(&status) => {
                     return match wire::parse_reply(self.endpoint.kind, &text) {
                         Ok(reply) => {
-                            let tokens = format!(
-                                ", tokens {} in / {} out",
-                                reply.usage.input_tokens, reply.usage.output_tokens
-                            );
-                            cx.trace.record(&trace_path, "model", "ok", started, detail + &tokens);
+                            let usage = &reply.usage;
+                            let tokens = (usage.input_tokens, usage.output_tokens);
+                            cx.trace.record_model(&trace_path, started, detail, tokens);
                             Ok(reply)
                         }
                         Err(message) => {

@@ -151,8 +151,12 @@ impl ScriptModel {
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
         });
-        let tokens = format!(", tokens {} in / {} out", usage.input_tokens, usage.output_tokens);
-        cx.trace.record(&trace_path, "model", "ok", started, detail + &tokens);
+        cx.trace.record_model(
+            &trace_path,
+            started,
+            detail,
+            (usage.input_tokens, usage.output_tokens),
+        );
         Ok(ModelReply { text: reply.text.clone(), tool_calls, stop, usage, echo: None })
     }
 }

@@ -44,6 +44,11 @@ pub enum RunError {
         span: Span,
         /// Which kind of failure.
         code: Code,
+        /// For a tool or agent, the code of its own error
+        /// (`ignite::tools::timeout`, `ignite::llm::tool_loop`, ...).
+        cause: Option<String>,
+        /// How to fix it, when the tool or agent error knows.
+        help: Option<String>,
     },
 }
 
@@ -73,10 +78,15 @@ impl RunError {
                         None
                     }),
             ),
-            RunError::Node { path, message, span, code } => {
+            RunError::Node { path, message, span, code, cause, help } => {
+                let label = match cause {
+                    Some(cause) => format!("failed here ({cause})"),
+                    None => "failed here".to_owned(),
+                };
                 out.push(
                     Diagnostic::error(*code, *span, format!("{path}: {message}"))
-                        .label("failed here"),
+                        .label(label)
+                        .maybe_help(help.clone()),
                 );
             }
         }

@@ -159,8 +159,23 @@ impl Engine {
         options: &RunOptions,
     ) -> Result<RunOutput, RunError> {
         let trace = Arc::new(Trace::new(options.trace));
-        let outputs = scheduler::run(self, contract, inputs, options, &trace)?;
+        let outputs = self.run_traced(contract, inputs, options, &trace)?;
         Ok(RunOutput { outputs, trace })
+    }
+
+    /// Like [`Engine::run`], recording into `trace` (whatever
+    /// `options.trace` says), which the caller keeps when the run fails.
+    ///
+    /// # Errors
+    /// As [`Engine::run`].
+    pub fn run_traced(
+        &self,
+        contract: ContractId,
+        inputs: &Map<String, Value>,
+        options: &RunOptions,
+        trace: &Arc<Trace>,
+    ) -> Result<Map<String, Value>, RunError> {
+        scheduler::run(self, contract, inputs, options, trace)
     }
 
     /// The tokio runtime for waiting nodes, started on first use.

@@ -178,7 +178,24 @@ impl Job {
 struct Done {
     job: Job,
     started: Instant,
-    result: Result<Value, String>,
+    result: Result<Value, Cause>,
+}
+
+/// Why a tool or agent failed, with its own code and help.
+struct Cause {
+    message: String,
+    code: Option<String>,
+    help: Option<String>,
+}
+
+impl Cause {
+    fn of<E: miette::Diagnostic + ?Sized>(error: &E) -> Self {
+        Cause {
+            message: error.to_string(),
+            code: error.code().map(|c| c.to_string()),
+            help: error.help().map(|h| h.to_string()),
+        }
+    }
 }
 
 /// A node (or item) that failed.
@@ -187,6 +204,9 @@ struct Failure {
     message: String,
     span: Span,
     code: Code,
+    /// The code of the tool or agent error behind it.
+    cause: Option<String>,
+    help: Option<String>,
 }
 
 /// The variables of a `for` body: the contract's nodes and the item.
@@ -453,12 +473,9 @@ impl Scheduler<'_> {
             NodeKind::Branch(branch) if !e.chosen.contains_key(&job.node) => {
                 match choose(branch.kind, &branch.arms, &branch.on, &e.values) {
                     Ok(arm) => self.chose(job, arm),
-                    Err(message) => self.fail(Failure {
-                        job,
-                        message,
-                        span: branch.on.span,
-                        code: Code::NodeFailed,
-                    }),
+                    Err(message) => {
+                        self.fail(Failure::new(job, message, branch.on.span, Code::NodeFailed))
+                    }
                 }
             }
             NodeKind::Branch(branch) => match &branch.arms[e.chosen[&job.node]].body {
@@ -521,12 +538,9 @@ impl Scheduler<'_> {
                         Ok(value) => results.push(value),
                         Err(error) => {
                             self.record(job, false, started);
-                            return self.fail(Failure {
-                                job: Job { item: u32::try_from(i).ok(), ..job },
-                                message: error.message,
-                                span: error.span,
-                                code: Code::NodeFailed,
-                            });
+                            let item = Job { item: u32::try_from(i).ok(), ..job };
+                            let code = Code::NodeFailed;
+                            return self.fail(Failure::new(item, error.message, error.span, code));
                         }
                     }
                 }
@@ -606,7 +620,7 @@ impl Scheduler<'_> {
         let node = &self.program[self.execs[job.exec].contract][job.node];
         let Some(io) = self.engine.io() else {
             let message = "could not start the runtime for tools and agents".to_owned();
-            return self.fail(Failure { job, message, span: node.span, code: Code::NodeFailed });
+            return self.fail(Failure::new(job, message, node.span, Code::NodeFailed));
         };
         let call = self.call_of(job).unwrap_or_else(|| unreachable!("waiting jobs call"));
         let given = match self.call_args(job, call) {
@@ -620,7 +634,7 @@ impl Scheduler<'_> {
         let task = match call.callee {
             Callee::Tool(tool) => io.spawn(async move {
                 let result = toolbox.call(&program, tool, Value::Object(given)).await;
-                let _ = tx.send(Done { job, started, result: result.map_err(|e| e.to_string()) });
+                let _ = tx.send(Done { job, started, result: result.map_err(|e| Cause::of(&e)) });
             }),
             Callee::Agent(agent) => {
                 let params = &self.program[agent].inputs;
@@ -630,10 +644,16 @@ impl Scheduler<'_> {
                 };
                 let (llm, trace) = (self.engine.llm.clone(), Arc::clone(self.trace));
                 let path = self.path_of(job);
+                // A model turn's tool calls wait like nodes: as many at once as
+                // nodes may wait.
+                let toolbox = match self.limit {
+                    usize::MAX => toolbox,
+                    limit => toolbox.with_turn_calls(limit),
+                };
                 io.spawn(async move {
                     let result =
                         llm.run_agent(&program, agent, &given, &toolbox, &trace, &path).await;
-                    let result = result.map(Value::String).map_err(|e| e.to_string());
+                    let result = result.map(Value::String).map_err(|e| Cause::of(&e));
                     let _ = tx.send(Done { job, started, result });
                 })
             }
@@ -655,11 +675,18 @@ impl Scheduler<'_> {
             let label = callee.map_or("call", Callee::label);
             self.trace.record(&self.path_of(job), label, status, done.started, String::new());
         }
-        let result = done.result.map_err(|message| {
+        let result = done.result.map_err(|Cause { message, code: cause, help }| {
             let (code, message) = match callee {
+                // Agent errors mostly name the agent already: no "agent `X`
+                // failed: agent `X` exceeded ...".
                 Some(Callee::Agent(agent)) => {
-                    let name = &self.program[agent].name;
-                    (Code::AgentFailed, format!("agent `{name}` failed: {message}"))
+                    let name = format!("agent `{}`", self.program[agent].name);
+                    let message = if message.contains(&name) {
+                        message
+                    } else {
+                        format!("{name} failed: {message}")
+                    };
+                    (Code::AgentFailed, message)
                 }
                 Some(Callee::Tool(tool)) => {
                     let name = &self.program[tool].tool_name;
@@ -668,7 +695,7 @@ impl Scheduler<'_> {
                 _ => (Code::NodeFailed, message),
             };
             let span = self.program[self.execs[job.exec].contract][job.node].span;
-            Failure { job, message, span, code }
+            Failure { job, message, span, code, cause, help }
         });
         self.deliver(job, result);
     }
@@ -800,12 +827,12 @@ impl Scheduler<'_> {
                             describe(value)
                         );
                         let job = Job::node(exec, output.node);
-                        return self.fail(Failure {
+                        return self.fail(Failure::new(
                             job,
                             message,
-                            span: output.span,
-                            code: Code::NodeFailed,
-                        });
+                            output.span,
+                            Code::NodeFailed,
+                        ));
                     }
                 }
             }
@@ -843,6 +870,8 @@ impl Scheduler<'_> {
             message: failure.message,
             span: failure.span,
             code: failure.code,
+            cause: failure.cause,
+            help: failure.help,
         }
     }
 }
@@ -860,6 +889,10 @@ fn waits_on(contract: &crate::ir::Contract, e: &Exec, dependent: NodeId, dep: No
 }
 
 impl Failure {
+    fn new(job: Job, message: String, span: Span, code: Code) -> Self {
+        Failure { job, message, span, code, cause: None, help: None }
+    }
+
     fn at(mut self, job: Job) -> Self {
         self.job = job;
         self
@@ -916,34 +949,27 @@ fn items(each: &crate::ir::Collection, values: &[Value], job: Job) -> Result<Vec
     let items = match eval_node(&each.items, values, job)? {
         Value::Array(items) => items,
         other => {
-            return Err(Failure {
+            return Err(Failure::new(
                 job,
-                message: format!("`for` needs an array, got {}", describe(&other)),
-                span: each.items.span,
-                code: Code::NodeFailed,
-            });
+                format!("`for` needs an array, got {}", describe(&other)),
+                each.items.span,
+                Code::NodeFailed,
+            ));
         }
     };
     let Some(filter) = &each.filter else { return Ok(items) };
     let mut kept = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let scope = ItemScope { values, var: each.var, item: &item };
-        let keep = eval::eval(filter, &scope).map_err(|e| Failure {
-            job: Job { item: u32::try_from(i).ok(), ..job },
-            message: e.message,
-            span: e.span,
-            code: Code::NodeFailed,
-        })?;
+        let item_job = Job { item: u32::try_from(i).ok(), ..job };
+        let keep = eval::eval(filter, &scope)
+            .map_err(|e| Failure::new(item_job, e.message, e.span, Code::NodeFailed))?;
         match keep {
             Value::Bool(true) => kept.push(item),
             Value::Bool(false) => {}
             other => {
-                return Err(Failure {
-                    job: Job { item: u32::try_from(i).ok(), ..job },
-                    message: format!("the `for` filter needs a boolean, got {}", describe(&other)),
-                    span: filter.span,
-                    code: Code::NodeFailed,
-                });
+                let message = format!("the `for` filter needs a boolean, got {}", describe(&other));
+                return Err(Failure::new(item_job, message, filter.span, Code::NodeFailed));
             }
         }
     }
@@ -951,12 +977,7 @@ fn items(each: &crate::ir::Collection, values: &[Value], job: Job) -> Result<Vec
 }
 
 fn eval_node<S: Scope + ?Sized>(expr: &Expr, values: &S, job: Job) -> Result<Value, Failure> {
-    eval::eval(expr, values).map_err(|e| Failure {
-        job,
-        message: e.message,
-        span: e.span,
-        code: Code::NodeFailed,
-    })
+    eval::eval(expr, values).map_err(|e| Failure::new(job, e.message, e.span, Code::NodeFailed))
 }
 
 fn guard(
@@ -975,14 +996,14 @@ fn guard(
                 Some(other) => other.to_string(),
                 None => format!("guard `{name}` failed"),
             };
-            Err(Failure { job, message: text, span, code: Code::GuardFailed })
+            Err(Failure::new(job, text, span, Code::GuardFailed))
         }
-        other => Err(Failure {
+        other => Err(Failure::new(
             job,
-            message: format!("guard `{name}` needs a boolean, got {}", describe(&other)),
-            span: condition.span,
-            code: Code::NodeFailed,
-        }),
+            format!("guard `{name}` needs a boolean, got {}", describe(&other)),
+            condition.span,
+            Code::NodeFailed,
+        )),
     }
 }
 
@@ -996,7 +1017,7 @@ fn bind_call(
 ) -> Result<Vec<Value>, Failure> {
     inputs::bind(params, given, span).map_err(|problems| {
         let message = problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
-        Failure { job, message, span, code: Code::NodeFailed }
+        Failure::new(job, message, span, Code::NodeFailed)
     })
 }
 

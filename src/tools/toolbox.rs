@@ -33,6 +33,8 @@ pub struct Toolbox {
     fs_root: Option<PathBuf>,
     /// The size limit; [`DEFAULT_MAX_BYTES`] when not set.
     max_bytes: Option<usize>,
+    /// How many tool calls of one model turn run at once; all when not set.
+    turn_calls: Option<usize>,
     shared: Arc<Shared>,
 }
 
@@ -77,6 +79,20 @@ impl Toolbox {
     #[must_use]
     pub fn max_bytes(&self) -> usize {
         self.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)
+    }
+
+    /// Lets at most `calls` (at least 1) tool calls of one model turn run at once;
+    /// the runtime sets it from `--jobs` and the contract's runner.
+    #[must_use]
+    pub fn with_turn_calls(mut self, calls: usize) -> Self {
+        self.turn_calls = Some(calls.max(1));
+        self
+    }
+
+    /// How many tool calls of one model turn run at once; `None`: all of them.
+    #[must_use]
+    pub fn turn_calls(&self) -> Option<usize> {
+        self.turn_calls
     }
 
     /// Registers a native tool under [`NativeTool::name`], replacing one of the same name.
