@@ -175,7 +175,7 @@ fn run_max_bytes_flag() {
 /// fails, before the error.
 #[test]
 fn run_trace_when_the_run_fails() {
-    insta::with_settings!({filters => vec![(r"\d+\.\dms", "[time]")]}, {
+    insta::with_settings!({filters => vec![(r" *\d+\.\dms", " [time]")]}, {
         assert_cmd_snapshot!(ignite().args([
             "run",
             "tests/corpus/run_err/agent_tool_loop.ign",

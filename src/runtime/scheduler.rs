@@ -474,7 +474,7 @@ impl Scheduler<'_> {
                 match choose(branch.kind, &branch.arms, &branch.on, &e.values) {
                     Ok(arm) => self.chose(job, arm),
                     Err(message) => {
-                        self.fail(Failure::new(job, message, branch.on.span, Code::NodeFailed))
+                        self.fail(Failure::new(job, message, branch.on.span, Code::NodeFailed));
                     }
                 }
             }
