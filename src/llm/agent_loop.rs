@@ -9,7 +9,9 @@
 //! turns beyond `max_tool_iterations` fail with [`LlmError::ToolLoop`]; a
 //! reply cut off by the token limit fails with [`LlmError::Truncated`], one
 //! the provider blocked or ended for any other reason with
-//! [`LlmError::Stopped`], and their calls never run. Unknown tools and failing tools become result text
+//! [`LlmError::Stopped`], and their calls never run. A `pause_turn` reply goes back
+//! as it came and the model continues (each pause counts as a tool turn).
+//! Unknown tools and failing tools become result text
 //! (`Unknown tool: NAME`, `Error: ...`) so the model can recover.
 //!
 //! A provider (or malformed-reply) error moves the rest of the conversation
@@ -78,8 +80,9 @@ impl Run<'_> {
                 self.chain[link].0.provider().to_owned(),
                 self.chain[link].1.clone(),
             );
+            let pause = reply.stop == StopReason::PauseTurn;
             match reply.stop {
-                StopReason::EndTurn | StopReason::ToolUse => {}
+                StopReason::EndTurn | StopReason::ToolUse | StopReason::PauseTurn => {}
                 StopReason::MaxTokens => {
                     return Err(LlmError::Truncated { agent, provider, model });
                 }
@@ -93,7 +96,7 @@ impl Run<'_> {
                     });
                 }
             }
-            if reply.tool_calls.is_empty() {
+            if reply.tool_calls.is_empty() && !pause {
                 return Ok(reply.text);
             }
             if turns >= self.agent.max_tool_iterations {
@@ -103,6 +106,16 @@ impl Run<'_> {
                 });
             }
             turns += 1;
+            if pause {
+                // The paused turn goes back as it came and the model goes on;
+                // its partial text is never the answer.
+                messages.push(Message::Assistant {
+                    text: reply.text,
+                    tool_calls: Vec::new(),
+                    echo: reply.echo,
+                });
+                continue;
+            }
             let results = self.run_tools(&reply.tool_calls).await?;
             messages.push(Message::Assistant {
                 text: reply.text,

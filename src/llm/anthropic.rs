@@ -3,12 +3,18 @@
 //! Request: top-level `system`, `messages` whose assistant tool calls are
 //! `tool_use` blocks and whose tool results are one user message of
 //! `tool_result` blocks (`is_error` on failures), `tools` with
-//! `input_schema`, and the required `max_tokens`. Reply: `content` blocks
-//! (`text`, `tool_use`), `stop_reason`, `usage`.
+//! `input_schema`, the required `max_tokens` (the agent's, else 4096) and
+//! `temperature` only when the agent sets it. Reply: `content` blocks
+//! (`text`, `tool_use`, and `thinking` / `redacted_thinking` blocks, which
+//! go back unchanged, signatures included, as the assistant turn of the
+//! next request), `stop_reason` (`refusal` is a block, `pause_turn` a turn
+//! to continue, unknown ones fail), `usage` (cache writes and reads count in
+//! the input total).
 
 use serde_json::{Map, Value, json};
 
-use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, Usage};
+use super::message::{Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, Usage, count};
+use super::providers::Server;
 use crate::tools::ToolView;
 
 /// The kind's name in `.ign`.
@@ -28,7 +34,7 @@ pub fn tool(view: &ToolView) -> Value {
 
 /// The request body for `request`.
 #[must_use]
-pub fn request_body(request: &ModelRequest) -> Value {
+pub fn request_body(request: &ModelRequest, _: Server) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("max_tokens".into(), json!(request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)));
@@ -48,6 +54,9 @@ pub fn request_body(request: &ModelRequest) -> Value {
 fn message(message: &Message) -> Value {
     match message {
         Message::User(text) => json!({"role": "user", "content": text}),
+        Message::Assistant { echo, .. } if Echo::for_kind(echo.as_ref(), NAME).is_some() => {
+            json!({"role": "assistant", "content": Echo::for_kind(echo.as_ref(), NAME)})
+        }
         Message::Assistant { text, tool_calls, .. } if tool_calls.is_empty() => {
             json!({"role": "assistant", "content": text})
         }
@@ -117,8 +126,21 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
         Some("end_turn" | "stop_sequence") | None => StopReason::EndTurn,
         Some("tool_use") => StopReason::ToolUse,
         Some("max_tokens") => StopReason::MaxTokens,
+        Some("pause_turn") => StopReason::PauseTurn,
+        Some("refusal") => StopReason::Blocked("refusal".to_owned()),
         Some(other) => StopReason::Other(other.to_owned()),
     };
-    let usage = Usage::from_fields(body.get("usage"), "input_tokens", "output_tokens");
-    Ok(ModelReply { text, tool_calls, stop, usage, echo: None })
+    let usage = body.get("usage");
+    let (cache_write, cache_read) =
+        (count(usage, "cache_creation_input_tokens"), count(usage, "cache_read_input_tokens"));
+    let usage = Usage {
+        input_tokens: count(usage, "input_tokens") + cache_write + cache_read,
+        output_tokens: count(usage, "output_tokens"),
+        cache_write_tokens: cache_write,
+        cache_read_tokens: cache_read,
+    };
+    // The blocks go back as they came: thinking and redacted_thinking blocks
+    // (signatures included) must precede the tool_use blocks they led to.
+    let echo = Some(Echo { kind: NAME, content: Value::Array(blocks.clone()) });
+    Ok(ModelReply { text, tool_calls, stop, usage, echo })
 }

@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 use super::message::{
     Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage,
 };
+use super::providers::Server;
 use crate::tools::ToolView;
 
 /// The kind's name in `.ign`.
@@ -35,7 +36,7 @@ pub fn tool(view: &ToolView) -> Value {
 
 /// The request body for `request`.
 #[must_use]
-pub fn request_body(request: &ModelRequest) -> Value {
+pub fn request_body(request: &ModelRequest, _: Server) -> Value {
     let mut body = Map::new();
     if let Some(system) = &request.system {
         body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));

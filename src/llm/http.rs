@@ -76,7 +76,7 @@ impl HttpModel {
         request: &ModelRequest,
         cx: CallContext<'_>,
     ) -> Result<ModelReply, LlmError> {
-        let body = wire::request_body(self.endpoint.kind, request);
+        let body = wire::request_body(self.endpoint.kind, request, self.endpoint.server());
         let url = self.endpoint.url(&request.model);
         let attempts = self.endpoint.retries.saturating_add(1);
         let trace_path = format!("{} > model", cx.path);
@@ -95,6 +95,7 @@ impl HttpModel {
                         Ok(reply) => {
                             let usage = &reply.usage;
                             let tokens = (usage.input_tokens, usage.output_tokens);
+                            let detail = detail + &usage.cache_note();
                             cx.trace.record_model(&trace_path, started, detail, tokens);
                             Ok(reply)
                         }

@@ -115,6 +115,9 @@ pub enum StopReason {
     ToolUse,
     /// Cut off by the token limit (`max_tokens`, `length`, `MAX_TOKENS`).
     MaxTokens,
+    /// Anthropic's `pause_turn`: a long turn paused; sending the content
+    /// back lets the model continue it.
+    PauseTurn,
     /// The provider declined or filtered the reply (`refusal`,
     /// `content_filter`, `SAFETY`, a blocked prompt ...), named as it sent it.
     Blocked(String),
@@ -125,16 +128,43 @@ pub enum StopReason {
 /// Tokens used by one model call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens, cached ones included.
     pub input_tokens: u64,
     /// Generated tokens.
     pub output_tokens: u64,
+    /// Of the input, tokens written to the provider's prompt cache.
+    pub cache_write_tokens: u64,
+    /// Of the input, tokens read from the provider's prompt cache.
+    pub cache_read_tokens: u64,
 }
 
 impl Usage {
     /// Reads two counters of `object`, missing ones as zero.
     pub(crate) fn from_fields(object: Option<&Value>, input: &str, output: &str) -> Self {
-        let count = |name: &str| object.and_then(|o| o.get(name)).and_then(Value::as_u64);
-        Self { input_tokens: count(input).unwrap_or(0), output_tokens: count(output).unwrap_or(0) }
+        Self {
+            input_tokens: count(object, input),
+            output_tokens: count(object, output),
+            ..Self::default()
+        }
     }
+
+    /// `, cache W write / R read` when part of the input went through the
+    /// provider's prompt cache, else nothing (the totals include it).
+    #[must_use]
+    pub fn cache_note(&self) -> String {
+        if self.cache_write_tokens + self.cache_read_tokens == 0 {
+            return String::new();
+        }
+        format!(", cache {} write / {} read", self.cache_write_tokens, self.cache_read_tokens)
+    }
+}
+
+/// The counter `name` of `object` (a JSON pointer when it starts with `/`), zero when missing.
+pub(crate) fn count(object: Option<&Value>, name: &str) -> u64 {
+    let field = if name.starts_with('/') {
+        object.and_then(|o| o.pointer(name))
+    } else {
+        object.and_then(|o| o.get(name))
+    };
+    field.and_then(Value::as_u64).unwrap_or(0)
 }

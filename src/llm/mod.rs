@@ -52,7 +52,7 @@ use serde_json::{Map, Value};
 pub use client::{BoxFuture, CallContext, ModelClient};
 pub use error::LlmError;
 pub use message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
-pub use providers::{Auth, KeyVar, PROVIDERS, ProviderKind, ProviderSpec};
+pub use providers::{Auth, KeyVar, PROVIDERS, ProviderKind, ProviderSpec, Server};
 pub use retry::{Backoff, parse_retry_after, retryable_status};
 pub use settings::{DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 

@@ -9,23 +9,55 @@
 
 use serde_json::{Map, Value, json};
 
-use super::message::{ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
-use super::openai::{self, chat_messages};
+use super::message::{Echo, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
+use super::openai::chat_messages;
+use super::providers::Server;
 use crate::tools::ToolView;
 
 /// The kind's name in `.ign`.
 pub const NAME: &str = "ollama";
 
-/// A tool as a `tools` entry, in the OpenAI function shape.
+/// A tool as a `tools` entry, in the OpenAI function shape, its parameters
+/// cut to the keys Ollama's tool model defines: `type`, `required`,
+/// `properties` (each: `type`, `items`, `description`, `enum`) and `items`.
+/// Anything else (`default`, `additionalProperties`, `format` ...) is left out.
 #[must_use]
 pub fn tool(view: &ToolView) -> Value {
-    openai::tool(view)
+    let parameters: Map<String, Value> = entries(&view.parameters)
+        .filter_map(|(key, value)| match key.as_str() {
+            "properties" => {
+                let properties = entries(value)
+                    .map(|(name, p)| (name.clone(), Value::Object(keep(p, PROPERTY_KEYS))))
+                    .collect();
+                Some((key.clone(), Value::Object(properties)))
+            }
+            "type" | "$defs" | "items" | "required" => Some((key.clone(), value.clone())),
+            _ => None,
+        })
+        .collect();
+    json!({"type": "function", "function": {"name": view.name, "description": view.description,
+        "parameters": parameters}})
+}
+
+/// The keys of one property in Ollama's tool model.
+const PROPERTY_KEYS: &[&str] = &["type", "items", "description", "enum"];
+
+fn entries(value: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    value.as_object().into_iter().flatten()
+}
+
+/// The entries of object `value` named in `keys`, in `value`'s order.
+fn keep(value: &Value, keys: &[&str]) -> Map<String, Value> {
+    entries(value)
+        .filter(|(k, _)| keys.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// The request body for `request`.
 #[must_use]
-pub fn request_body(request: &ModelRequest) -> Value {
-    let assistant = |text: &str, calls: &[ToolCall]| {
+pub fn request_body(request: &ModelRequest, _: Server) -> Value {
+    let assistant = |text: &str, calls: &[ToolCall], _: Option<&Echo>| {
         let calls: Vec<Value> = calls
             .iter()
             .map(|c| json!({"function": {"name": c.name, "arguments": c.arguments}}))

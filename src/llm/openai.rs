@@ -9,7 +9,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
+use super::message::{
+    Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage, count,
+};
+use super::providers::Server;
 use crate::tools::ToolView;
 
 /// The kind's name in `.ign`.
@@ -24,10 +27,13 @@ pub fn tool(view: &ToolView) -> Value {
     })
 }
 
-/// The request body for `request`.
+/// The request body for `request` sent to `server`.
 #[must_use]
-pub fn request_body(request: &ModelRequest) -> Value {
-    let assistant = |text: &str, calls: &[ToolCall]| {
+pub fn request_body(request: &ModelRequest, server: Server) -> Value {
+    let assistant = |text: &str, calls: &[ToolCall], echo: Option<&Echo>| {
+        if let Some(turn) = Echo::for_kind(echo, NAME) {
+            return turn.clone();
+        }
         let calls: Vec<Value> = calls
             .iter()
             .map(|c| {
@@ -50,7 +56,11 @@ pub fn request_body(request: &ModelRequest) -> Value {
         body.insert("temperature".into(), json!(t));
     }
     if let Some(n) = request.max_tokens {
-        body.insert("max_tokens".into(), json!(n));
+        let name = match server {
+            Server::Official => "max_completion_tokens",
+            Server::Compatible => "max_tokens",
+        };
+        body.insert(name.into(), json!(n));
     }
     Value::Object(body)
 }
@@ -60,7 +70,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
 /// how an assistant turn with tool calls and how one tool result look.
 pub(super) fn chat_messages(
     request: &ModelRequest,
-    assistant: impl Fn(&str, &[ToolCall]) -> Value,
+    assistant: impl Fn(&str, &[ToolCall], Option<&Echo>) -> Value,
     result: impl Fn(&ToolResult) -> Value,
 ) -> Vec<Value> {
     let mut out = Vec::new();
@@ -73,7 +83,9 @@ pub(super) fn chat_messages(
             Message::Assistant { text, tool_calls, .. } if tool_calls.is_empty() => {
                 out.push(json!({"role": "assistant", "content": text}));
             }
-            Message::Assistant { text, tool_calls, .. } => out.push(assistant(text, tool_calls)),
+            Message::Assistant { text, tool_calls, echo } => {
+                out.push(assistant(text, tool_calls, echo.as_ref()));
+            }
             Message::ToolResults(results) => out.extend(results.iter().map(&result)),
         }
     }
@@ -99,7 +111,7 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
         .and_then(|c| c.first())
         .ok_or("reply has no `choices`")?;
     let message = choice.get("message").ok_or("reply has no `choices[0].message`")?;
-    let text = message.get("content").and_then(Value::as_str).unwrap_or("").to_owned();
+    let mut text = message.get("content").and_then(Value::as_str).unwrap_or("").to_owned();
     let mut tool_calls = Vec::new();
     for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
         let function = call.get("function").ok_or("tool call without `function`")?;
@@ -117,12 +129,25 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
         };
         tool_calls.push(ToolCall { id: id.to_owned(), name: name.to_owned(), arguments });
     }
+    let refusal = message.get("refusal").and_then(Value::as_str).filter(|r| !r.is_empty());
     let stop = match choice.get("finish_reason").and_then(Value::as_str) {
+        _ if refusal.is_some() => StopReason::Blocked("refusal".to_owned()),
         Some("stop") | None => StopReason::EndTurn,
         Some("tool_calls" | "function_call") => StopReason::ToolUse,
         Some("length") => StopReason::MaxTokens,
+        Some("content_filter") => StopReason::Blocked("content_filter".to_owned()),
         Some(other) => StopReason::Other(other.to_owned()),
     };
-    let usage = Usage::from_fields(body.get("usage"), "prompt_tokens", "completion_tokens");
-    Ok(ModelReply { text, tool_calls, stop, usage, echo: None })
+    if let Some(refusal) = refusal {
+        text = refusal.to_owned();
+    }
+    let mut usage = Usage::from_fields(body.get("usage"), "prompt_tokens", "completion_tokens");
+    usage.cache_read_tokens = count(body.get("usage"), "/prompt_tokens_details/cached_tokens");
+    // The calls go back exactly as sent: `arguments` byte for byte.
+    let echo = message.get("tool_calls").filter(|_| !tool_calls.is_empty()).map(|calls| Echo {
+        kind: NAME,
+        content: json!({"role": "assistant", "content": message.get("content").cloned()
+            .unwrap_or(Value::Null), "tool_calls": calls}),
+    });
+    Ok(ModelReply { text, tool_calls, stop, usage, echo })
 }

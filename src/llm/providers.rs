@@ -40,6 +40,17 @@ pub struct KeyVar {
     pub auth: Auth,
 }
 
+/// Who a request goes to: the kind's official endpoint (the default base
+/// URL) or a compatible server at another base URL. A wire format may
+/// differ between them (OpenAI: `max_completion_tokens` vs `max_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// The default base URL.
+    Official,
+    /// Any other base URL.
+    Compatible,
+}
+
 /// One provider kind: a row of [`PROVIDERS`].
 pub struct ProviderSpec {
     /// The kind's name in `.ign` (`provider NAME`, `kind NAME`).
@@ -53,14 +64,17 @@ pub struct ProviderSpec {
     pub base_var: &'static str,
     /// The base URL when the variable is unset.
     pub default_base: &'static str,
+    /// When set, a base without a scheme is `host[:port]` over `http`, this
+    /// port when none is given (the form `OLLAMA_HOST` takes).
+    pub bare_host_port: Option<u16>,
     /// The request path after the base; `{model}` is replaced by the model.
     pub path: &'static str,
     /// Headers sent on every request besides the key.
     pub headers: &'static [(&'static str, &'static str)],
     /// A tool as the provider's `tools` entry.
     pub tool: fn(&ToolView) -> Value,
-    /// The request body of a conversation (tools already in `tool` form).
-    pub request_body: fn(&ModelRequest) -> Value,
+    /// The request body of a conversation.
+    pub request_body: fn(&ModelRequest, Server) -> Value,
     /// Parses a 2xx reply body (stop reasons mapped by the wire module).
     pub parse_reply: fn(&Value) -> Result<ModelReply, String>,
 }
@@ -69,10 +83,14 @@ pub struct ProviderSpec {
 pub static PROVIDERS: &[ProviderSpec] = &[
     ProviderSpec {
         name: anthropic::NAME,
-        keys: &[KeyVar { var: "ANTHROPIC_API_KEY", auth: Auth::Header("x-api-key") }],
+        keys: &[
+            KeyVar { var: "ANTHROPIC_API_KEY", auth: Auth::Header("x-api-key") },
+            KeyVar { var: "ANTHROPIC_AUTH_TOKEN", auth: Auth::Bearer },
+        ],
         key_required: true,
         base_var: "ANTHROPIC_BASE_URL",
         default_base: "https://api.anthropic.com",
+        bare_host_port: None,
         path: "/v1/messages",
         headers: &[("anthropic-version", anthropic::VERSION)],
         tool: anthropic::tool,
@@ -85,6 +103,7 @@ pub static PROVIDERS: &[ProviderSpec] = &[
         key_required: true,
         base_var: "OPENAI_BASE_URL",
         default_base: "https://api.openai.com/v1",
+        bare_host_port: None,
         path: "/chat/completions",
         headers: &[],
         tool: openai::tool,
@@ -93,10 +112,11 @@ pub static PROVIDERS: &[ProviderSpec] = &[
     },
     ProviderSpec {
         name: ollama::NAME,
-        keys: &[],
+        keys: &[KeyVar { var: "OLLAMA_API_KEY", auth: Auth::Bearer }],
         key_required: false,
         base_var: "OLLAMA_HOST",
         default_base: "http://localhost:11434",
+        bare_host_port: Some(11434),
         path: "/api/chat",
         headers: &[],
         tool: ollama::tool,
@@ -112,6 +132,7 @@ pub static PROVIDERS: &[ProviderSpec] = &[
         key_required: true,
         base_var: "GEMINI_BASE_URL",
         default_base: "https://generativelanguage.googleapis.com",
+        bare_host_port: None,
         path: "/v1beta/models/{model}:generateContent",
         headers: &[],
         tool: gemini::tool,

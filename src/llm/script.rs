@@ -150,6 +150,7 @@ impl ScriptModel {
         let usage = reply.usage.map_or_else(Usage::default, |u| Usage {
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
+            ..Usage::default()
         });
         cx.trace.record_model(
             &trace_path,

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::error::LlmError;
-use super::providers::{Auth, ProviderKind};
+use super::providers::{Auth, ProviderKind, Server};
 use crate::ir::{Agent, Program, ProviderChoice};
 
 /// Request time limit when the provider declares none.
@@ -72,6 +72,15 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
+    /// Whether requests go to the kind's official endpoint.
+    pub(crate) fn server(&self) -> Server {
+        if self.base == self.kind.spec().default_base.trim_end_matches('/') {
+            Server::Official
+        } else {
+            Server::Compatible
+        }
+    }
+
     /// The request URL for `model`: the base, then the kind's path.
     pub(crate) fn url(&self, model: &str) -> String {
         let path = self.kind.spec().path;
@@ -82,6 +91,38 @@ impl Endpoint {
         };
         format!("{}{path}", self.base)
     }
+}
+
+/// A base URL checked and without a trailing `/`: `http` or `https` with a
+/// host. With `bare_host_port`, `host`, `host:port` and `[v6]:port` without a
+/// scheme are read over `http`, that port when none is given.
+fn parse_base(text: &str, bare_host_port: Option<u16>) -> Result<String, String> {
+    let text = text.trim();
+    let full = match bare_host_port {
+        Some(port) if !text.contains("://") => {
+            let (host, path) = text.split_once('/').map_or((text, ""), |(h, p)| (h, p));
+            let has_port = host.rsplit_once(':').is_some_and(|(h, p)| {
+                !p.is_empty()
+                    && p.bytes().all(|b| b.is_ascii_digit())
+                    && (!h.contains(':') || h.ends_with(']'))
+            });
+            let host = if has_port { host.to_owned() } else { format!("{host}:{port}") };
+            let path = if path.is_empty() { String::new() } else { format!("/{path}") };
+            format!("http://{host}{path}")
+        }
+        _ => text.to_owned(),
+    };
+    let url = reqwest::Url::parse(&full).map_err(|e| e.to_string())?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("the scheme must be http or https, not `{}`", url.scheme()));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("no host".to_owned());
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("a base URL takes no query or fragment".to_owned());
+    }
+    Ok(full.trim_end_matches('/').to_owned())
 }
 
 /// `text` as one URL path segment: characters outside the unreserved set
@@ -176,8 +217,14 @@ fn endpoint(
         }
     };
     let spec = kind.spec();
-    let base =
-        base.unwrap_or_else(|| env.get(spec.base_var).unwrap_or(spec.default_base).to_owned());
+    let (base, origin) = match (base, env.get(spec.base_var)) {
+        (Some(base), _) => (base, format!("`base_url` of provider `{label}`")),
+        (None, Some(base)) => (base.to_owned(), format!("`{}`", spec.base_var)),
+        (None, None) => (spec.default_base.to_owned(), format!("`{}`", spec.base_var)),
+    };
+    let base = parse_base(&base, spec.bare_host_port).map_err(|why| {
+        LlmError::config(format!("{origin} is not a valid base URL ({why}): `{base}`"))
+    })?;
     let key =
         key_vars.iter().find_map(|(var, auth)| env.get(var).map(|v| (Secret(v.to_owned()), *auth)));
     if key.is_none() && keys_required && (explicit || spec.key_required) && !key_vars.is_empty() {
@@ -189,7 +236,7 @@ fn endpoint(
         )));
     }
     Ok(Endpoint {
-        base: base.trim_end_matches('/').to_owned(),
+        base,
         label,
         kind,
         key,

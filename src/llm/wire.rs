@@ -6,12 +6,12 @@
 use serde_json::Value;
 
 use super::message::{ModelReply, ModelRequest};
-use super::providers::ProviderKind;
+use super::providers::{ProviderKind, Server};
 
-/// The request body `kind` expects for `request`.
+/// The request body `kind` expects for `request`, sent to `server`.
 #[must_use]
-pub fn request_body(kind: ProviderKind, request: &ModelRequest) -> Value {
-    (kind.spec().request_body)(request)
+pub fn request_body(kind: ProviderKind, request: &ModelRequest, server: Server) -> Value {
+    (kind.spec().request_body)(request, server)
 }
 
 /// Parses the text of a 2xx reply.

@@ -1,6 +1,6 @@
 //! Request bodies per provider (snapshots) and reply parsing.
 
-use igniter::llm::{Message, ModelRequest, StopReason, ToolCall, ToolResult, wire};
+use igniter::llm::{Message, ModelRequest, Server, StopReason, ToolCall, ToolResult, wire};
 use igniter::tools::ToolView;
 use serde_json::json;
 
@@ -55,22 +55,38 @@ fn conversation() -> ModelRequest {
 
 #[test]
 fn anthropic_request_body() {
-    insta::assert_json_snapshot!(wire::request_body(named("anthropic"), &conversation()));
+    insta::assert_json_snapshot!(wire::request_body(
+        named("anthropic"),
+        &conversation(),
+        Server::Official
+    ));
 }
 
 #[test]
 fn openai_request_body() {
-    insta::assert_json_snapshot!(wire::request_body(named("openai"), &conversation()));
+    insta::assert_json_snapshot!(wire::request_body(
+        named("openai"),
+        &conversation(),
+        Server::Official
+    ));
 }
 
 #[test]
 fn ollama_request_body() {
-    insta::assert_json_snapshot!(wire::request_body(named("ollama"), &conversation()));
+    insta::assert_json_snapshot!(wire::request_body(
+        named("ollama"),
+        &conversation(),
+        Server::Official
+    ));
 }
 
 #[test]
 fn gemini_request_body() {
-    insta::assert_json_snapshot!(wire::request_body(named("gemini"), &conversation()));
+    insta::assert_json_snapshot!(wire::request_body(
+        named("gemini"),
+        &conversation(),
+        Server::Official
+    ));
 }
 
 #[test]
@@ -114,7 +130,7 @@ fn openai_arguments_that_are_not_json_round_trip() {
         temperature: None,
         max_tokens: None,
     };
-    let sent = wire::request_body(named("openai"), &request);
+    let sent = wire::request_body(named("openai"), &request, Server::Official);
     assert_eq!(sent["messages"][0]["tool_calls"][0]["function"]["arguments"], "{broken");
 }
 
