@@ -97,6 +97,9 @@ impl Run<'_> {
                 }
             }
             if reply.tool_calls.is_empty() && !pause {
+                if reply.text.trim().is_empty() {
+                    return Err(LlmError::Empty { agent, provider, model });
+                }
                 return Ok(reply.text);
             }
             if turns >= self.agent.max_tool_iterations {

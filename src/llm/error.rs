@@ -92,6 +92,22 @@ pub enum LlmError {
         /// Any text the model produced before stopping (not an answer).
         text: String,
     },
+    /// The model ended its turn with neither text nor a tool call.
+    #[error(
+        "model `{model}` (provider `{provider}`) of agent `{agent}` answered with no text and no tool call"
+    )]
+    #[diagnostic(
+        code(ignite::llm::empty),
+        help("an empty answer is never reported as a result; check the prompt and the model")
+    )]
+    Empty {
+        /// The agent.
+        agent: String,
+        /// The provider.
+        provider: String,
+        /// The model.
+        model: String,
+    },
     /// A replayed run sent a request that is not in the recording.
     #[error(
         "no recorded exchange matches the request of agent `{agent}` to provider `{provider}`: {hint}"

@@ -244,3 +244,43 @@ fn endpoint(
         retries: retries.unwrap_or(DEFAULT_RETRIES),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bases_are_checked_and_ollama_takes_bare_hosts() {
+        let ollama = Some(11434);
+        assert_eq!(parse_base("127.0.0.1:8080", ollama).as_deref(), Ok("http://127.0.0.1:8080"));
+        assert_eq!(parse_base("example.com", ollama).as_deref(), Ok("http://example.com:11434"));
+        assert_eq!(parse_base("[::1]:9000", ollama).as_deref(), Ok("http://[::1]:9000"));
+        assert_eq!(parse_base("[::1]", ollama).as_deref(), Ok("http://[::1]:11434"));
+        assert_eq!(parse_base("host:1/base/", ollama).as_deref(), Ok("http://host:1/base"));
+        assert_eq!(
+            parse_base("https://ollama.example/", ollama).as_deref(),
+            Ok("https://ollama.example")
+        );
+        assert!(parse_base("127.0.0.1:8080", None).is_err());
+        assert!(parse_base("ftp://x", None).unwrap_err().contains("http or https"));
+        assert!(parse_base("http://", ollama).is_err());
+        assert!(parse_base("http://h:1/?x=1", None).is_err());
+        assert!(parse_base("exa mple:1", ollama).is_err());
+    }
+
+    #[test]
+    fn the_default_base_is_the_official_server() {
+        let kind = ProviderKind::named("openai").expect("openai is a provider kind");
+        let default = kind.spec().default_base;
+        let endpoint = |base: &str| Endpoint {
+            label: "openai".into(),
+            kind,
+            base: base.into(),
+            key: None,
+            timeout: DEFAULT_TIMEOUT,
+            retries: 0,
+        };
+        assert_eq!(endpoint(default).server(), Server::Official);
+        assert_eq!(endpoint("http://localhost:8000/v1").server(), Server::Compatible);
+    }
+}

@@ -291,3 +291,15 @@ pub(crate) fn sent_results(kind: ProviderKind, body: &Value) -> Vec<(String, boo
             .collect(),
     }
 }
+
+/// `reply` with its stop reason replaced by `reason`, in `kind`'s field.
+pub(crate) fn with_stop(kind: ProviderKind, mut reply: Value, reason: &str) -> Value {
+    match kind.name() {
+        "anthropic" => reply["stop_reason"] = json!(reason),
+        "openai" => reply["choices"][0]["finish_reason"] = json!(reason),
+        "ollama" => reply["done_reason"] = json!(reason),
+        "gemini" => reply["candidates"][0]["finishReason"] = json!(reason),
+        other => panic!("no fixture for provider {other}"),
+    }
+    reply
+}

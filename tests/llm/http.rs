@@ -489,3 +489,55 @@ async fn native_tool_reaches_the_model_with_its_schemars_params() {
         assert!(results[1].0.contains("`sku`: missing required property"), "{kind:?}: {results:?}");
     }
 }
+
+/// A stop reason ignite does not know fails the node naming it, and an
+/// empty answer is never a success, for every provider.
+#[tokio::test]
+async fn unknown_stop_reasons_and_empty_answers_fail() {
+    for kind in kinds() {
+        let reply = crate::fixtures::with_stop(kind, text_reply(kind, "half"), "mystery_reason");
+        let stopping = server(vec![ok(reply)]).await;
+        let err = run(&llm(), &single(kind, &stopping, 5_000, 0), &Trace::new(false), "hi")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, LlmError::Stopped { .. }), "{kind:?}: {err}");
+        assert!(
+            err.to_string().contains("reason `mystery_reason`; partial text: \"half\""),
+            "{kind:?}: {err}"
+        );
+        let empty = server(vec![ok(text_reply(kind, ""))]).await;
+        let err = run(&llm(), &single(kind, &empty, 5_000, 0), &Trace::new(false), "hi")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, LlmError::Empty { .. }), "{kind:?}: {err}");
+    }
+}
+
+/// Only the settings the agent sets are sent, under each provider's name.
+#[tokio::test]
+async fn only_written_settings_are_sent() {
+    for kind in kinds() {
+        let server = server(vec![ok(text_reply(kind, "a"))]).await;
+        let mut program = single(kind, &server, 5_000, 0);
+        run(&llm(), &program, &Trace::new(false), "hi").await.unwrap();
+        program.agents[0].temperature = Some(0.3);
+        program.agents[0].max_tokens = Some(99);
+        run(&llm(), &program, &Trace::new(false), "hi").await.unwrap();
+        let sent = bodies(&server).await;
+        let (temperature, limit) = match kind.name() {
+            "anthropic" => ("/temperature", "/max_tokens"),
+            // A declared base URL is a compatible server.
+            "openai" => ("/temperature", "/max_tokens"),
+            "ollama" => ("/options/temperature", "/options/num_predict"),
+            "gemini" => ("/generationConfig/temperature", "/generationConfig/maxOutputTokens"),
+            other => panic!("{other}"),
+        };
+        assert_eq!(sent[0].pointer(temperature), None, "{kind:?}: {}", sent[0]);
+        assert_eq!(sent[1].pointer(temperature), Some(&json!(0.3)), "{kind:?}");
+        assert_eq!(sent[1].pointer(limit), Some(&json!(99)), "{kind:?}");
+        if kind.name() != "anthropic" {
+            // Anthropic requires a limit: 4096 when the agent sets none.
+            assert_eq!(sent[0].pointer(limit), None, "{kind:?}: {}", sent[0]);
+        }
+    }
+}

@@ -4,9 +4,12 @@
 // Test helpers outside `#[test]` fns unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod anthropic;
 mod fixtures;
 mod gemini;
 mod http;
+mod ollama;
+mod openai;
 mod replay;
 mod script;
 mod wire;
