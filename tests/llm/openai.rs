@@ -107,3 +107,21 @@ async fn token_limit_field_follows_the_server() {
     assert_eq!(official["max_completion_tokens"], 64);
     assert!(official.get("max_tokens").is_none());
 }
+
+#[tokio::test]
+async fn arguments_that_are_not_json_are_a_tool_error_turn() {
+    let message = json!({"role": "assistant", "content": null, "refusal": null,
+        "tool_calls": [call("call_x", "{\"a\": 1,")]});
+    let server =
+        server(vec![ok(completion(message, "tool_calls")), ok(text_reply(named("openai"), "ok"))])
+            .await;
+    let trace = Trace::new(true);
+    let answer =
+        run(&llm(), &single(named("openai"), &server, 5_000, 0), &trace, "q").await.unwrap();
+    assert_eq!(answer, "ok");
+    let sent = bodies(&server).await;
+    assert_eq!(sent[1]["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"a\": 1,");
+    let result = sent[1]["messages"][3]["content"].as_str().unwrap();
+    assert!(result.starts_with("Error: arguments must be a JSON object"), "{result}");
+    assert!(trace.entries().iter().any(|e| e.kind == "tool_call" && e.status == "failed"));
+}
