@@ -1,7 +1,9 @@
 //! The automatic tool-use loop of one agent run.
 //!
-//! Send the conversation and the agent's tool schemas → a reply without
-//! tool calls ends the run with its text → otherwise check every call of
+//! Send the conversation and the agent's tools (each as
+//! [`Toolbox::view`] shows it) → a reply without tool calls ends the run
+//! with its text (an empty one fails with [`LlmError::Empty`]) → otherwise
+//! check every call of
 //! the turn against the agent's capabilities (one failure fails the run and
 //! no tool of the turn runs), run the calls concurrently (as many at once
 //! as nodes may wait: `--jobs`, the runner), append the assistant turn and
@@ -9,9 +11,11 @@
 //! turns beyond `max_tool_iterations` fail with [`LlmError::ToolLoop`]; a
 //! reply cut off by the token limit fails with [`LlmError::Truncated`], one
 //! the provider blocked or ended for any other reason with
-//! [`LlmError::Stopped`], and their calls never run. A `pause_turn` reply goes back
-//! as it came and the model continues (each pause counts as a tool turn).
-//! Unknown tools and failing tools become result text
+//! [`LlmError::Stopped`], and their calls never run. A `pause_turn` reply
+//! goes back as it came and the model continues (each pause counts as a
+//! tool turn). An assistant turn carries the provider's own content
+//! ([`Echo`](super::message::Echo)) so the same wire format sends it back
+//! unchanged. Unknown tools and failing tools become result text
 //! (`Unknown tool: NAME`, `Error: ...`) so the model can recover.
 //!
 //! A provider (or malformed-reply) error moves the rest of the conversation

@@ -51,7 +51,9 @@ use serde_json::{Map, Value};
 
 pub use client::{BoxFuture, CallContext, ModelClient};
 pub use error::LlmError;
-pub use message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
+pub use message::{
+    Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage,
+};
 pub use providers::{Auth, KeyVar, PROVIDERS, ProviderKind, ProviderSpec, Server};
 pub use retry::{Backoff, parse_retry_after, retryable_status};
 pub use settings::{DEFAULT_RETRIES, DEFAULT_TIMEOUT};
