@@ -150,7 +150,7 @@ async fn cache_tokens_count_in_the_input_and_are_shown_apart() {
     run(&llm(), &single(named("anthropic"), &server, 5_000, 0), &trace, "hi").await.unwrap();
     let model = trace.entries().into_iter().find(|e| e.kind == "model").unwrap();
     assert!(
-        model.detail.ends_with("tokens 160 in (100 cache write, 50 cache read) / 5 out"),
+        model.detail.ends_with("cache 100 write / 50 read, tokens 160 in / 5 out"),
         "{}",
         model.detail
     );
