@@ -13,7 +13,8 @@
 //! tool's time limit.
 //!
 //! Redirects are followed within the request's origin only (see [`redirect_policy`]):
-//! headers such as `x-api-key` or a custom token never travel to another host.
+//! headers such as `x-api-key` or a custom token never travel to another host. The
+//! credentials of such headers are redacted from the answer (see [`fetch`]).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -58,19 +59,42 @@ pub(crate) async fn run(
         }
         HttpMethod::Post => client.post(&url).json(&Value::Object(args)),
     };
+    let mut secrets = Vec::new();
     for (name, value) in spec.headers {
         let value = text_of(value, &scope, &format!("header `{name}`"))?;
+        if is_secret_header(name) {
+            secrets.extend(secrets_of(&value));
+        }
         request = request.header(name.as_str(), value);
     }
-    fetch(request, spec.timeout, spec.max_bytes).await
+    fetch(request, spec.timeout, spec.max_bytes, &secrets).await
+}
+
+/// Whether a header's name says it carries a credential (`Authorization`,
+/// `X-Api-Key`, `X-Auth-Token`, `Cookie`, ...).
+fn is_secret_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["auth", "key", "token", "secret", "cookie", "session", "password"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
+/// What to redact of a secret header's value: the value, and its last word
+/// (the credential of `Bearer sk-...`), when long enough to be one.
+fn secrets_of(value: &str) -> Vec<String> {
+    let last = value.split_whitespace().next_back().unwrap_or_default();
+    [value, last].into_iter().filter(|s| s.len() >= 8).map(str::to_owned).collect()
 }
 
 /// Sends `request`, bounded by `limit` in time and `max_bytes` in size; JSON or text
-/// on 2xx, else an error.
+/// on 2xx, else an error. `secrets` (the credentials the request's headers carry)
+/// are replaced by `***` in the body before anything reads it, so a server echoing
+/// one passes it neither to a model nor to an error message.
 pub(crate) async fn fetch(
     request: reqwest::RequestBuilder,
     limit: Duration,
     max_bytes: usize,
+    secrets: &[String],
 ) -> Result<Value, ToolError> {
     let exchange = async {
         let response = request.send().await?;
@@ -89,7 +113,9 @@ pub(crate) async fn fetch(
                 ToolError::Failed(describe_error(&e))
             }
         })?;
-    let body = body.map_err(ToolError::Failed)?;
+    let body = secrets.iter().fold(body.map_err(ToolError::Failed)?, |body, secret| {
+        body.replace(secret.as_str(), "***")
+    });
     if !status.is_success() {
         let body = refused_redirect(status.as_u16(), location.as_deref())
             .unwrap_or_else(|| excerpt(&body));
@@ -366,6 +392,36 @@ mod tests {
         }
         let err = call(get(url), json!({"id": "..", "q": "x"})).await.unwrap_err();
         assert_eq!(err.to_string(), "the url: `..` (param `id`) cannot be a path segment");
+    }
+
+    /// Credentials a server echoes from the request's secret headers are
+    /// redacted before the body is read, in answers and in error excerpts
+    /// (even one that would cut the credential in two).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn echoed_header_credentials_are_redacted() {
+        let server = MockServer::start().await;
+        let token = "tok-0123456789";
+        Mock::given(path("/ok"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"you sent": token})))
+            .mount(&server)
+            .await;
+        let long = format!("{}{token}", "x".repeat(495));
+        Mock::given(path("/denied"))
+            .respond_with(ResponseTemplate::new(401).set_body_string(long))
+            .mount(&server)
+            .await;
+        let tool = |to: &str| {
+            let headers = vec![
+                ("Authorization".into(), lit(json!(format!("Bearer {token}")))),
+                ("Accept".into(), lit(json!("application/json"))),
+            ];
+            let url = lit(json!(format!("{}{to}", server.uri())));
+            tool_with("Get", &[], http(HttpMethod::Get, url, headers), std::path::Path::new("."))
+        };
+        assert_eq!(call(tool("/ok"), json!({})).await, Ok(json!({"you sent": "***"})));
+        let err = call(tool("/denied"), json!({})).await.unwrap_err().to_string();
+        assert!(err.ends_with("xxx***"), "{err}");
+        assert!(super::is_secret_header("X-Api-Key") && !super::is_secret_header("Accept"));
     }
 
     /// A body over the size limit fails the call, for `http` tools and `http.get`.

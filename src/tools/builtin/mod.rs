@@ -76,7 +76,8 @@ pub(crate) async fn run(
                 )));
             }
             let client = context.toolbox.http_client()?;
-            super::http::fetch(client.get(url), context.timeout, context.toolbox.max_bytes()).await
+            let max_bytes = context.toolbox.max_bytes();
+            super::http::fetch(client.get(url), context.timeout, max_bytes, &[]).await
         }
         Builtin::JsonLookup => {
             let lookup = json_lookup::Lookup::from_config(context)?;
