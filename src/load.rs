@@ -68,7 +68,11 @@ pub fn load_source(name: &str, text: &str) -> Loaded {
 /// opened: reading it could block or never end.
 pub(crate) fn read(path: &Path) -> Result<String, String> {
     let lower = |e: std::io::Error| e.to_string().to_lowercase();
-    if !std::fs::metadata(path).map_err(lower)?.is_file() {
+    let metadata = std::fs::metadata(path).map_err(lower)?;
+    if metadata.is_dir() {
+        return Err("it is a folder, not a file".to_owned());
+    }
+    if !metadata.is_file() {
         return Err("not a regular file".to_owned());
     }
     let bytes = std::fs::read(path).map_err(lower)?;
@@ -129,7 +133,9 @@ impl Loader {
             }
             return;
         }
-        if !path.is_file() {
+        // Only a missing path is "does not exist"; a folder, a device or a
+        // FIFO is refused by `read`, saying so.
+        if !path.exists() {
             self.loaded.diagnostics.push(
                 Diagnostic::error(
                     Code::MissingUse,
