@@ -15,8 +15,8 @@
 //! Fields of a reply, all optional: `text` (default `""`); `tool_calls`,
 //! each with `name`, `arguments` (default `{}`) and `id` (default `call_N`,
 //! N counting calls of the reply from 1); `usage` (`input_tokens`,
-//! `output_tokens`, default 0); `stop_reason` (`end_turn`, `tool_use` or
-//! `max_tokens`, default `tool_use` when there are calls, else `end_turn`);
+//! `output_tokens`, default 0); `stop_reason` (`end_turn`, `tool_use`,
+//! `max_tokens` or `refusal`, default `tool_use` when there are calls, else `end_turn`);
 //! `error` — a message that makes this request fail like a provider error
 //! (to exercise fallbacks). Unknown fields are errors.
 
@@ -95,7 +95,7 @@ impl ScriptModel {
             .map_err(|e| script_error(&path, format!("not a list of replies: {e}")))?;
         for (i, reply) in replies.iter().enumerate() {
             if let Some(stop) = &reply.stop_reason {
-                if !matches!(stop.as_str(), "end_turn" | "tool_use" | "max_tokens") {
+                if !matches!(stop.as_str(), "end_turn" | "tool_use" | "max_tokens" | "refusal") {
                     let message = format!("reply {}: unknown `stop_reason` `{stop}`", i + 1);
                     return Err(script_error(&path, message));
                 }
@@ -142,6 +142,7 @@ impl ScriptModel {
             .collect();
         let stop = match reply.stop_reason.as_deref() {
             Some("max_tokens") => StopReason::MaxTokens,
+            Some("refusal") => StopReason::Blocked("refusal".to_owned()),
             Some("end_turn") => StopReason::EndTurn,
             Some(_) => StopReason::ToolUse,
             None if tool_calls.is_empty() => StopReason::EndTurn,

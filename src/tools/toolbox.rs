@@ -186,7 +186,7 @@ impl Toolbox {
     pub async fn call_native(&self, name: &str, args: Value) -> Result<Value, ToolError> {
         let native =
             self.natives.get(name).ok_or_else(|| ToolError::NotRegistered(name.to_owned()))?;
-        let parameters = native.parameters();
+        let parameters = Self::native_view(native.as_ref()).parameters;
         let args = no_args_as_empty(args);
         self.shared.validators.validate(name, &parameters, &args)?;
         let args = fill_from_schema(&parameters, object(args));
