@@ -16,7 +16,8 @@
 //! each with `name`, `arguments` (default `{}`) and `id` (default `call_N`,
 //! N counting calls of the reply from 1); `usage` (`input_tokens`,
 //! `output_tokens`, default 0); `stop_reason` (`end_turn`, `tool_use`,
-//! `max_tokens` or `refusal`, default `tool_use` when there are calls, else `end_turn`);
+//! `max_tokens` or `refusal`, default `tool_use` when there are calls, else
+//! `end_turn`);
 //! `error` — a message that makes this request fail like a provider error
 //! (to exercise fallbacks). Unknown fields are errors.
 
