@@ -35,6 +35,33 @@ pub enum Item {
     Provider(Provider),
     /// `contract Name { ... }`.
     Contract(Contract),
+    /// `type Name { ... }`: a record.
+    Type(TypeDecl),
+    /// `enum Name { ... }`.
+    Enum(EnumDecl),
+}
+
+/// `type Name { field: type ... }`: a record type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeDecl {
+    /// Declared name.
+    pub name: Ident,
+    /// Fields in declaration order (a field is written like a param
+    /// without the keyword).
+    pub fields: Vec<Param>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// `enum Name { a, b }`: a string that is one of the variants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnumDecl {
+    /// Declared name.
+    pub name: Ident,
+    /// The variants in declaration order.
+    pub variants: Vec<Ident>,
+    /// The whole declaration.
+    pub span: Span,
 }
 
 /// `use "path"`.
@@ -93,6 +120,8 @@ pub struct Tool {
     pub headers: Vec<(Expr, Expr)>,
     /// Implementation clauses (exactly one is valid).
     pub implementations: Vec<Implementation>,
+    /// `result Type` statements (more than one is reported).
+    pub results: Vec<Setting<TypeExpr>>,
     /// The whole declaration.
     pub span: Span,
 }
@@ -110,6 +139,7 @@ impl Tool {
             retries: Vec::new(),
             headers: Vec::new(),
             implementations: Vec::new(),
+            results: Vec::new(),
             span,
         }
     }
@@ -204,6 +234,10 @@ pub struct Agent {
     pub inputs: Vec<Param>,
     /// `prompt` statements.
     pub prompts: Vec<Setting<Expr>>,
+    /// `result Type` statements.
+    pub results: Vec<Setting<TypeExpr>>,
+    /// `result_retries N` statements.
+    pub result_retries: Vec<Setting<Expr>>,
     /// The whole declaration.
     pub span: Span,
 }
@@ -224,6 +258,8 @@ impl Agent {
             max_tokens: Vec::new(),
             inputs: Vec::new(),
             prompts: Vec::new(),
+            results: Vec::new(),
+            result_retries: Vec::new(),
             span,
         }
     }

@@ -104,6 +104,32 @@ fn run_inputs_from_flags_and_stdin() {
 }
 
 #[test]
+fn run_input_read_by_declared_type() {
+    // `level` is an enum and `order` a record: the enum's text is taken as is, the
+    // record's JSON is parsed; `123` for a `string` input would be the text "123".
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "tests/corpus/run/records.ign",
+        "--input",
+        r#"order={"lines": [{"sku": "1"}, {"sku": "2", "qty": 2}], "note": null}"#,
+        "--input",
+        "level=high",
+    ]));
+}
+
+#[test]
+fn run_string_input_stays_text() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "tests/corpus/run/defaults.ign",
+        "--input",
+        "name=12345",
+        "--input",
+        "title=007",
+    ]));
+}
+
+#[test]
 fn run_selected_output_runs_only_what_it_needs() {
     // The trace's times vary from run to run; its rows do not.
     insta::with_settings!({filters => vec![(r"\d+\.\dms", "[time]")]}, {

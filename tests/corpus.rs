@@ -119,9 +119,10 @@ fn dump(program: &Program) -> String {
                 format!("{}: {}{default}", p.name, p.ty)
             })
             .collect();
+        let result = tool.result.as_ref().map(|t| format!(" -> {t}")).unwrap_or_default();
         let _ = writeln!(
             out,
-            "tool {} as `{}` ({}) needs [{}]: {implementation}, timeout {:?}",
+            "tool {} as `{}` ({}){result} needs [{}]: {implementation}, timeout {:?}",
             tool.name,
             tool.tool_name,
             params.join(", "),

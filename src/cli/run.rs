@@ -24,7 +24,8 @@ pub struct RunArgs {
     /// The contract to run; needed when the program declares several.
     #[arg(long, value_name = "NAME")]
     pub contract: Option<String>,
-    /// An input as `NAME=VALUE`; VALUE is read as JSON, else taken as a string.
+    /// An input as `NAME=VALUE`: the text itself for a `string` or enum input, else
+    /// JSON when it parses, else the text.
     #[arg(long = "input", value_name = "NAME=VALUE")]
     pub inputs: Vec<String>,
     /// A JSON object of inputs, from a file or `-` for stdin; `--input` wins.
@@ -76,8 +77,8 @@ impl RunArgs {
     /// has errors, 2 usage or I/O error (bad inputs included), 3 the run failed.
     #[must_use]
     pub fn run(self, global: &GlobalArgs) -> ExitCode {
-        let given = match self.read_inputs() {
-            Ok(given) => given,
+        let (mut given, pairs) = match self.read_inputs() {
+            Ok(read) => read,
             Err(message) => {
                 eprintln!("error: {message}");
                 return ExitCode::from(2);
@@ -87,6 +88,7 @@ impl RunArgs {
             Ok(program) => program,
             Err(code) => return code,
         };
+
         let color = global.color_stderr();
         let mut llm = Llm::from_env().with_max_bytes(self.max_bytes);
         if let Some(path) = &self.replay {
@@ -110,9 +112,15 @@ impl RunArgs {
             trace: self.trace,
         };
         let trace = Arc::new(Trace::new(self.trace));
-        let result = engine
-            .contract(self.contract.as_deref())
-            .and_then(|contract| engine.run_traced(contract, &given, &options, &trace));
+        let result = engine.contract(self.contract.as_deref()).and_then(|contract| {
+            // `--input` values are read by the declared type of the input they name.
+            let params = &engine.program()[contract];
+            for (name, raw) in pairs {
+                let ty = params.inputs().find(|(_, p)| p.name == name).map(|(_, p)| &p.ty);
+                given.insert(name, input_value(ty, raw));
+            }
+            engine.run_traced(contract, &given, &options, &trace)
+        });
         let saved = engine.llm().finish();
         // The timeline and the tokens spent, whether the run succeeded or not.
         if self.trace {
@@ -148,8 +156,8 @@ impl RunArgs {
         code
     }
 
-    /// `--inputs` then `--input` values, as one object.
-    fn read_inputs(&self) -> Result<Map<String, Value>, String> {
+    /// The `--inputs` object and the `--input` pairs (which win), still text.
+    fn read_inputs(&self) -> Result<(Map<String, Value>, Vec<(String, String)>), String> {
         let mut given = Map::new();
         if let Some(source) = &self.inputs_file {
             let text = if source == "-" {
@@ -173,13 +181,25 @@ impl RunArgs {
                 Err(e) => return Err(format!("inputs in `{source}` are not valid JSON: {e}")),
             }
         }
+        let mut pairs = Vec::with_capacity(self.inputs.len());
         for pair in &self.inputs {
             let Some((name, raw)) = pair.split_once('=') else {
                 return Err(format!("`--input {pair}` must be NAME=VALUE"));
             };
-            let value = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
-            given.insert(name.trim().to_owned(), value);
+            pairs.push((name.trim().to_owned(), raw.to_owned()));
         }
-        Ok(given)
+        Ok((given, pairs))
     }
+}
+
+/// An `--input` value by the input's declared type: the text itself for a
+/// `string` or enum input, else JSON when it parses, else the text.
+fn input_value(ty: Option<&crate::ir::Type>, raw: String) -> Value {
+    let text = ty.is_some_and(|t| {
+        matches!(t.kind, crate::ir::TypeKind::String | crate::ir::TypeKind::Enum(_))
+    });
+    if text {
+        return Value::String(raw);
+    }
+    serde_json::from_str(&raw).unwrap_or(Value::String(raw))
 }

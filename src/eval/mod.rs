@@ -18,7 +18,8 @@ mod number;
 
 use serde_json::{Map, Value};
 
-use crate::ir::{BinaryOp, Expr, ExprKind, Part, UnaryOp, value_kind};
+pub use crate::ir::describe;
+use crate::ir::{BinaryOp, Expr, ExprKind, Part, UnaryOp};
 use crate::source::Span;
 
 pub use number::Num;
@@ -114,16 +115,6 @@ pub fn push_display(out: &mut String, value: &Value) {
         Value::String(s) => out.push_str(s),
         other => out.push_str(&other.to_string()),
     }
-}
-
-/// A short description of a value for messages: `string "abc"`, `integer 3`.
-#[must_use]
-pub fn describe(value: &Value) -> String {
-    let mut text = value.to_string();
-    if text.chars().count() > 40 {
-        text = text.chars().take(37).collect::<String>() + "...";
-    }
-    format!("{} {text}", value_kind(value))
 }
 
 fn truth(value: &Value, what: &str, span: Span) -> Result<bool, EvalError> {

@@ -23,7 +23,7 @@ pub use builtin::{BUILTINS, Builtin, BuiltinParam, BuiltinSpec, ConfigKey, Param
 pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp};
 pub use graph::Graph;
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
-pub use types::{Type, TypeKind, value_kind};
+pub use types::{Enum, Record, Type, TypeKind, describe, fill_fields, value_kind};
 
 use crate::source::{Sources, Span};
 
@@ -112,6 +112,8 @@ pub struct Tool {
     pub capabilities: Vec<String>,
     /// How it runs.
     pub implementation: Implementation,
+    /// `result Type`: what it returns, validated at run time; `None` is `any`.
+    pub result: Option<Type>,
     /// Time limit for `exec` and `http` tools.
     pub timeout: Option<Duration>,
     /// Retries after a failed first attempt (`exec` and `http` tools).
@@ -192,6 +194,10 @@ pub struct Agent {
     pub inputs: Vec<Param>,
     /// The user message, a template over the inputs.
     pub prompt: Expr,
+    /// `result Type`: a structured answer; `None` for the final text.
+    pub result: Option<Type>,
+    /// Repair attempts after an answer that does not fit `result`.
+    pub result_retries: u32,
     /// The declaration.
     pub span: Span,
 }

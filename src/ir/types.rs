@@ -1,10 +1,20 @@
-//! Value types of params, inputs and outputs.
+//! Value types of params, inputs, record fields, results and nodes.
+//!
+//! Declared records and enums are shared ([`Arc`]) so a [`Type`] is a
+//! self-contained tree: checking a value, writing its JSON Schema or
+//! printing it needs nothing else. Records are never recursive (lowering
+//! reports recursion), so every tree is finite. Records and enums compare
+//! by name: the program has one declaration per name.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-/// A declared type: `string`, `array<integer>?`, ...
+use super::Param;
+use crate::source::Span;
+
+/// A declared type: `string`, `array<integer>?`, `Product`, ...
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Type {
     /// What the value is.
@@ -30,7 +40,56 @@ pub enum TypeKind {
     Object,
     /// Anything.
     Any,
+    /// A declared `type`: an object with known fields.
+    Record(Arc<Record>),
+    /// A declared `enum`: a string that is one of the variants.
+    Enum(Arc<Enum>),
 }
+
+/// A `type Name { ... }` declaration.
+#[derive(Debug)]
+pub struct Record {
+    /// Declared name.
+    pub name: String,
+    /// Fields in declaration order; a field is optional when it has a
+    /// default or a nullable type.
+    pub fields: Vec<Param>,
+    /// The declaration.
+    pub span: Span,
+}
+
+impl Record {
+    /// The field called `name`.
+    #[must_use]
+    pub fn field(&self, name: &str) -> Option<&Param> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}
+
+/// An `enum Name { ... }` declaration.
+#[derive(Debug)]
+pub struct Enum {
+    /// Declared name.
+    pub name: String,
+    /// The variants in declaration order.
+    pub variants: Vec<String>,
+    /// The declaration.
+    pub span: Span,
+}
+
+impl PartialEq for Record {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+impl Eq for Record {}
+
+impl PartialEq for Enum {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+impl Eq for Enum {}
 
 impl Type {
     /// A non-nullable type of `kind`.
@@ -39,21 +98,81 @@ impl Type {
         Self { kind, nullable: false }
     }
 
+    /// `any`: nothing is known.
+    #[must_use]
+    pub fn any() -> Self {
+        Self::new(TypeKind::Any)
+    }
+
     /// True when `value` is of this type (integers count as floats).
     #[must_use]
     pub fn accepts(&self, value: &Value) -> bool {
-        match (&self.kind, value) {
+        let mut problems = Vec::new();
+        self.check(value, "", &mut problems, false);
+        problems.is_empty()
+    }
+
+    /// Every way `value` is not of this type, each naming where in the
+    /// value (`items[2].priority`); `what` names the whole value.
+    #[must_use]
+    pub fn problems(&self, value: &Value, what: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        self.check(value, what, &mut problems, true);
+        problems
+    }
+
+    /// Pushes the problems of `value` at `path`; stops at the first
+    /// unless `all`.
+    fn check(&self, value: &Value, path: &str, out: &mut Vec<String>, all: bool) {
+        let fits = match (&self.kind, value) {
             (_, Value::Null) => self.nullable || self.kind == TypeKind::Any,
-            (TypeKind::Any, _) => true,
-            (TypeKind::String, Value::String(_)) => true,
+            (TypeKind::Any, _) | (TypeKind::String, Value::String(_)) => true,
             (TypeKind::Integer, Value::Number(n)) => n.is_i64() || n.is_u64(),
-            (TypeKind::Float, Value::Number(_)) => true,
-            (TypeKind::Boolean, Value::Bool(_)) => true,
+            (TypeKind::Float, Value::Number(_))
+            | (TypeKind::Boolean, Value::Bool(_))
+            | (TypeKind::Object, Value::Object(_)) => true,
             (TypeKind::Array(item), Value::Array(items)) => {
-                item.as_ref().is_none_or(|t| items.iter().all(|v| t.accepts(v)))
+                if let Some(item) = item {
+                    for (i, v) in items.iter().enumerate() {
+                        item.check(v, &format!("{path}[{i}]"), out, all);
+                        if !all && !out.is_empty() {
+                            return;
+                        }
+                    }
+                }
+                true
             }
-            (TypeKind::Object, Value::Object(_)) => true,
+            (TypeKind::Enum(e), Value::String(s)) => {
+                if !e.variants.iter().any(|v| v == s) {
+                    out.push(format!(
+                        "`{path}`: expected one of {}, got {}",
+                        e.variants.join(", "),
+                        describe(value)
+                    ));
+                }
+                true
+            }
+            (TypeKind::Record(record), Value::Object(map)) => {
+                check_record(record, map, path, out, all);
+                true
+            }
             _ => false,
+        };
+        if !fits {
+            out.push(format!("`{path}`: expected {self}, got {}", describe(value)));
+        }
+    }
+
+    /// Fills defaults into `value` where it is a record (at any depth):
+    /// an absent field, or a `null` one that is not nullable, takes its
+    /// default. OpenAI's strict mode sends `null` for "absent".
+    pub fn fill_defaults(&self, value: &mut Value) {
+        match (&self.kind, value) {
+            (TypeKind::Record(record), Value::Object(map)) => fill_fields(&record.fields, map),
+            (TypeKind::Array(Some(item)), Value::Array(items)) => {
+                items.iter_mut().for_each(|v| item.fill_defaults(v));
+            }
+            _ => {}
         }
     }
 
@@ -61,15 +180,79 @@ impl Type {
     #[must_use]
     pub fn json_type(&self) -> Option<&'static str> {
         Some(match self.kind {
-            TypeKind::String => "string",
+            TypeKind::String | TypeKind::Enum(_) => "string",
             TypeKind::Integer => "integer",
             TypeKind::Float => "number",
             TypeKind::Boolean => "boolean",
             TypeKind::Array(_) => "array",
-            TypeKind::Object => "object",
+            TypeKind::Object | TypeKind::Record(_) => "object",
             TypeKind::Any => return None,
         })
     }
+
+    /// The record this type is (nullable or not).
+    #[must_use]
+    pub fn record(&self) -> Option<&Record> {
+        match &self.kind {
+            TypeKind::Record(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// [`Type::fill_defaults`] over the fields (or params) of an object.
+pub fn fill_fields(fields: &[Param], map: &mut serde_json::Map<String, Value>) {
+    for field in fields {
+        match map.get_mut(&field.name) {
+            Some(Value::Null) | None if !field.ty.nullable => {
+                if let Some(default) = &field.default {
+                    map.insert(field.name.clone(), default.clone());
+                }
+            }
+            Some(value) => field.ty.fill_defaults(value),
+            None => {}
+        }
+    }
+}
+
+fn check_record(
+    record: &Record,
+    map: &serde_json::Map<String, Value>,
+    path: &str,
+    out: &mut Vec<String>,
+    all: bool,
+) {
+    let at = |name: &str| if path.is_empty() { name.to_owned() } else { format!("{path}.{name}") };
+    for field in &record.fields {
+        match map.get(&field.name) {
+            Some(v) => field.ty.check(v, &at(&field.name), out, all),
+            None if field.required() => {
+                out.push(format!("`{}`: missing required field ({})", at(&field.name), field.ty));
+            }
+            None => {}
+        }
+        if !all && !out.is_empty() {
+            return;
+        }
+    }
+    for key in map.keys() {
+        if record.field(key).is_none() {
+            out.push(format!("`{}`: unknown field of `{}`", at(key), record.name));
+            if !all {
+                return;
+            }
+        }
+    }
+}
+
+/// A short description of a value for messages: `string "abc"`, `integer 3`.
+#[must_use]
+pub fn describe(value: &Value) -> String {
+    let mut text = value.to_string();
+    if text.chars().count() > 40 {
+        text = text.chars().take(37).collect::<String>() + "...";
+    }
+    format!("{} {text}", value_kind(value))
 }
 
 impl fmt::Display for Type {
@@ -83,6 +266,8 @@ impl fmt::Display for Type {
             TypeKind::Array(Some(item)) => write!(f, "array<{item}>")?,
             TypeKind::Object => f.write_str("object")?,
             TypeKind::Any => f.write_str("any")?,
+            TypeKind::Record(r) => f.write_str(&r.name)?,
+            TypeKind::Enum(e) => f.write_str(&e.name)?,
         }
         if self.nullable {
             f.write_str("?")?;

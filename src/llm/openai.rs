@@ -13,17 +13,25 @@ use super::message::{
     Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage, count,
 };
 use super::providers::Server;
-use crate::tools::ToolView;
+use crate::tools::{ToolView, strict_schema};
 
 /// The kind's name in `.ign`.
 pub const NAME: &str = "openai";
 
-/// A tool as a `tools` entry: `{type: "function", function: {name, description, parameters}}`.
+/// A tool as a `tools` entry: `{type: "function", function: {name, description,
+/// parameters, strict}}`, the parameters written for strict mode
+/// ([`strict_schema`]) and `strict: true` when every param type can be.
 #[must_use]
 pub fn tool(view: &ToolView) -> Value {
+    let (parameters, strict) = strict_schema(&view.parameters);
     json!({
         "type": "function",
-        "function": {"name": view.name, "description": view.description, "parameters": view.parameters},
+        "function": {
+            "name": view.name,
+            "description": view.description,
+            "parameters": parameters,
+            "strict": strict,
+        },
     })
 }
 

@@ -16,6 +16,8 @@ use crate::ir::{self, ExprKind, ProviderChoice, ProviderId, ProviderKind, ToolId
 
 /// Tool turns allowed when `max_tool_iterations` is not written.
 const DEFAULT_MAX_TOOL_ITERATIONS: u32 = 10;
+/// Repair attempts after a structured answer that does not fit, when not set.
+const DEFAULT_RESULT_RETRIES: u32 = 1;
 
 impl Lowerer<'_> {
     /// Lowers every agent against the lowered tools.
@@ -79,6 +81,12 @@ impl Lowerer<'_> {
             .single(&agent.system_prompts, |s| s.span, "system_prompt")
             .map(|s| self.lower_expr(&s.value, &scope));
         let prompt = self.prompt(agent, &inputs, &scope);
+        let result =
+            self.single(&agent.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
+        let result_retries = self
+            .single(&agent.result_retries, |s| s.span, "result_retries")
+            .and_then(|s| self.whole_number(&s.value, "result_retries", 0))
+            .unwrap_or(DEFAULT_RESULT_RETRIES);
         ir::Agent {
             name: name.clone(),
             providers,
@@ -91,6 +99,8 @@ impl Lowerer<'_> {
             max_tokens,
             inputs,
             prompt,
+            result,
+            result_retries,
             span: agent.span,
         }
     }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use serde_json::{Number, Value};
 
 use super::Lowerer;
+use super::names::Decl;
 use super::suggest::{did_you_mean, list};
 use crate::ast::{self, ExprKind, StringPart};
 use crate::diagnostic::{Code, Diagnostic};
@@ -121,6 +122,10 @@ impl Lowerer<'_> {
             Diagnostic::error(Code::UnknownName, ident.span, format!("unknown name `{name}`"))
                 .label(format!("not a {} of {}", scope.what, scope.owner));
         diagnostic = match self.decls.get(name) {
+            Some(decl @ (Decl::Type(_) | Decl::Enum(_))) => diagnostic.help(format!(
+                "`{name}` is a {}, not a value; compare with a variant's text, e.g. `x == \"high\"`",
+                decl.kind()
+            )),
             Some(decl) => diagnostic.help(format!(
                 "`{name}` is a {}; it can only be called as a node's whole expression",
                 decl.kind()
@@ -183,7 +188,7 @@ impl Lowerer<'_> {
     fn report_bad_callee(&mut self, callee: &ast::Ident) {
         let name = &callee.name;
         let diagnostic = match self.decls.get(name) {
-            Some(decl @ super::names::Decl::Provider(_)) => Diagnostic::error(
+            Some(decl @ (Decl::Provider(_) | Decl::Type(_) | Decl::Enum(_))) => Diagnostic::error(
                 Code::UnknownFunction,
                 callee.span,
                 format!("`{name}` is a {}, not something to call", decl.kind()),

@@ -11,13 +11,14 @@
 //! | order | file | what |
 //! | --- | --- | --- |
 //! | 1 | `names.rs` | the global declaration table, duplicate declarations |
-//! | 2 | `providers.rs` | `provider` declarations |
-//! | 3 | `tools.rs` | tools: params, implementation, `tool_name` clashes |
-//! | 4 | `agents.rs` | agents: providers, models, tools, capabilities, prompts |
-//! | 5 | `contracts.rs` | contract inputs first (call signatures), then bodies |
-//! | 6 | `calls.rs` | node calls of tools, agents and contracts, their arguments |
-//! | 7 | `control.rs` | branches, collections, `try`: patterns, where they may appear |
-//! | 8 | `cycles.rs` | per contract: cycles, the graph, guard gates, unused nodes; then recursive composition |
+//! | 2 | `records.rs` | `type` and `enum` declarations: fields, variants, recursion |
+//! | 3 | `providers.rs` | `provider` declarations |
+//! | 4 | `tools.rs` | tools: params, implementation, `tool_name` clashes |
+//! | 5 | `agents.rs` | agents: providers, models, tools, capabilities, prompts |
+//! | 6 | `contracts.rs` | contract inputs first (call signatures), then bodies |
+//! | 7 | `calls.rs` | node calls of tools, agents and contracts, their arguments |
+//! | 8 | `control.rs` | branches, collections, `try`: patterns, where they may appear |
+//! | 9 | `cycles.rs` | per contract: cycles, the graph, guard gates, unused nodes; then recursive composition |
 //!
 //! `types.rs` (types, constants, params) and `expr.rs` (name resolution in
 //! expressions) serve them all. A contract that already has errors is not
@@ -35,6 +36,7 @@ mod cycles;
 mod expr;
 mod names;
 mod providers;
+mod records;
 pub mod suggest;
 mod tools;
 mod types;
@@ -56,6 +58,7 @@ pub fn lower(sources: &Sources, files: &[(FileId, ast::File)]) -> (Option<Progra
     let declarations = Declarations::collect(files);
     let mut lowerer = Lowerer::new(sources, &declarations);
     lowerer.check_duplicate_declarations();
+    lowerer.lower_declared_types();
     let providers = lowerer.lower_providers();
     let tools = lowerer.lower_tools();
     let agents = lowerer.lower_agents(&tools);
@@ -89,6 +92,10 @@ struct Lowerer<'a> {
     /// The declared type of each node of the contract being lowered that
     /// is an input.
     input_types: Vec<Option<ir::Type>>,
+    /// Record declarations, lowered on first use.
+    records: Vec<records::Slot>,
+    /// Enum declarations, lowered on first use.
+    enums: Vec<Option<std::sync::Arc<ir::Enum>>>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -102,6 +109,8 @@ impl<'a> Lowerer<'a> {
             contract_inputs: Vec::new(),
             errors: 0,
             input_types: Vec::new(),
+            records: Vec::new(),
+            enums: Vec::new(),
         }
     }
 

@@ -1,4 +1,5 @@
-//! The global declaration table: every tool, agent, provider and contract
+//! The global declaration table: every tool, agent, provider, contract,
+//! record type and enum
 //! of the program by name, and the duplicate-declaration check.
 //!
 //! Names are global across files and kinds: a tool and a contract may not
@@ -19,6 +20,8 @@ pub(super) enum Decl {
     Agent(usize),
     Provider(usize),
     Contract(usize),
+    Type(usize),
+    Enum(usize),
 }
 
 impl Decl {
@@ -29,6 +32,8 @@ impl Decl {
             Decl::Agent(_) => "agent",
             Decl::Provider(_) => "provider",
             Decl::Contract(_) => "contract",
+            Decl::Type(_) => "type",
+            Decl::Enum(_) => "enum",
         }
     }
 }
@@ -41,6 +46,8 @@ pub(super) struct Declarations<'a> {
     pub(super) agents: Vec<&'a ast::Agent>,
     pub(super) providers: Vec<&'a ast::Provider>,
     pub(super) contracts: Vec<&'a ast::Contract>,
+    pub(super) types: Vec<&'a ast::TypeDecl>,
+    pub(super) enums: Vec<&'a ast::EnumDecl>,
     /// Every declaration name in declaration order, with what it is; the
     /// duplicates too.
     pub(super) all: Vec<(&'a Ident, Decl)>,
@@ -72,6 +79,14 @@ impl<'a> Declarations<'a> {
                         decls.contracts.push(c);
                         (&c.name, Decl::Contract(decls.contracts.len() - 1))
                     }
+                    Item::Type(t) => {
+                        decls.types.push(t);
+                        (&t.name, Decl::Type(decls.types.len() - 1))
+                    }
+                    Item::Enum(e) => {
+                        decls.enums.push(e);
+                        (&e.name, Decl::Enum(decls.enums.len() - 1))
+                    }
                 };
                 decls.all.push((name, decl));
                 decls.by_name.entry(name.name.as_str()).or_insert(decl);
@@ -92,6 +107,8 @@ impl<'a> Declarations<'a> {
             Decl::Agent(i) => &self.agents[i].name,
             Decl::Provider(i) => &self.providers[i].name,
             Decl::Contract(i) => &self.contracts[i].name,
+            Decl::Type(i) => &self.types[i].name,
+            Decl::Enum(i) => &self.enums[i].name,
         }
     }
 

@@ -117,6 +117,8 @@ impl Lowerer<'_> {
                 );
             }
         }
+        let result =
+            self.single(&tool.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
         ir::Tool {
             name: tool.name.name.clone(),
             tool_name: name,
@@ -124,6 +126,7 @@ impl Lowerer<'_> {
             params,
             capabilities,
             implementation,
+            result,
             timeout,
             retries: retries.map_or(0, |(n, _)| n),
             dir: self.sources[tool.span.file].dir().to_path_buf(),

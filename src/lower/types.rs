@@ -1,4 +1,4 @@
-//! Types, constants and params: `array<string>?` to [`Type`], defaults to
+//! Types, constants and params: `array<Product>?` to [`Type`], defaults to
 //! values, `param`/`input` statements to [`ir::Param`].
 //!
 //! Constants are literals, arrays and objects of constants, and negated
@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Number, Value};
 
 use super::Lowerer;
+use super::names::Decl;
 use super::suggest::did_you_mean;
 use crate::ast::{self, ExprKind, UnaryOp};
 use crate::diagnostic::{Code, Diagnostic};
@@ -73,20 +74,14 @@ impl Lowerer<'_> {
             }
             "object" => TypeKind::Object,
             "any" => TypeKind::Any,
-            name => {
-                self.push(
-                    Diagnostic::error(
-                        Code::UnknownType,
-                        ty.name.span,
-                        format!("unknown type `{name}`"),
-                    )
-                    .label("not a type")
-                    .help(did_you_mean(name, TYPE_NAMES).unwrap_or_else(
-                        || format!("types are {}", super::suggest::list(&TYPE_NAMES)),
-                    )),
-                );
-                TypeKind::Any
-            }
+            name => match self.decls.get(name) {
+                Some(Decl::Type(i)) => self.record(i, &ty.name),
+                Some(Decl::Enum(i)) => self.enum_type(i),
+                found => {
+                    self.unknown_type(&ty.name, found);
+                    TypeKind::Any
+                }
+            },
         };
         if let (Some(item), false) = (&ty.item, matches!(kind, TypeKind::Array(_) | TypeKind::Any))
         {
@@ -101,6 +96,22 @@ impl Lowerer<'_> {
             );
         }
         Type { kind, nullable: ty.nullable }
+    }
+
+    /// A type name that is not a type: another declaration, or nothing.
+    fn unknown_type(&mut self, name: &ast::Ident, found: Option<Decl>) {
+        let declared = self.decls.names_where(|d| matches!(d, Decl::Type(_) | Decl::Enum(_)));
+        let mut names: Vec<&str> = TYPE_NAMES.to_vec();
+        names.extend(declared);
+        let (message, label) = match found {
+            Some(decl) => {
+                (format!("`{}` is a {}, not a type", name.name, decl.kind()), "not a type")
+            }
+            None => (format!("unknown type `{}`", name.name), "not a type"),
+        };
+        let help = did_you_mean(&name.name, names.iter().copied())
+            .unwrap_or_else(|| format!("types are {}", super::suggest::list(&names)));
+        self.push(Diagnostic::error(Code::UnknownType, name.span, message).label(label).help(help));
     }
 
     /// The value of an expression that must be constant, reported when not.
@@ -151,7 +162,11 @@ impl Lowerer<'_> {
                         ),
                     )
                     .label(format!("{} `{}`", value_kind(&value), show(&value)))
-                    .note(param.ty.span, format!("declared `{ty}` here")),
+                    .note(param.ty.span, format!("declared `{ty}` here"))
+                    .maybe_help(
+                        matches!(ty.kind, TypeKind::Record(_) | TypeKind::Enum(_))
+                            .then(|| ty.problems(&value, &param.name.name).join("; ")),
+                    ),
                 );
             }
             Some(value)

@@ -5,7 +5,6 @@
 
 use serde_json::{Map, Value};
 
-use crate::eval::describe;
 use crate::ir::Param;
 use crate::lower::suggest::closest;
 use crate::source::Span;
@@ -27,7 +26,8 @@ pub struct InputProblem {
 /// absent nullable param.
 ///
 /// # Errors
-/// Every unknown, missing and wrongly typed input; `owner` is the span
+/// Every unknown, missing and wrongly typed input (every wrong field of a
+/// record input, each naming its path); `owner` is the span
 /// unknown inputs point at.
 pub fn bind(
     params: &[Param],
@@ -52,7 +52,7 @@ pub fn bind(
     }
     let mut values = Vec::with_capacity(params.len());
     for param in params {
-        let value = match (given.get(&param.name), &param.default) {
+        let mut value = match (given.get(&param.name), &param.default) {
             (Some(value), _) => value.clone(),
             (None, Some(default)) => default.clone(),
             (None, None) if param.ty.nullable => Value::Null,
@@ -66,14 +66,10 @@ pub fn bind(
                 continue;
             }
         };
-        if !param.ty.accepts(&value) {
+        param.ty.fill_defaults(&mut value);
+        for problem in param.ty.problems(&value, &param.name) {
             problems.push(InputProblem {
-                message: format!(
-                    "input `{}` must be {}, got {}",
-                    param.name,
-                    param.ty,
-                    describe(&value)
-                ),
+                message: format!("input {problem}"),
                 span: param.span,
                 label: "declared here",
                 help: None,

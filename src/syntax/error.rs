@@ -10,7 +10,7 @@ use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 
 /// Top-level keywords that start a recovery chunk in column 0.
-const ITEM_KEYWORDS: [&str; 5] = ["use", "tool", "agent", "provider", "contract"];
+const ITEM_KEYWORDS: [&str; 7] = ["use", "tool", "agent", "provider", "contract", "type", "enum"];
 
 /// Every syntax error of a file that does not parse: one per broken
 /// top-level declaration.
@@ -135,7 +135,9 @@ const OPERATORS: [&str; 16] =
     ["!=", "%", "*", "+", "-", ".", "/", "<=", "<", "==", ">=", ">", "[", "and", "or", "not"];
 
 /// Statement keywords as [`rule_name`] prints them.
-const STATEMENT_KEYWORDS: [&str; 28] = [
+const STATEMENT_KEYWORDS: [&str; 30] = [
+    "`result`",
+    "`result_retries`",
     "`description`",
     "`param`",
     "`requires_capability`",

@@ -23,10 +23,10 @@ use std::vec::IntoIter;
 
 use super::expr::{MAX_OPERATOR_PAIRS, dedent, push_text};
 use crate::ast::{
-    Agent, Arg, BinaryOp, Contract, Expr, ExprKind, File, For, Ident, Implementation, Item,
-    MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param, Pattern,
-    PatternKind, Provider, ProviderRef, RESERVED, Runner, Setting, StringPart, Tool, TypeExpr,
-    UnaryOp, Use,
+    Agent, Arg, BinaryOp, Contract, EnumDecl, Expr, ExprKind, File, For, Ident, Implementation,
+    Item, MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param,
+    Pattern, PatternKind, Provider, ProviderRef, RESERVED, Runner, Setting, StringPart, Tool,
+    TypeDecl, TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
 
@@ -281,6 +281,8 @@ impl<'t> Parser<'t> {
                 "agent" => Item::Agent(self.agent(start)?),
                 "provider" => Item::Provider(self.provider(start)?),
                 "contract" => Item::Contract(self.contract(start)?),
+                "type" => Item::Type(self.type_decl(start)?),
+                "enum" => Item::Enum(self.enum_decl(start)?),
                 _ => return None,
             };
             let span = self.span_from(start);
@@ -365,6 +367,7 @@ impl<'t> Parser<'t> {
                     let name = if p.peek() == Some(b'"') { Some(p.string()?) } else { None };
                     tool.implementations.push(Implementation::Native(name, p.span_from(s)));
                 }
+                "result" => tool.results.push(p.setting(s, Self::type_expr)?),
                 _ => return None,
             }
             Some(())
@@ -409,6 +412,8 @@ impl<'t> Parser<'t> {
                 "max_tokens" => agent.max_tokens.push(p.setting(s, Self::number)?),
                 "input" => agent.inputs.push(p.param(s)?),
                 "prompt" => agent.prompts.push(p.setting(s, Self::string)?),
+                "result" => agent.results.push(p.setting(s, Self::type_expr)?),
+                "result_retries" => agent.result_retries.push(p.setting(s, Self::number)?),
                 _ => return None,
             }
             Some(())
@@ -501,6 +506,27 @@ impl<'t> Parser<'t> {
         Some(contract)
     }
 
+    fn type_decl(&mut self, start: usize) -> Option<TypeDecl> {
+        let mut fields = Vec::new();
+        let name = self.block(|p, word, s| {
+            // A field starts with its name, which `block` has already taken.
+            if word.is_empty() || RESERVED.contains(&word) {
+                return None;
+            }
+            let name = Ident { name: word.to_owned(), span: p.span_from(s) };
+            fields.push(p.param_after_name(name, s)?);
+            Some(())
+        })?;
+        Some(TypeDecl { name, fields, span: self.span_from(start) })
+    }
+
+    fn enum_decl(&mut self, start: usize) -> Option<EnumDecl> {
+        let name = self.ident()?;
+        self.expect(b'{')?;
+        let variants = self.list(b'}', Self::ident)?;
+        Some(EnumDecl { name, variants, span: self.span_from(start) })
+    }
+
     /// `ident (, ident)*`.
     fn idents(&mut self) -> Option<Vec<Ident>> {
         let mut names = vec![self.ident()?];
@@ -520,6 +546,11 @@ impl<'t> Parser<'t> {
     /// A `param` or `input` statement after its keyword at `start`.
     fn param(&mut self, start: usize) -> Option<Param> {
         let name = self.ident()?;
+        self.param_after_name(name, start)
+    }
+
+    /// The rest of a param, input or record field after its name.
+    fn param_after_name(&mut self, name: Ident, start: usize) -> Option<Param> {
         self.expect(b':')?;
         let ty = self.type_expr()?;
         let default = if self.eat(b'=') { Some(self.expr()?) } else { None };

@@ -4,8 +4,8 @@ use pest::iterators::Pair;
 
 use super::{Rule, span};
 use crate::ast::{
-    Agent, Contract, File, Ident, Implementation, Item, Node, Output, Param, Provider, ProviderRef,
-    Runner, Setting, Tool, TypeExpr, Use,
+    Agent, Contract, EnumDecl, File, Ident, Implementation, Item, Node, Output, Param, Provider,
+    ProviderRef, Runner, Setting, Tool, TypeDecl, TypeExpr, Use,
 };
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
@@ -38,6 +38,8 @@ impl<'t> Builder<'t> {
                 Rule::agent_decl => Item::Agent(self.agent(pair)),
                 Rule::provider_decl => Item::Provider(self.provider(pair)),
                 Rule::contract_decl => Item::Contract(self.contract(pair)),
+                Rule::type_decl => Item::Type(self.type_decl(pair)),
+                Rule::enum_decl => Item::Enum(self.enum_decl(pair)),
                 Rule::EOI => {
                     spans.pop();
                     continue;
@@ -123,6 +125,28 @@ impl<'t> Builder<'t> {
         TypeExpr { name, item, nullable, span }
     }
 
+    /// `result Type` as a setting.
+    fn result(&mut self, pair: Pair<'_, Rule>) -> Setting<TypeExpr> {
+        let span = span(self.file, &pair);
+        let ty = Self::operands(pair).next().unwrap_or_else(|| unreachable!("result type"));
+        Setting { value: self.type_expr(ty), span }
+    }
+
+    fn type_decl(&mut self, pair: Pair<'_, Rule>) -> TypeDecl {
+        let span = span(self.file, &pair);
+        let (name, statements) = self.block(pair);
+        let fields = statements.into_iter().map(|field| self.param(field)).collect();
+        TypeDecl { name, fields, span }
+    }
+
+    fn enum_decl(&mut self, pair: Pair<'_, Rule>) -> EnumDecl {
+        let span = span(self.file, &pair);
+        let mut inner = pair.into_inner().skip(1);
+        let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("enum name")));
+        let variants = inner.map(|p| self.ident(p)).collect();
+        EnumDecl { name, variants, span }
+    }
+
     fn param(&mut self, pair: Pair<'_, Rule>) -> Param {
         let span = span(self.file, &pair);
         let mut inner = Self::operands(pair);
@@ -189,6 +213,7 @@ impl<'t> Builder<'t> {
                     let name = Self::operands(stmt).next().map(|p| self.expr(p));
                     tool.implementations.push(Implementation::Native(name, stmt_span));
                 }
+                Rule::result_stmt => tool.results.push(self.result(stmt)),
                 rule => unreachable!("tool statement {rule:?}"),
             }
         }
@@ -236,6 +261,8 @@ impl<'t> Builder<'t> {
                 Rule::max_tokens_stmt => agent.max_tokens.push(self.setting(stmt)),
                 Rule::input_stmt => agent.inputs.push(self.param(stmt)),
                 Rule::prompt_stmt => agent.prompts.push(self.setting(stmt)),
+                Rule::result_stmt => agent.results.push(self.result(stmt)),
+                Rule::result_retries_stmt => agent.result_retries.push(self.setting(stmt)),
                 rule => unreachable!("agent statement {rule:?}"),
             }
         }
@@ -336,6 +363,10 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_agent
             | Rule::kw_provider
             | Rule::kw_contract
+            | Rule::kw_type
+            | Rule::kw_enum
+            | Rule::kw_result
+            | Rule::kw_result_retries
             | Rule::kw_description
             | Rule::kw_param
             | Rule::kw_requires_capability

@@ -21,6 +21,17 @@ pub enum ToolError {
     #[error("{0}")]
     #[diagnostic(code(ignite::tools::unreachable))]
     Unreachable(String),
+    /// The tool returned a value that does not fit its declared `result` type: one
+    /// message per problem, each naming the field, e.g. "`result.price`: expected
+    /// float, got string \"x\"".
+    #[error("result does not fit `{ty}`: {}", .problems.join("; "))]
+    #[diagnostic(code(ignite::tools::bad_result))]
+    BadResult {
+        /// The declared result type.
+        ty: String,
+        /// Every problem.
+        problems: Vec<String>,
+    },
     /// An `http` tool got a non-2xx answer.
     #[error("http status {status}: {body}")]
     #[diagnostic(code(ignite::tools::http_status))]
@@ -57,7 +68,9 @@ impl ToolError {
                 matches!(status, 408 | 429) || (500..600).contains(status)
             }
             ToolError::Failed(_) => !http,
-            ToolError::InvalidArguments(_) | ToolError::NotRegistered(_) => false,
+            ToolError::InvalidArguments(_)
+            | ToolError::NotRegistered(_)
+            | ToolError::BadResult { .. } => false,
         }
     }
 }

@@ -57,7 +57,7 @@ pub use capability::{CapabilityError, check_capabilities};
 pub use error::ToolError;
 pub use native::{NativeTool, schema_for};
 pub use registry::{RegisteredTool, Registry, ToolSource};
-pub use schema::{ToolView, parameters_schema};
+pub use schema::{ToolView, parameters_schema, strict_schema, type_schema};
 pub use table::render_table;
 pub use toolbox::Toolbox;
 

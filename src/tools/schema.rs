@@ -7,7 +7,10 @@
 //! shape is its wire module's `tool` function (see `llm/providers.rs`).
 //!
 //! Each property carries its JSON type (none for `any`; `["T", "null"]` for `T?`),
-//! `items` for `array<T>`, then `description` and `default` when declared.
+//! `items` for `array<T>`, `enum` for enums, the object schema of a record
+//! (`properties` with descriptions, `required`, `additionalProperties: false`), then
+//! `description` and `default` when declared. [`strict_schema`] rewrites any of
+//! these for OpenAI's strict mode.
 
 use serde_json::{Map, Value, json};
 
@@ -80,17 +83,126 @@ fn param_schema(param: &ir::Param) -> Map<String, Value> {
     schema
 }
 
-/// The schema of a value of type `ty`: `type`, plus `items` for `array<T>`.
-fn type_schema(ty: &ir::Type) -> Map<String, Value> {
+/// The JSON Schema of a value of type `ty`: `type` (none for `any`), `items` for
+/// `array<T>`, `enum` for enums, the object schema of a record.
+#[must_use]
+pub fn type_schema(ty: &ir::Type) -> Map<String, Value> {
     let mut schema = Map::new();
     if let Some(name) = ty.json_type() {
         let ty_value = if ty.nullable { json!([name, "null"]) } else { json!(name) };
         schema.insert("type".into(), ty_value);
     }
-    if let ir::TypeKind::Array(Some(item)) = &ty.kind {
-        schema.insert("items".into(), Value::Object(type_schema(item)));
+    match &ty.kind {
+        ir::TypeKind::Array(Some(item)) => {
+            schema.insert("items".into(), Value::Object(type_schema(item)));
+        }
+        ir::TypeKind::Enum(e) => {
+            let mut variants: Vec<Value> = e.variants.iter().cloned().map(Value::String).collect();
+            if ty.nullable {
+                variants.push(Value::Null);
+            }
+            schema.insert("enum".into(), Value::Array(variants));
+        }
+        ir::TypeKind::Record(record) => {
+            let mut properties = Map::new();
+            let mut required = Vec::new();
+            for field in &record.fields {
+                let mut field_schema = type_schema(&field.ty);
+                if let Some(description) = &field.description {
+                    field_schema.insert("description".into(), description.clone().into());
+                }
+                properties.insert(field.name.clone(), Value::Object(field_schema));
+                if field.required() {
+                    required.push(Value::String(field.name.clone()));
+                }
+            }
+            schema.insert("properties".into(), Value::Object(properties));
+            if !required.is_empty() {
+                schema.insert("required".into(), Value::Array(required));
+            }
+            schema.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        _ => {}
     }
     schema
+}
+
+/// `schema` rewritten for OpenAI's strict mode, and whether strict mode can take
+/// it. Every object lists all its properties in `required` and says
+/// `additionalProperties: false`; a property that was optional becomes nullable
+/// (`null` means "absent": the default applies); `default` moves into the
+/// description (strict mode has no `default`). A schema with no `type` (`any`), an
+/// object without `properties` or an array without `items` cannot be strict.
+#[must_use]
+pub fn strict_schema(schema: &Value) -> (Value, bool) {
+    let Value::Object(map) = schema else { return (schema.clone(), false) };
+    let mut out = map.clone();
+    let mut expressible = map.contains_key("type") || map.contains_key("enum");
+    if let Some(items) = map.get("items") {
+        let (items, ok) = strict_schema(items);
+        out.insert("items".into(), items);
+        expressible &= ok;
+    } else if type_is(map, "array") {
+        expressible = false;
+    }
+    if let Some(Value::Object(properties)) = map.get("properties") {
+        let required: Vec<&str> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut strict_properties = Map::new();
+        for (name, property) in properties {
+            let (mut property, ok) = strict_schema(property);
+            expressible &= ok;
+            if let Value::Object(p) = &mut property {
+                if !required.contains(&name.as_str()) {
+                    make_nullable(p);
+                }
+                if let Some(default) = p.remove("default") {
+                    let text = match p.get("description").and_then(Value::as_str) {
+                        Some(d) => format!("{d} (default: {default})"),
+                        None => format!("default: {default}"),
+                    };
+                    p.insert("description".into(), text.into());
+                }
+            }
+            strict_properties.insert(name.clone(), property);
+        }
+        let all: Vec<Value> = strict_properties.keys().cloned().map(Value::String).collect();
+        out.insert("properties".into(), Value::Object(strict_properties));
+        out.insert("required".into(), Value::Array(all));
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    } else if type_is(map, "object") {
+        expressible = false;
+    }
+    (Value::Object(out), expressible)
+}
+
+/// True when the schema's `type` is `name` or a list holding it.
+fn type_is(map: &Map<String, Value>, name: &str) -> bool {
+    match map.get("type") {
+        Some(Value::String(t)) => t == name,
+        Some(Value::Array(types)) => types.iter().any(|t| t == name),
+        _ => false,
+    }
+}
+
+/// Adds `null` to a schema's `type` (and `enum`), once.
+fn make_nullable(schema: &mut Map<String, Value>) {
+    match schema.get_mut("type") {
+        Some(Value::String(t)) => {
+            let t = std::mem::take(t);
+            schema.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(types)) if !types.iter().any(|t| t == "null") => types.push(json!("null")),
+        _ => {}
+    }
+    if let Some(Value::Array(variants)) = schema.get_mut("enum") {
+        if !variants.contains(&Value::Null) {
+            variants.push(Value::Null);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -126,6 +238,59 @@ mod tests {
     #[test]
     fn openai() {
         insta::assert_json_snapshot!(crate::llm::openai::tool(&ToolView::declared(&lookup())));
+    }
+
+    /// `record(items: array<Product>, priority: Priority?)` where `Product` has a
+    /// described field, a default, a nullable field and an enum field.
+    fn record_tool() -> ir::Tool {
+        use std::sync::Arc;
+        let priority = ir::Type::new(ir::TypeKind::Enum(Arc::new(ir::Enum {
+            name: "Priority".into(),
+            variants: vec!["low".into(), "high".into()],
+            span: crate::tools::test_support::span(),
+        })));
+        let product = ir::Type::new(ir::TypeKind::Record(Arc::new(ir::Record {
+            name: "Product".into(),
+            fields: vec![
+                param("sku", ty("string"), None, Some("Catalog SKU")),
+                param("tags", ty("array<string>"), Some(json!([])), None),
+                param("stock", ty("integer?"), None, None),
+                param("priority", priority.clone(), None, None),
+            ],
+            span: crate::tools::test_support::span(),
+        })));
+        let mut t = tool("Record", "Record products");
+        let items = ir::Type::new(ir::TypeKind::Array(Some(Box::new(product))));
+        t.params = vec![
+            param("items", items, None, Some("What to record")),
+            param("priority", ir::Type { nullable: true, ..priority }, None, None),
+            param("note", ty("string"), Some(json!("none")), Some("A note")),
+        ];
+        t
+    }
+
+    #[test]
+    fn records_and_enums_in_every_shape() {
+        let view = ToolView::declared(&record_tool());
+        insta::assert_json_snapshot!(json!({
+            "intermediate": view.intermediate(),
+            "anthropic": crate::llm::anthropic::tool(&view),
+            "openai": crate::llm::openai::tool(&view),
+        }));
+    }
+
+    #[test]
+    fn strict_only_when_expressible() {
+        let strict = |t: &str| {
+            let mut tool = tool("T", "t");
+            tool.params = vec![param("x", ty(t), None, None)];
+            strict_schema(&parameters_schema(&tool)).1
+        };
+        assert!(strict_schema(&parameters_schema(&record_tool())).1);
+        assert!(strict("array<string>?"));
+        assert!(!strict("array<object>"));
+        assert!(!strict("any"));
+        assert!(!strict("array"));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub(crate) fn tool(name: &str, description: &str) -> ir::Tool {
         params: Vec::new(),
         capabilities: Vec::new(),
         implementation: Implementation::Returns(lit(Value::Null)),
+        result: None,
         timeout: None,
         retries: 0,
         dir: PathBuf::from("."),

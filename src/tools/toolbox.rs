@@ -152,7 +152,8 @@ impl Toolbox {
         }
     }
 
-    /// Validates `args` against the tool's schema (defaults filled in), then runs it.
+    /// Validates `args` against the tool's schema (defaults filled in), runs it, and
+    /// checks what it returns against its `result` type when it declares one.
     /// Unguarded: capabilities are the agent loop's business.
     ///
     /// # Errors
@@ -167,7 +168,10 @@ impl Toolbox {
         let tool = program.tools.get(tool.index()).ok_or_else(|| {
             ToolError::Failed(format!("no tool with id {} in this program", tool.index()))
         })?;
-        let args = no_args_as_empty(args);
+        let mut args = no_args_as_empty(args);
+        if let Value::Object(map) = &mut args {
+            ir::fill_fields(&tool.params, map);
+        }
         let parameters = self.view(tool).parameters;
         self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
         let args = object(args);
@@ -176,7 +180,15 @@ impl Toolbox {
         } else {
             fill_declared(&tool.params, args)
         };
-        self.run(program, tool, args).await
+        let mut value = self.run(program, tool, args).await?;
+        if let Some(ty) = &tool.result {
+            ty.fill_defaults(&mut value);
+            let problems = ty.problems(&value, "result");
+            if !problems.is_empty() {
+                return Err(ToolError::BadResult { ty: ty.to_string(), problems });
+            }
+        }
+        Ok(value)
     }
 
     /// Calls a native tool by name, validating against its own schema.

@@ -48,6 +48,7 @@ fn tool(name: &str, params: Vec<Param>, caps: &[&str], body: ExprKind) -> Tool {
         params,
         capabilities: caps.iter().map(|c| (*c).to_owned()).collect(),
         implementation: Implementation::Returns(expr(body)),
+        result: None,
         timeout: None,
         retries: 0,
         dir: PathBuf::from("."),
@@ -97,6 +98,8 @@ pub(crate) fn agent(providers: Vec<ProviderChoice>, models: &[&str]) -> Agent {
             Part::Text("Q: ".into()),
             Part::Expr(expr(ExprKind::Var(0))),
         ])),
+        result: None,
+        result_retries: 1,
         span: span(),
     }
 }
