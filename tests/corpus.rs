@@ -218,6 +218,10 @@ fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
             ),
             other => format!("{} {}", other.label(), node.name),
         };
+        let what = match &node.kind {
+            NodeKind::Input(_) => what,
+            _ => format!("{what} : {}", node.ty),
+        };
         let deps: Vec<String> = contract
             .graph
             .deps(id)

@@ -157,7 +157,7 @@ impl RunArgs {
     }
 
     /// The `--inputs` object and the `--input` pairs (which win), still text.
-    fn read_inputs(&self) -> Result<(Map<String, Value>, Vec<(String, String)>), String> {
+    fn read_inputs(&self) -> Result<RawInputs, String> {
         let mut given = Map::new();
         if let Some(source) = &self.inputs_file {
             let text = if source == "-" {
@@ -191,6 +191,9 @@ impl RunArgs {
         Ok((given, pairs))
     }
 }
+
+/// The `--inputs` object and the `--input` `(name, text)` pairs.
+type RawInputs = (Map<String, Value>, Vec<(String, String)>);
 
 /// An `--input` value by the input's declared type: the text itself for a
 /// `string` or enum input, else JSON when it parses, else the text.

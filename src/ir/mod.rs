@@ -299,6 +299,8 @@ pub struct Node {
     pub name: String,
     /// What it does.
     pub kind: NodeKind,
+    /// Its static type (`any` where nothing is known).
+    pub ty: Type,
     /// The statement.
     pub span: Span,
 }

@@ -49,6 +49,7 @@ impl Lowerer<'_> {
         for ((contract, decl), clean) in contracts.iter_mut().zip(&decls.contracts).zip(clean) {
             if clean {
                 self.check_graph(decl, contract, &effectful);
+                self.check_types(contract);
             }
         }
         self.check_recursive_compose(&composes);
@@ -94,7 +95,12 @@ impl Lowerer<'_> {
                     message: message.as_ref().map(|m| self.lower_expr(m, &scope)),
                 },
             };
-            nodes.push(ir::Node { name: node.name().name.clone(), kind, span: node.span() });
+            nodes.push(ir::Node {
+                name: node.name().name.clone(),
+                kind,
+                ty: ir::Type::any(),
+                span: node.span(),
+            });
         }
         let outputs = self.lower_outputs(contract, &scope);
         ir::Contract {

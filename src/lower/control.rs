@@ -44,7 +44,7 @@ impl Lowerer<'_> {
             }
             ExprKind::Match(scrutinee, arms) => {
                 let on = self.lower_expr(scrutinee, scope);
-                self.check_patterns(expr.span, arms);
+                self.check_patterns(arms);
                 let arms = arms
                     .iter()
                     .map(|arm| ir::Arm {
@@ -149,15 +149,12 @@ impl Lowerer<'_> {
         );
     }
 
-    /// Duplicate patterns, and a missing `_` where one is needed.
-    fn check_patterns(&mut self, span: Span, arms: &[ast::MatchArm]) {
+    /// Duplicate patterns (whether a `_` is needed depends on the static
+    /// type of the scrutinee: see `typing.rs`).
+    fn check_patterns(&mut self, arms: &[ast::MatchArm]) {
         let mut seen: Vec<(Value, Span)> = Vec::new();
-        let mut wildcard = false;
         for arm in arms {
-            let PatternKind::Literal(literal) = &arm.pattern.kind else {
-                wildcard = true;
-                continue;
-            };
+            let PatternKind::Literal(literal) = &arm.pattern.kind else { continue };
             let Some(value) = constant(literal) else { continue };
             if let Some((_, first)) = seen.iter().find(|(v, _)| *v == value) {
                 self.push(
@@ -173,19 +170,6 @@ impl Lowerer<'_> {
             } else {
                 seen.push((value, arm.pattern.span));
             }
-        }
-        let booleans =
-            [true, false].iter().all(|b| seen.iter().any(|(v, _)| *v == Value::Bool(*b)));
-        if !wildcard && !booleans {
-            self.push(
-                Diagnostic::error(
-                    Code::NotExhaustive,
-                    span,
-                    "`match` is not exhaustive: missing `_`",
-                )
-                .label("no arm for other values")
-                .help("add a last arm `_ => ...` for every other value"),
-            );
         }
     }
 

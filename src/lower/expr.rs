@@ -122,9 +122,9 @@ impl Lowerer<'_> {
             Diagnostic::error(Code::UnknownName, ident.span, format!("unknown name `{name}`"))
                 .label(format!("not a {} of {}", scope.what, scope.owner));
         diagnostic = match self.decls.get(name) {
-            Some(decl @ (Decl::Type(_) | Decl::Enum(_))) => diagnostic.help(format!(
-                "`{name}` is a {}, not a value; compare with a variant's text, e.g. `x == \"high\"`",
-                decl.kind()
+            Some(Decl::Type(_)) => diagnostic.help(format!("`{name}` is a type, not a value")),
+            Some(Decl::Enum(_)) => diagnostic.help(format!(
+                "`{name}` is an enum, not a value; compare with a variant's text: `x == \"high\"`"
             )),
             Some(decl) => diagnostic.help(format!(
                 "`{name}` is a {}; it can only be called as a node's whole expression",

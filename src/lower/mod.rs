@@ -19,6 +19,7 @@
 //! | 7 | `calls.rs` | node calls of tools, agents and contracts, their arguments |
 //! | 8 | `control.rs` | branches, collections, `try`: patterns, where they may appear |
 //! | 9 | `cycles.rs` | per contract: cycles, the graph, guard gates, unused nodes; then recursive composition |
+//! | 10 | `typing.rs` | per clean contract, after its graph: each node's static type, type errors, `match` exhaustiveness |
 //!
 //! `types.rs` (types, constants, params) and `expr.rs` (name resolution in
 //! expressions) serve them all. A contract that already has errors is not
@@ -40,6 +41,7 @@ mod records;
 pub mod suggest;
 mod tools;
 mod types;
+mod typing;
 
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic, Diagnostics, Severity};

@@ -180,6 +180,17 @@ tool T {
     """
   builtin "b" {"k": 1, k2: {}, k3: []}
   native
+  result array<R>?
+}
+type R {   # a record
+  a: string "the a"
+  b: array<E> = ["x",] "bs"
+  c: R2?
+}
+enum E { x, y, }
+enum E2 {
+  p,
+  q
 }
 agent A {
   provider p "f.json" fallback q, r
@@ -190,6 +201,8 @@ agent A {
   temperature 0.2
   max_tokens 1024
   prompt "p {f(x: 1, y)} {g()}"
+  result R
+  result_retries 2
 }
 contract D {
   runner inline
@@ -346,6 +359,8 @@ contract D {
                     "\n  output q\n", "f(a: 1)", "{k: 1}", " fallback ", " as ", " match x { ",
                     " => ", " _ ", "for i in ", " in ", ": ", " try ", "},", "\"a\" => 1",
                     "if c: ", "match", "for", "try",
+                    "\n  result R\n", "\ntype T {\n  a: string\n}\n", "enum E { a, b }",
+                    "\n  result_retries 1\n", " type ", " enum ",
                 ]).prop_map(str::to_owned),
             ],
         ) {
