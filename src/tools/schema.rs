@@ -195,7 +195,9 @@ fn make_nullable(schema: &mut Map<String, Value>) {
             let t = std::mem::take(t);
             schema.insert("type".into(), json!([t, "null"]));
         }
-        Some(Value::Array(types)) if !types.iter().any(|t| t == "null") => types.push(json!("null")),
+        Some(Value::Array(types)) if !types.iter().any(|t| t == "null") => {
+            types.push(json!("null"));
+        }
         _ => {}
     }
     if let Some(Value::Array(variants)) = schema.get_mut("enum") {
