@@ -63,7 +63,6 @@ pub(super) fn fits(value: &Type, param: &Type) -> bool {
 
 /// The type two branches may yield.
 fn join(a: Type, b: Type) -> Type {
-    let nullable = a.nullable || b.nullable;
     let kind = if a.kind == b.kind {
         a.kind
     } else if is_number(&a) && is_number(&b) {
@@ -71,6 +70,7 @@ fn join(a: Type, b: Type) -> Type {
     } else {
         TypeKind::Any
     };
+    let nullable = (a.nullable || b.nullable) && kind != TypeKind::Any;
     Type { kind, nullable }
 }
 
@@ -239,12 +239,17 @@ impl Lowerer<'_> {
             }
             return;
         }
-        let booleans = [true, false].iter().all(|b| literals.iter().any(|(v, _)| **v == Value::Bool(*b)));
+        let booleans =
+            [true, false].iter().all(|b| literals.iter().any(|(v, _)| **v == Value::Bool(*b)));
         if !wildcard && !booleans {
             self.push(
-                Diagnostic::error(Code::NotExhaustive, span, "`match` is not exhaustive: missing `_`")
-                    .label("no arm for other values")
-                    .help("add a last arm `_ => ...` for every other value"),
+                Diagnostic::error(
+                    Code::NotExhaustive,
+                    span,
+                    "`match` is not exhaustive: missing `_`",
+                )
+                .label("no arm for other values")
+                .help("add a last arm `_ => ...` for every other value"),
             );
         }
     }
@@ -494,9 +499,8 @@ impl Lowerer<'_> {
         if e.variants.iter().any(|v| v == text) {
             return;
         }
-        let help = did_you_mean(text, e.variants.iter().map(String::as_str)).unwrap_or_else(|| {
-            format!("the variants are {}", super::suggest::list(&e.variants))
-        });
+        let help = did_you_mean(text, e.variants.iter().map(String::as_str))
+            .unwrap_or_else(|| format!("the variants are {}", super::suggest::list(&e.variants)));
         self.push(
             Diagnostic::error(
                 Code::EnumVariant,
