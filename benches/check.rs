@@ -1,7 +1,8 @@
 //! How long `ignite check` takes on big contracts, process start included.
 //!
 //! Generates contracts of 1,000, 10,000 and 100,000 nodes (inputs, chains
-//! and fan-outs of arithmetic, string interpolation, guards, outputs) into
+//! and fan-outs of arithmetic, string interpolation, guards, `if` and
+//! `match` branches (one each per 50 nodes), outputs) into
 //! a temporary folder and times the release binary on each over several
 //! runs, printing the minimum and median per size and the 100k/10k ratio.
 //!
@@ -85,6 +86,13 @@ fn generate(nodes: usize) -> String {
         let p = numeric;
         let line = if i % 50 == 0 {
             format!("  guard n{i} = n{p} >= 0 else \"negative at {{n{p}}}\"")
+        } else if i % 50 == 13 {
+            format!("  compute n{i} = if n{p} > n{x} then len(n{}) + n{p} else n{x}", i - 1)
+        } else if i % 50 == 38 {
+            format!(
+                "  compute n{i} = match n{x} {{\n    1 => len(n{})\n    2 => n{p} * 2\n    _ => n{p}\n  }}",
+                i - 1
+            )
         } else {
             match i % 5 {
                 0 => format!("  compute n{i} = n{p} * 2 + n{x}"),

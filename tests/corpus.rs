@@ -1,12 +1,14 @@
 //! The fixture corpus: `ok/*.ign` must check clean (snapshot: the lowered
 //! graphs), `err/*.ign` must report something (snapshot: source and
-//! rendered diagnostics). Helper files of multi-file fixtures live in
+//! rendered diagnostics), `syntax/*.ign` shows what each construct parses to
+//! (snapshot: S-expressions of the nodes). Helper files of multi-file fixtures live in
 //! `support/` folders, which the globs do not match.
 
 #![allow(clippy::unwrap_used)]
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use igniter::ast;
 use igniter::ir::{
     Body, Call, Callee, Contract, Implementation, NodeKind, Pattern, Program, ProviderChoice,
 };
@@ -259,5 +261,96 @@ fn body_text(program: &Program, body: &Body) -> String {
     match body {
         Body::Pure(_) => "pure".to_owned(),
         Body::Call(call) => call_text(program, call),
+    }
+}
+
+/// `syntax/*.ign`: what each construct parses to, one line per node of
+/// each contract, expressions as S-expressions.
+#[test]
+fn syntax() {
+    insta::glob!("corpus/syntax/*.ign", |path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let file = igniter::syntax::parse(igniter::source::FileId(0), &text)
+            .unwrap_or_else(|e| panic!("{} does not parse: {e:?}", path.display()));
+        let mut out = String::new();
+        for item in &file.items {
+            let ast::Item::Contract(contract) = item else { continue };
+            let _ = writeln!(out, "contract {}", contract.name.name);
+            for node in &contract.nodes {
+                let (kind, expr) = match node {
+                    ast::Node::Compute(_, expr, _) => ("compute", expr),
+                    ast::Node::Compose(_, expr, _) => ("compose", expr),
+                    ast::Node::Guard { condition, .. } => ("guard", condition),
+                    ast::Node::Input(_) => continue,
+                };
+                let _ = writeln!(out, "  {kind} {} = {}", node.name().name, sexpr(expr));
+            }
+        }
+        insta::assert_snapshot!(out);
+    });
+}
+
+/// An expression as an S-expression: `(+ a (* b c))`.
+fn sexpr(expr: &ast::Expr) -> String {
+    use ast::ExprKind as E;
+    let all = |exprs: &[ast::Expr]| exprs.iter().map(sexpr).collect::<Vec<_>>().join(" ");
+    match &expr.kind {
+        E::Null => "null".to_owned(),
+        E::Bool(b) => b.to_string(),
+        E::Integer(n) => n.to_string(),
+        E::Float(x) => format!("{x:?}"),
+        E::String(parts) => {
+            let parts: Vec<String> = parts
+                .iter()
+                .map(|p| match p {
+                    ast::StringPart::Text(t) => format!("{t:?}"),
+                    ast::StringPart::Expr(e) => format!("{{{}}}", sexpr(e)),
+                })
+                .collect();
+            parts.join("")
+        }
+        E::Array(items) => format!("[{}]", all(items)),
+        E::Object(entries) => {
+            let entries: Vec<String> =
+                entries.iter().map(|(k, v)| format!("{}: {}", k.name, sexpr(v))).collect();
+            format!("{{{}}}", entries.join(", "))
+        }
+        E::Name(name) => name.name.clone(),
+        E::Field(target, name) => format!("(. {} {})", sexpr(target), name.name),
+        E::Index(target, index) => format!("([] {} {})", sexpr(target), sexpr(index)),
+        E::Call(callee, args) => {
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| match &a.name {
+                    Some(name) => format!("{}: {}", name.name, sexpr(&a.value)),
+                    None => sexpr(&a.value),
+                })
+                .collect();
+            format!("(call {} {})", callee.name, args.join(", "))
+        }
+        E::Unary(op, operand) => format!("({op:?} {})", sexpr(operand)),
+        E::Binary(op, a, b) => format!("({} {} {})", op.symbol(), sexpr(a), sexpr(b)),
+        E::If(c, a, b) => format!("(if {} {} {})", sexpr(c), sexpr(a), sexpr(b)),
+        E::Match(on, arms) => {
+            let arms: Vec<String> = arms
+                .iter()
+                .map(|arm| {
+                    let pattern = match &arm.pattern.kind {
+                        ast::PatternKind::Wildcard => "_".to_owned(),
+                        ast::PatternKind::Literal(literal) => sexpr(literal),
+                    };
+                    format!("({pattern} => {})", sexpr(&arm.body))
+                })
+                .collect();
+            format!("(match {} {})", sexpr(on), arms.join(" "))
+        }
+        E::For(each) => format!(
+            "(for {} {}{} {})",
+            each.name.name,
+            sexpr(&each.items),
+            each.filter.as_ref().map(|f| format!(" (if {})", sexpr(f))).unwrap_or_default(),
+            sexpr(&each.body)
+        ),
+        E::Try(call) => format!("(try {})", sexpr(call)),
     }
 }

@@ -1,0 +1,105 @@
+//! Control-flow benchmarks. `cargo bench --bench control`; figures go to
+//! BENCHMARKS.md.
+//!
+//! - pure `for`: `for x in items: x * 2 + 1` and `for p in products:
+//!   upper(p.name)` over 100,000 items; the whole run (binding the input,
+//!   the loop, collecting the output) divided by the item count;
+//! - `for` of `http get` calls: 1,000 items against a local server that
+//!   answers each request after 50 ms, with `--jobs 100` (ideal: 10 waves
+//!   of 50 ms = 500 ms).
+//!
+//! Each program is compiled once and run several times; the median run is
+//! reported.
+
+#![allow(clippy::print_stdout, clippy::expect_used, missing_docs)]
+
+use std::time::{Duration, Instant};
+
+use igniter::runtime::{Engine, RunOptions};
+use serde_json::{Map, Value};
+
+fn main() {
+    let items = 100_000;
+    let numbers: Vec<Value> = (0..items).map(Value::from).collect();
+    let products: Vec<Value> = (0..items)
+        .map(|i| serde_json::json!({"name": format!("product {i}"), "stock": i % 7}))
+        .collect();
+    println!("| case | items | median run | per item |");
+    println!("| --- | ---: | ---: | ---: |");
+    let cases = [
+        (
+            "`for x in items: x * 2 + 1`",
+            "contract F {\n  input items: array<integer>\n  compute out = for x in items: x * 2 + 1\n  output out\n}\n",
+            Value::Array(numbers),
+        ),
+        (
+            "`for p in items: upper(p.name)`",
+            "contract F {\n  input items: array<object>\n  compute out = for p in items: upper(p.name)\n  output out\n}\n",
+            Value::Array(products),
+        ),
+    ];
+    for (name, text, value) in cases {
+        let inputs: Map<String, Value> = [("items".to_owned(), value)].into_iter().collect();
+        let median = median_run(&engine(text), &inputs, &RunOptions::default(), 11);
+        let per_item = median.as_secs_f64() * 1e6 / f64::from(items);
+        println!("| {name} | {items} | {:.1} ms | {per_item:.3} µs |", median.as_secs_f64() * 1e3);
+    }
+    http_collection();
+}
+
+fn engine(text: &str) -> Engine {
+    let compilation = igniter::compile_source("bench.ign", text);
+    Engine::new(compilation.program.expect("benchmark program compiles"))
+}
+
+fn median_run(
+    engine: &Engine,
+    inputs: &Map<String, Value>,
+    options: &RunOptions,
+    runs: usize,
+) -> Duration {
+    let contract = engine.contract(None).expect("one contract");
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            engine.run(contract, inputs, options).expect("benchmark runs");
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[runs / 2]
+}
+
+fn http_collection() {
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let server = runtime.block_on(async {
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::any())
+            .respond_with(
+                wiremock::ResponseTemplate::new(200)
+                    .set_body_json(serde_json::json!({"ok": true}))
+                    .set_delay(Duration::from_millis(50)),
+            )
+            .mount(&server)
+            .await;
+        server
+    });
+    let text = format!(
+        "tool Slow {{\n  description \"answers in 50 ms\"\n  param i: integer\n  http get \"{}/slow\"\n}}\ncontract Many {{\n  input items: array<integer>\n  compute out = for i in items: Slow(i)\n  output out\n}}\n",
+        server.uri()
+    );
+    let items: Vec<Value> = (0..1000).map(Value::from).collect();
+    let inputs: Map<String, Value> =
+        [("items".to_owned(), Value::Array(items))].into_iter().collect();
+    let options = RunOptions { jobs: Some(100), ..RunOptions::default() };
+    let median = median_run(&engine(&text), &inputs, &options, 5);
+    println!();
+    println!("| case | calls | --jobs | ideal | median wall | ratio |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| `for` of `http get`, server answering in 50 ms | 1000 | 100 | 500 ms | {:.0} ms | {:.2}x |",
+        median.as_secs_f64() * 1e3,
+        median.as_secs_f64() / 0.5
+    );
+    drop(server);
+}
