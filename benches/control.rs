@@ -13,10 +13,13 @@
 
 #![allow(clippy::print_stdout, clippy::expect_used, missing_docs)]
 
-use std::time::{Duration, Instant};
+mod support;
 
-use igniter::runtime::{Engine, RunOptions};
+use std::time::Duration;
+
+use igniter::runtime::RunOptions;
 use serde_json::{Map, Value};
+use support::{engine, median_run};
 
 fn main() {
     let items = 100_000;
@@ -45,29 +48,6 @@ fn main() {
         println!("| {name} | {items} | {:.1} ms | {per_item:.3} µs |", median.as_secs_f64() * 1e3);
     }
     http_collection();
-}
-
-fn engine(text: &str) -> Engine {
-    let compilation = igniter::compile_source("bench.ign", text);
-    Engine::new(compilation.program.expect("benchmark program compiles"))
-}
-
-fn median_run(
-    engine: &Engine,
-    inputs: &Map<String, Value>,
-    options: &RunOptions,
-    runs: usize,
-) -> Duration {
-    let contract = engine.contract(None).expect("one contract");
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            engine.run(contract, inputs, options).expect("benchmark runs");
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
 }
 
 fn http_collection() {

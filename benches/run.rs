@@ -14,11 +14,14 @@
 
 #![allow(clippy::print_stdout, missing_docs)]
 
-use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+mod support;
 
-use igniter::runtime::{Engine, RunOptions};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use igniter::runtime::RunOptions;
 use serde_json::{Map, Value};
+use support::{engine, median_run};
 
 fn main() {
     let nodes = 10_000;
@@ -38,33 +41,16 @@ fn main() {
     println!("| benchmark | nodes | median run | per node |");
     println!("| --- | ---: | ---: | ---: |");
     for (name, text) in [("chain", chain), ("fan-out", fan)] {
-        let median = median_run(&text, 15);
+        let median = median_of(&text, 15);
         let per_node = median.as_secs_f64() * 1e9 / f64::from(nodes);
         println!("| {name} | {nodes} | {:.2} ms | {per_node:.0} ns |", median.as_secs_f64() * 1e3);
     }
     io_fan_outs();
 }
 
-fn engine(text: &str) -> Engine {
-    let compilation = igniter::compile_source("bench.ign", text);
-    let program = compilation.program.expect("benchmark program compiles");
-    Engine::new(program)
-}
-
-fn median_run(text: &str, runs: usize) -> Duration {
-    let engine = engine(text);
-    let contract = engine.contract(None).expect("one contract");
+fn median_of(text: &str, runs: usize) -> Duration {
     let inputs: Map<String, Value> = [("x".to_owned(), Value::from(1))].into_iter().collect();
-    let options = RunOptions::default();
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            engine.run(contract, &inputs, &options).expect("benchmark runs");
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
+    median_run(&engine(text), &inputs, &RunOptions::default(), runs)
 }
 
 fn io_fan_outs() {
@@ -127,7 +113,7 @@ fn io_fan_outs() {
         ("agents 300 ms", 8, agents, 0.3),
     ];
     for (name, nodes, text, path) in cases {
-        let median = median_run(&text, 5);
+        let median = median_of(&text, 5);
         let ratio = median.as_secs_f64() / path;
         println!(
             "| {name} | {nodes} | {:.0} ms | {:.0} ms | {ratio:.2}x |",

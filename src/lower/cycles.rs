@@ -72,13 +72,7 @@ impl Lowerer<'_> {
     ) {
         let mut needed = vec![false; nodes.len()];
         let mut stack: Vec<NodeId> = outputs.iter().map(|o| o.node).collect();
-        stack.extend(
-            nodes
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| matches!(n.kind, NodeKind::Guard { .. }))
-                .map(|(i, _)| NodeId::from_index(i)),
-        );
+        stack.extend(guards(nodes));
         while let Some(node) = stack.pop() {
             if std::mem::replace(&mut needed[node.index()], true) {
                 continue;
@@ -201,15 +195,20 @@ fn is_effect(kind: &NodeKind, effectful: &[bool]) -> bool {
     })
 }
 
-/// Adds an edge from every guard to every effect that no guard needs;
-/// returns those effects.
-fn gate(nodes: &[ir::Node], deps: &mut [Vec<NodeId>], effectful: &[bool]) -> Vec<NodeId> {
-    let guards: Vec<NodeId> = nodes
+/// The guards among `nodes`.
+fn guards(nodes: &[ir::Node]) -> Vec<NodeId> {
+    nodes
         .iter()
         .enumerate()
         .filter(|(_, n)| matches!(n.kind, NodeKind::Guard { .. }))
         .map(|(i, _)| NodeId::from_index(i))
-        .collect();
+        .collect()
+}
+
+/// Adds an edge from every guard to every effect that no guard needs;
+/// returns those effects.
+fn gate(nodes: &[ir::Node], deps: &mut [Vec<NodeId>], effectful: &[bool]) -> Vec<NodeId> {
+    let guards = guards(nodes);
     if guards.is_empty() {
         return Vec::new();
     }
@@ -241,12 +240,7 @@ fn gate(nodes: &[ir::Node], deps: &mut [Vec<NodeId>], effectful: &[bool]) -> Vec
 /// nodes, and the guards when gated) and what each arm reads.
 fn set_branch_deps(nodes: &mut [ir::Node], gated: &[NodeId]) {
     let n = nodes.len();
-    let guards: Vec<NodeId> = nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, node)| matches!(node.kind, NodeKind::Guard { .. }))
-        .map(|(i, _)| NodeId::from_index(i))
-        .collect();
+    let guards = guards(nodes);
     let reads = |exprs: &mut dyn Iterator<Item = &ir::Expr>| {
         let mut out: Vec<NodeId> = Vec::new();
         for expr in exprs {
