@@ -534,13 +534,18 @@ impl Scheduler<'_> {
                 let mut results = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
                     let scope = ItemScope { values: &e.values, var: each.var, item };
-                    match eval::eval(body, &scope) {
+                    let item_job = Job { item: u32::try_from(i).ok(), ..job };
+                    let item_started = self.trace.enabled().then(Instant::now);
+                    let result = eval::eval(body, &scope);
+                    if let Some(item_started) = item_started {
+                        self.record(item_job, result.is_ok(), item_started);
+                    }
+                    match result {
                         Ok(value) => results.push(value),
                         Err(error) => {
                             self.record(job, false, started);
-                            let item = Job { item: u32::try_from(i).ok(), ..job };
                             let code = Code::NodeFailed;
-                            return self.fail(Failure::new(item, error.message, error.span, code));
+                            return self.fail(Failure::new(item_job, error.message, error.span, code));
                         }
                     }
                 }
