@@ -249,6 +249,18 @@ fn run_node_failure_exit_3() {
     ]));
 }
 
+/// An item of a `for` fails: exit 3, the item in the error, and nothing on
+/// stdout (no outputs printed as if complete).
+#[test]
+fn run_collection_item_failure_prints_no_outputs() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "tests/corpus/run_err/for_item_failure.ign",
+        "--inputs",
+        "tests/corpus/run_err/for_item_failure.inputs.json"
+    ]));
+}
+
 #[test]
 fn run_several_contracts_need_a_name() {
     assert_cmd_snapshot!(ignite().args(["run", "tests/corpus/ok/two_contracts.ign"]));

@@ -414,3 +414,39 @@ contract Retry {{
     let error = run(1).unwrap_err().to_string();
     assert!(error.contains("Retry > process") && error.contains("exited"), "{error}");
 }
+
+/// Fail-fast: with one call at a time, the failing first item stops the
+/// `for` and no later item's child process ever starts.
+#[test]
+fn a_failing_item_starts_no_further_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = r#"
+tool Step {
+  description "Fails for item 0, else leaves a file"
+  param i: integer
+  exec "sh" "-c" "i=$(cat | tr -dc 0-9); [ \"$i\" = 0 ] && exit 1; touch ran.$i; echo $i"
+}
+contract Steps {
+  input items: array<integer>
+  compute steps = for i in items: Step(i)
+  output steps
+}
+"#;
+    let file = dir.path().join("steps.ign");
+    std::fs::write(&file, program).unwrap();
+    let engine = Engine::new(igniter::compile(&file).program.expect("compiles"));
+    let contract = engine.contract(None).unwrap();
+    let inputs: Map<String, Value> =
+        serde_json::from_value(serde_json::json!({"items": [0, 1, 2, 3]})).unwrap();
+    let options = RunOptions { jobs: Some(1), ..RunOptions::default() };
+    let error = engine.run(contract, &inputs, &options).unwrap_err().to_string();
+    assert!(error.starts_with("Steps > steps[0]: tool `step` failed"), "{error}");
+    let ran: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with("ran."))
+        .collect();
+    // Items start in order, one at a time: without fail-fast, 1 to 3
+    // would run after 0 failed.
+    assert!(ran.is_empty(), "items started after the failure: {ran:?}");
+}
