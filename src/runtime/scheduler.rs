@@ -545,7 +545,12 @@ impl Scheduler<'_> {
                         Err(error) => {
                             self.record(job, false, started);
                             let code = Code::NodeFailed;
-                            return self.fail(Failure::new(item_job, error.message, error.span, code));
+                            return self.fail(Failure::new(
+                                item_job,
+                                error.message,
+                                error.span,
+                                code,
+                            ));
                         }
                     }
                 }
