@@ -10,12 +10,15 @@
 //! `#[source_code]` cannot express.
 
 use std::fmt;
-use std::sync::Arc;
 
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode};
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, SourceCode, SourceSpan};
 use serde::Serialize;
 
 use crate::source::{Sources, Span};
+
+mod excerpt;
+
+use excerpt::Excerpt;
 
 macro_rules! codes {
     ($($variant:ident => $code:literal,)*) => {
@@ -186,6 +189,22 @@ impl Diagnostics {
         self.items.extend(other.items);
     }
 
+    /// The same diagnostics with every span moved `by` bytes later: for
+    /// diagnostics found in a slice of a file that starts at `by`.
+    #[must_use]
+    pub fn shifted(mut self, by: usize) -> Self {
+        let by = u32::try_from(by).unwrap_or(u32::MAX);
+        let shift = |span: &mut Span| {
+            span.start = span.start.saturating_add(by);
+            span.end = span.end.saturating_add(by);
+        };
+        for diagnostic in &mut self.items {
+            shift(&mut diagnostic.span);
+            diagnostic.notes.iter_mut().for_each(|(span, _)| shift(span));
+        }
+        self
+    }
+
     /// True when any is an error.
     #[must_use]
     pub fn has_errors(&self) -> bool {
@@ -283,7 +302,7 @@ impl From<Diagnostic> for Diagnostics {
 struct Report<'a> {
     diagnostic: &'a Diagnostic,
     message: String,
-    source: NamedSource<Arc<str>>,
+    source: Excerpt,
     labels: Vec<LabeledSpan>,
     related: Vec<Report<'a>>,
     code: Option<&'static str>,
@@ -294,18 +313,18 @@ struct Report<'a> {
 impl<'a> Report<'a> {
     fn new(diagnostic: &'a Diagnostic, sources: &Sources) -> Self {
         let file = diagnostic.span.file;
-        let mut labels =
-            vec![LabeledSpan::new_primary_with_span(diagnostic.label.clone(), diagnostic.span)];
+        let mut labels = vec![(diagnostic.label.clone(), diagnostic.span)];
         let mut related = Vec::new();
         for (span, text) in &diagnostic.notes {
             if span.file == file {
-                labels.push(LabeledSpan::new_with_span(Some(text.clone()), *span));
+                labels.push((Some(text.clone()), *span));
             } else {
+                let (source, labels) = excerpt(sources, vec![(None, *span)]);
                 related.push(Report {
                     diagnostic,
                     message: text.clone(),
-                    source: named(sources, span.file),
-                    labels: vec![LabeledSpan::new_primary_with_span(None, *span)],
+                    source,
+                    labels,
                     related: Vec::new(),
                     code: None,
                     help: None,
@@ -313,10 +332,11 @@ impl<'a> Report<'a> {
                 });
             }
         }
+        let (source, labels) = excerpt(sources, labels);
         Report {
             diagnostic,
             message: diagnostic.message.clone(),
-            source: named(sources, file),
+            source,
             labels,
             related,
             code: Some(diagnostic.code.as_str()),
@@ -329,9 +349,25 @@ impl<'a> Report<'a> {
     }
 }
 
-fn named(sources: &Sources, file: crate::source::FileId) -> NamedSource<Arc<str>> {
-    let file = &sources[file];
-    NamedSource::new(file.path.display().to_string(), file.text.clone())
+/// The excerpt of the file of `labels` (all in one file, the first
+/// primary) and the labels placed in it.
+fn excerpt(sources: &Sources, labels: Vec<(Option<String>, Span)>) -> (Excerpt, Vec<LabeledSpan>) {
+    let file = &sources[labels[0].1.file];
+    let mut spans: Vec<SourceSpan> = labels.iter().map(|(_, span)| (*span).into()).collect();
+    let excerpt = Excerpt::new(file.path.display().to_string(), &file.text, &mut spans);
+    let placed = labels
+        .into_iter()
+        .zip(spans)
+        .enumerate()
+        .map(|(i, ((text, _), span))| {
+            if i == 0 {
+                LabeledSpan::new_primary_with_span(text, span)
+            } else {
+                LabeledSpan::new_with_span(text, span)
+            }
+        })
+        .collect();
+    (excerpt, placed)
 }
 
 impl fmt::Debug for Report<'_> {

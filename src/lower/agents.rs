@@ -259,7 +259,7 @@ impl Lowerer<'_> {
             Diagnostic::error(Code::UnknownTool, ident.span, format!("unknown tool `{name}`"))
                 .label("not a declared tool");
         diagnostic = match self.decls.get(name) {
-            Some(decl) => diagnostic.help(format!("`{name}` is a {}, not a tool", decl.kind())),
+            Some(decl) => diagnostic.help(format!("`{name}` is {}, not a tool", decl.a_kind())),
             None => diagnostic.maybe_help(did_you_mean(
                 name,
                 self.decls.names_where(|d| matches!(d, Decl::Tool(_))),

@@ -119,8 +119,8 @@ impl Lowerer<'_> {
         let (message, label, help) = match decl {
             Some(decl) => (
                 format!("`compose` of {} `{}`", decl.kind(), ident.name),
-                format!("a {}, not a contract", decl.kind()),
-                Some(format!("use `compute` to call a {}", decl.kind())),
+                format!("{}, not a contract", decl.a_kind()),
+                Some(format!("use `compute` to call {}", decl.a_kind())),
             ),
             None if Function::from_name(&ident.name).is_some() => (
                 format!("`compose` of function `{}`", ident.name),

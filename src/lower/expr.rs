@@ -11,7 +11,7 @@ use serde_json::{Number, Value};
 
 use super::Lowerer;
 use super::names::Decl;
-use super::suggest::{did_you_mean, list};
+use super::suggest::{did_you_mean, list, with_article};
 use crate::ast::{self, ExprKind, StringPart};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Function, Part};
@@ -120,17 +120,19 @@ impl Lowerer<'_> {
         let name = &ident.name;
         let mut diagnostic =
             Diagnostic::error(Code::UnknownName, ident.span, format!("unknown name `{name}`"))
-                .label(format!("not a {} of {}", scope.what, scope.owner));
+                .label(format!("not {} of {}", with_article(scope.what), scope.owner));
         diagnostic = match self.decls.get(name) {
             Some(Decl::Type(_)) => diagnostic.help(format!("`{name}` is a type, not a value")),
             Some(Decl::Enum(_)) => diagnostic.help(format!(
                 "`{name}` is an enum, not a value; compare with a variant's text: `x == \"high\"`"
             )),
             Some(decl) => diagnostic.help(format!(
-                "`{name}` is a {}; it can only be called as a node's whole expression",
-                decl.kind()
+                "`{name}` is {}; it can only be called as a node's whole expression",
+                decl.a_kind()
             )),
-            None => diagnostic.maybe_help(did_you_mean(name, scope.names.iter().copied())),
+            None => diagnostic.maybe_help(
+                literal_spelling(name).or_else(|| did_you_mean(name, scope.names.iter().copied())),
+            ),
         };
         self.push(diagnostic);
         ir::ExprKind::Literal(Value::Null)
@@ -191,7 +193,7 @@ impl Lowerer<'_> {
             Some(decl @ (Decl::Provider(_) | Decl::Type(_) | Decl::Enum(_))) => Diagnostic::error(
                 Code::UnknownFunction,
                 callee.span,
-                format!("`{name}` is a {}, not something to call", decl.kind()),
+                format!("`{name}` is {}, not something to call", decl.a_kind()),
             )
             .label("not callable"),
             Some(decl) => Diagnostic::error(
@@ -205,19 +207,34 @@ impl Lowerer<'_> {
                 if decl.kind() == "contract" { "compose" } else { "compute" }
             )),
             None => {
+                // A misspelt tool, agent or contract is as likely as a
+                // misspelt function.
                 let functions: Vec<&str> = Function::ALL.iter().map(|f| f.name()).collect();
+                let callables = self.decls.names_where(|d| !matches!(d, Decl::Provider(_)));
                 Diagnostic::error(
                     Code::UnknownFunction,
                     callee.span,
                     format!("unknown function `{name}`"),
                 )
-                .label("not a function")
+                .label("not a function, tool, agent or contract")
                 .maybe_help(
-                    did_you_mean(name, functions.iter().copied())
+                    did_you_mean(name, functions.iter().chain(&callables).copied())
                         .or_else(|| Some(format!("functions are {}", list(&functions)))),
                 )
             }
         };
         self.push(diagnostic);
     }
+}
+
+/// The spelling of `true`, `false` or `null` that `name` was probably
+/// meant to be (`True`, `None`, `nil`), as help.
+fn literal_spelling(name: &str) -> Option<String> {
+    let literal = match name.to_lowercase().as_str() {
+        "true" => "true",
+        "false" => "false",
+        "null" | "none" | "nil" => "null",
+        _ => return None,
+    };
+    Some(format!("write `{literal}` (literals are lower case)"))
 }

@@ -36,6 +36,11 @@ impl Decl {
             Decl::Enum(_) => "enum",
         }
     }
+
+    /// The kind with its article: "a tool", "an agent", ...
+    pub(super) fn a_kind(self) -> String {
+        super::suggest::with_article(self.kind())
+    }
 }
 
 /// Every declaration of the program, by kind in declaration order and by
@@ -135,7 +140,7 @@ impl Lowerer<'_> {
                     format!("`{}` is declared twice", name.name),
                 )
                 .label(format!("this {} reuses the name", decl.kind()))
-                .note(first_name.span, format!("first declared here as a {}", first.kind()))
+                .note(first_name.span, format!("first declared here as {}", first.a_kind()))
                 .help("names are global across files and kinds; rename one"),
             );
         }

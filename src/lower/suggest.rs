@@ -35,6 +35,12 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     best.map(|(_, c)| c)
 }
 
+/// `word` after "a" or "an": "a tool", "an agent", "an input".
+pub fn with_article(word: &str) -> String {
+    let vowel = word.starts_with(['a', 'e', 'i', 'o', 'u']);
+    format!("{} {word}", if vowel { "an" } else { "a" })
+}
+
 /// "`a`", "`a` and `b`", "`a`, `b` and `c`".
 pub fn list<S: AsRef<str>>(names: &[S]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{}`", n.as_ref())).collect();
@@ -55,6 +61,13 @@ mod tests {
         assert_eq!(closest("x", ["total", "tax"]), None);
         assert_eq!(closest("Price", ["price"]), Some("price"));
         assert_eq!(closest("zzzzzz", ["total"]), None);
+    }
+
+    #[test]
+    fn articles_fit_the_word() {
+        assert_eq!(with_article("agent"), "an agent");
+        assert_eq!(with_article("input"), "an input");
+        assert_eq!(with_article("tool"), "a tool");
     }
 
     #[test]

@@ -19,6 +19,19 @@ use crate::source::Span;
 /// The type names of `.ign`.
 const TYPE_NAMES: [&str; 7] = ["string", "integer", "float", "boolean", "array", "object", "any"];
 
+/// The `.ign` name of a type other languages spell differently.
+fn type_alias(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "bool" | "Bool" | "Boolean" => "boolean",
+        "number" | "Number" | "double" | "f64" | "decimal" => "float",
+        "int" | "Int" | "i64" | "long" => "integer",
+        "str" | "String" | "text" => "string",
+        "list" | "List" | "Vec" | "vec" => "array",
+        "dict" | "map" | "Map" | "Object" | "record" => "object",
+        _ => return None,
+    })
+}
+
 /// The value of a constant expression, `None` when it is not constant.
 pub(super) fn constant(expr: &ast::Expr) -> Option<Value> {
     Some(match &expr.kind {
@@ -105,11 +118,14 @@ impl Lowerer<'_> {
         names.extend(declared);
         let (message, label) = match found {
             Some(decl) => {
-                (format!("`{}` is a {}, not a type", name.name, decl.kind()), "not a type")
+                (format!("`{}` is {}, not a type", name.name, decl.a_kind()), "not a type")
             }
             None => (format!("unknown type `{}`", name.name), "not a type"),
         };
-        let help = did_you_mean(&name.name, names.iter().copied())
+        let alias = found.is_none().then(|| type_alias(&name.name)).flatten();
+        let help = alias
+            .map(|t| format!("the type is called `{t}` here"))
+            .or_else(|| did_you_mean(&name.name, names.iter().copied()))
             .unwrap_or_else(|| format!("types are {}", super::suggest::list(&names)));
         self.push(Diagnostic::error(Code::UnknownType, name.span, message).label(label).help(help));
     }

@@ -96,8 +96,9 @@ impl Engine {
         &self.llm
     }
 
-    /// The contract called `name`; when `name` is `None`, the program's
-    /// only top-level contract (one that no other contract composes).
+    /// The contract called `name`; when `name` is `None`, the only contract
+    /// the root file declares, else the program's only top-level contract
+    /// (one that no other contract composes).
     ///
     /// # Errors
     /// No such contract, or several top-level ones and none named.
@@ -114,6 +115,17 @@ impl Engine {
                 },
             },
             None => {
+                // The root file is the first one loaded.
+                let root_file = crate::source::FileId(0);
+                let mut in_root = self
+                    .program
+                    .contracts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.span.file == root_file);
+                if let (Some((i, _)), None) = (in_root.next(), in_root.next()) {
+                    return Ok(ContractId::from_index(i));
+                }
                 let roots = self.roots();
                 match roots.as_slice() {
                     [root] => return Ok(*root),

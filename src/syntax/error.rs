@@ -13,25 +13,26 @@ use crate::source::{FileId, Span};
 const ITEM_KEYWORDS: [&str; 7] = ["use", "tool", "agent", "provider", "contract", "type", "enum"];
 
 /// Every syntax error of a file that does not parse: one per broken
-/// top-level declaration.
+/// top-level declaration. Each chunk is parsed alone and its diagnostics
+/// shifted to its place in the file, so recovery costs one parse of the
+/// file in all (chunks start in column 0, so columns are unchanged).
 pub(super) fn recover(file: FileId, text: &str) -> Diagnostics {
     pest::set_error_detail(true);
     let mut diagnostics = Diagnostics::default();
     let starts = chunk_starts(text);
     for (i, &start) in starts.iter().enumerate() {
         let end = starts.get(i + 1).copied().unwrap_or(text.len());
-        let masked = mask(text, start..end);
-        match IgnParser::parse(Rule::file, &masked) {
-            Err(error) => diagnostics.push(describe(file, text, &error)),
+        let chunk = &text[start..end];
+        let found = match IgnParser::parse(Rule::file, chunk) {
+            Err(error) => describe(file, chunk, &error).into(),
             Ok(mut pairs) => {
-                let mut builder = Builder::new(file, &masked);
+                let mut builder = Builder::new(file, chunk);
                 let root = pairs.next().unwrap_or_else(|| unreachable!("`file` yields one pair"));
                 let ast = builder.file(root);
-                if let Err(found) = builder.finish(ast) {
-                    diagnostics.extend(found);
-                }
+                builder.finish(ast).err().unwrap_or_default()
             }
-        }
+        };
+        diagnostics.extend(found.shifted(start));
     }
     if diagnostics.is_empty() {
         // The chunks parse alone but not together (a declaration split
@@ -42,20 +43,6 @@ pub(super) fn recover(file: FileId, text: &str) -> Diagnostics {
     }
     pest::set_error_detail(false);
     diagnostics
-}
-
-/// `text` with everything outside `keep` blanked to spaces, newlines and
-/// byte offsets unchanged, so a chunk parses alone at its real position.
-fn mask(text: &str, keep: std::ops::Range<usize>) -> String {
-    let mut out = String::with_capacity(text.len());
-    for (i, c) in text.char_indices() {
-        if keep.contains(&i) || c == '\n' {
-            out.push(c);
-        } else {
-            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
-        }
-    }
-    out
 }
 
 /// Byte offsets where a top-level declaration starts in column 0; the
@@ -120,6 +107,7 @@ fn describe(file: FileId, text: &str, error: &Error<Rule>) -> Diagnostic {
     } else if expected.is_empty() {
         Diagnostic::error(Code::Syntax, span, format!("unexpected {found_text}"))
             .label("not expected here")
+            .maybe_help(hint(text, position, found, &expected))
     } else {
         Diagnostic::error(
             Code::Syntax,
@@ -127,7 +115,20 @@ fn describe(file: FileId, text: &str, error: &Error<Rule>) -> Diagnostic {
             format!("expected {}, found {found_text}", join_or(&expected)),
         )
         .label(format!("expected {}", join_or(&expected)))
+        .maybe_help(hint(text, position, found, &expected))
     }
+}
+
+/// Help for the commonest slips behind a syntax error: a literal `{` in a
+/// string (JSON in a prompt), and `=` written for `==`.
+fn hint(text: &str, position: usize, found: &str, expected: &[String]) -> Option<String> {
+    if super::limits::in_interpolation(text, position) {
+        return Some(
+            "`{` in a string starts an interpolation; write `\\{` for a literal brace".to_owned(),
+        );
+    }
+    let operator = expected.iter().any(|e| e == "an operator");
+    (found == "=" && operator).then(|| "to compare two values, write `==`".to_owned())
 }
 
 /// Tokens that continue an expression, all reported as "an operator".

@@ -16,10 +16,6 @@ use crate::ast::{
     POSTFIX_PRECEDENCE, Pattern, PatternKind, StringPart, UnaryOp,
 };
 use crate::diagnostic::{Code, Diagnostic};
-use crate::source::Span;
-
-/// Most operators and operands one expression may have.
-pub(super) const MAX_OPERATOR_PAIRS: usize = 1000;
 
 /// The grammar rule of each binary operator.
 const OPERATOR_RULES: [(Rule, BinaryOp); 13] = [
@@ -74,19 +70,6 @@ impl Builder<'_> {
     }
 
     fn operators(&mut self, pairs: Pairs<'_, Rule>) -> Expr {
-        // Operator trees are walked recursively here and by later stages;
-        // a bound on their size bounds that recursion.
-        if pairs.len() > MAX_OPERATOR_PAIRS {
-            let first = pairs.clone().next().map(|p| span(self.file, &p));
-            let last = pairs.clone().last().map(|p| span(self.file, &p));
-            let span = first.zip(last).map(|(a, b)| a.to(b)).unwrap_or(Span::new(self.file, 0, 0));
-            self.diagnostics.push(
-                Diagnostic::error(Code::Syntax, span, "expression is too long")
-                    .label(format!("more than {MAX_OPERATOR_PAIRS} operators and operands"))
-                    .help("split it into several `compute` nodes"),
-            );
-            return Expr { kind: ExprKind::Null, span };
-        }
         // The Pratt parser's closures each need `self`; a RefCell-free way is
         // to build a small tree first and convert it afterwards.
         let tree = PRATT

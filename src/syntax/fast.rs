@@ -8,7 +8,7 @@
 //! [`parse`] returns `None` on anything it does not fully understand or
 //! that the pest path would reject or diagnose: syntax errors, unknown
 //! escapes, two statements on one line, deep nesting, integers too large,
-//! expressions over the operator limit, interpolated object keys, and any
+//! interpolated object keys, and any
 //! other unusual input. [`super::parse`] then falls back to pest, the
 //! reference parser and the only source of syntax diagnostics. It must
 //! never return `Some` for input pest rejects, and when it returns `Some`
@@ -21,7 +21,7 @@
 use std::iter::Peekable;
 use std::vec::IntoIter;
 
-use super::expr::{MAX_OPERATOR_PAIRS, dedent, push_text};
+use super::expr::{dedent, push_text};
 use crate::ast::{
     Agent, Arg, BinaryOp, Contract, EnumDecl, Expr, ExprKind, File, For, Ident, Implementation,
     Item, MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param,
@@ -29,6 +29,9 @@ use crate::ast::{
     TypeDecl, TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
+
+/// The UTF-8 byte order mark some editors write first; pest's `bom`.
+const BOM: &str = "\u{feff}";
 
 /// Deepest recursion of expressions and types; deeper input goes to pest.
 const MAX_DEPTH: usize = 200;
@@ -268,6 +271,9 @@ impl<'t> Parser<'t> {
     // ------------------------------------------------------------ declarations
 
     fn file(&mut self) -> Option<File> {
+        if self.text.starts_with(BOM) {
+            self.advance(BOM.len());
+        }
         let mut items = Vec::new();
         let mut spans = Vec::new();
         loop {
@@ -617,9 +623,6 @@ impl<'t> Parser<'t> {
             }
             let Some(op) = self.infix() else { break };
             pieces.push(Piece::Infix(op));
-        }
-        if pieces.len() > MAX_OPERATOR_PAIRS {
-            return None;
         }
         let expr = pratt(&mut pieces.into_iter().peekable(), 0)?;
         self.depth -= 1;

@@ -17,12 +17,13 @@ mod error;
 mod expr;
 mod fast;
 mod items;
+mod limits;
 
 use pest::Parser;
 use pest::iterators::Pair;
 
 use crate::ast;
-use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::diagnostic::Diagnostics;
 use crate::source::{FileId, Span};
 
 mod generated {
@@ -35,16 +36,12 @@ mod generated {
 
 use generated::{IgnParser, Rule};
 
-/// Deepest bracket nesting accepted; deeper input is reported, not parsed,
-/// because the parser recurses once per level.
-const MAX_NESTING: usize = 256;
-
 /// Parses one file. All syntax errors of the file are returned together.
 ///
 /// # Errors
 /// The syntax diagnostics when the text is not a valid `.ign` file.
 pub fn parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
-    if let Some(diagnostic) = check_nesting(file, text) {
+    if let Some(diagnostic) = limits::check(file, text) {
         return Err(diagnostic.into());
     }
     if let Some(file) = fast::parse(file, text) {
@@ -65,35 +62,6 @@ fn pest_parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
         }
         Err(_) => Err(error::recover(file, text)),
     }
-}
-
-/// Reports brackets nested deeper than [`MAX_NESTING`], or more than
-/// [`MAX_NESTING`] `if`s on one line (nested `if`s need no brackets).
-fn check_nesting(file: FileId, text: &str) -> Option<Diagnostic> {
-    let mut depth = 0usize;
-    let mut ifs = 0usize;
-    let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            b'\n' => ifs = 0,
-            b'i' if bytes.get(i + 1) == Some(&b'f') => ifs += 1,
-            _ => continue,
-        }
-        if depth > MAX_NESTING || ifs > MAX_NESTING {
-            return Some(
-                Diagnostic::error(
-                    Code::Syntax,
-                    Span::new(file, i, i + 1),
-                    "expression nests too deeply",
-                )
-                .label(format!("more than {MAX_NESTING} levels deep"))
-                .help("split the expression into several `compute` nodes"),
-            );
-        }
-    }
-    None
 }
 
 /// The span of a pair in `file`, without the whitespace and comments pest
@@ -129,7 +97,7 @@ mod tests {
 
     use std::path::{Path, PathBuf};
 
-    use super::{check_nesting, fast, parse, pest_parse};
+    use super::{fast, limits, parse, pest_parse};
     use crate::source::FileId;
 
     const SAMPLE: &str = r#"
@@ -235,7 +203,7 @@ contract D {
     /// The fast path's AST equals pest's, or it declines; pest is never
     /// overruled on input it rejects. `Ok(true)` when the fast path parsed.
     fn fast_agrees(text: &str) -> Result<bool, String> {
-        if check_nesting(FileId(0), text).is_some() {
+        if limits::check(FileId(0), text).is_some() {
             return Ok(false);
         }
         let Some(fast) = fast::parse(FileId(0), text) else { return Ok(false) };
@@ -304,6 +272,15 @@ contract D {
     }
 
     #[test]
+    fn a_byte_order_mark_is_skipped_by_both_parsers() {
+        let text = format!("\u{feff}{SAMPLE}");
+        assert_eq!(fast_agrees(&text), Ok(true));
+        assert_eq!(parse(FileId(0), &text).map(|f| f.items.len()), Ok(4));
+        // Only at the start of the file.
+        assert!(parse(FileId(0), &format!("{SAMPLE}\u{feff}")).is_err());
+    }
+
+    #[test]
     fn the_sample_parses() {
         let file = parse(FileId(0), SAMPLE).expect("sample parses");
         assert_eq!(file.items.len(), 4);
@@ -360,7 +337,7 @@ contract D {
                     " => ", " _ ", "for i in ", " in ", ": ", " try ", "},", "\"a\" => 1",
                     "if c: ", "match", "for", "try",
                     "\n  result R\n", "\ntype T {\n  a: string\n}\n", "enum E { a, b }",
-                    "\n  result_retries 1\n", " type ", " enum ",
+                    "\n  result_retries 1\n", " type ", " enum ", "\u{feff}",
                 ]).prop_map(str::to_owned),
             ],
         ) {

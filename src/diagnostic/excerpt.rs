@@ -1,0 +1,166 @@
+//! The source text a report shows, with very long lines cut down.
+//!
+//! A report prints every line its labels touch and one line around each.
+//! A generated or minified file may hold a line of megabytes; printed
+//! whole, one diagnostic would flood the terminal. Lines longer than
+//! [`MAX_LINE`] bytes are cut to a window around the labels on them, with
+//! `…` where text was left out. Labels are moved into the cut text, and the
+//! `file:line:column` header still gives the column in the real line.
+//!
+//! When no shown line is long, the excerpt shares the file's text.
+
+use std::sync::Arc;
+
+use miette::{MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
+
+/// Longest line shown whole, in bytes.
+const MAX_LINE: usize = 160;
+/// Bytes kept before the first label of a cut line.
+const BEFORE: usize = 40;
+/// Bytes kept from the first label of a cut line on.
+const AFTER: usize = 80;
+/// What stands for the text left out.
+const ELLIPSIS: &str = "…";
+
+/// A file's text as a report shows it.
+#[derive(Debug)]
+pub(super) struct Excerpt {
+    name: String,
+    text: Arc<str>,
+    /// Cut lines: (0-based line number, bytes removed before the window
+    /// less the ellipsis), to report real columns.
+    cuts: Vec<(usize, usize)>,
+}
+
+/// One line to cut: where it is and which window of it to keep.
+struct Cut {
+    line_start: usize,
+    line_end: usize,
+    keep: std::ops::Range<usize>,
+    /// A label starts on the line (else it is only context).
+    labelled: bool,
+}
+
+impl Excerpt {
+    /// The text of `name` for labels at `spans`; the spans are moved to
+    /// where they land in the excerpt.
+    pub(super) fn new(name: String, text: &Arc<str>, spans: &mut [SourceSpan]) -> Self {
+        let cuts = cuts(text, spans);
+        if cuts.is_empty() {
+            return Self { name, text: Arc::clone(text), cuts: Vec::new() };
+        }
+        let mut out = String::with_capacity(text.len().min(1 << 20));
+        let mut done = 0;
+        let mut line = 0;
+        let mut placed = Vec::new();
+        let mut columns = Vec::new();
+        for cut in &cuts {
+            line += text[done..cut.line_start].bytes().filter(|&b| b == b'\n').count();
+            out.push_str(&text[done..cut.line_start]);
+            let left = cut.keep.start > cut.line_start;
+            if left {
+                out.push_str(ELLIPSIS);
+            }
+            let window = out.len();
+            out.push_str(&text[cut.keep.clone()]);
+            if cut.keep.end < cut.line_end {
+                out.push_str(ELLIPSIS);
+            }
+            let removed = cut.keep.start - cut.line_start;
+            columns.push((line, removed - if left { ELLIPSIS.len() } else { 0 }));
+            placed.push((cut, window, out.len()));
+            done = cut.line_end;
+        }
+        out.push_str(&text[done..]);
+        // Where an offset of the file lands in the excerpt.
+        let map = |o: usize| match placed.iter().rev().find(|(c, ..)| c.line_start <= o) {
+            None => o,
+            Some((c, window, _)) if o <= c.line_end => {
+                window + o.clamp(c.keep.start, c.keep.end) - c.keep.start
+            }
+            Some((c, _, new_end)) => o - c.line_end + new_end,
+        };
+        for span in spans.iter_mut() {
+            let start = map(span.offset());
+            let end = map(span.offset() + span.len()).max(start);
+            *span = SourceSpan::new(start.into(), end - start);
+        }
+        Self { name, text: out.into(), cuts: columns }
+    }
+}
+
+/// The long lines to cut: those holding a label start, and the lines just
+/// before and after them (shown as context), in file order.
+fn cuts(text: &str, spans: &[SourceSpan]) -> Vec<Cut> {
+    let mut cuts: Vec<Cut> = Vec::new();
+    let mut consider = |at: usize, label: Option<usize>| {
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        if line_end - line_start <= MAX_LINE
+            || cuts.iter().any(|c| c.line_start == line_start && label.is_none())
+        {
+            return;
+        }
+        let anchor = label.unwrap_or(line_start);
+        let start = floor(text, anchor.saturating_sub(BEFORE).max(line_start));
+        let end = floor(text, (anchor + AFTER).min(line_end));
+        let labelled = label.is_some();
+        match cuts.iter_mut().find(|c| c.line_start == line_start) {
+            None => cuts.push(Cut { line_start, line_end, keep: start..end, labelled }),
+            Some(cut) if !cut.labelled => {
+                *cut = Cut { line_start, line_end, keep: start..end, labelled }
+            }
+            // A second label on the line: widen the window to it, unless
+            // that would show most of the line.
+            Some(cut) => {
+                let wide = cut.keep.start.min(start)..cut.keep.end.max(end);
+                if wide.len() <= 2 * MAX_LINE {
+                    cut.keep = wide;
+                }
+            }
+        }
+    };
+    for span in spans {
+        let start = span.offset().min(text.len());
+        consider(start, Some(start));
+        let line_start = text[..start].rfind('\n');
+        if let Some(before) = line_start.filter(|&i| i > 0) {
+            consider(before - 1, None);
+        }
+        if let Some(after) =
+            text[start..].find('\n').map(|i| start + i + 1).filter(|&i| i < text.len())
+        {
+            consider(after, None);
+        }
+    }
+    cuts.sort_by_key(|c| c.line_start);
+    cuts
+}
+
+/// The closest char boundary at or before `at`.
+fn floor(text: &str, at: usize) -> usize {
+    (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0)
+}
+
+impl SourceCode for Excerpt {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let contents = self.text.read_span(span, context_lines_before, context_lines_after)?;
+        let removed =
+            self.cuts.iter().find(|(line, _)| *line == contents.line()).map_or(0, |c| c.1);
+        // Only the header's reading (no context) starts inside a line.
+        let column = if context_lines_before == 0 { contents.column() + removed } else { 0 };
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            contents.data(),
+            *contents.span(),
+            contents.line(),
+            column,
+            contents.line_count(),
+        )))
+    }
+}
