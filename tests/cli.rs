@@ -19,6 +19,30 @@ fn check_folder() {
     assert_cmd_snapshot!(ignite().args(["check", "contracts"]));
 }
 
+/// A folder holding a symbolic link to itself is read once, not forever.
+#[test]
+fn check_folder_with_a_symlink_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.ign"), "contract A {\n  input x: integer\n  output x\n}\n")
+        .unwrap();
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("again")).unwrap();
+    let output = ignite().arg("check").arg(dir.path()).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "");
+}
+
+/// `--jobs` takes 1 to 65535; a huge pool is capped, not spawned.
+#[test]
+fn run_jobs_bounds() {
+    let file = "tests/corpus/run/defaults.ign";
+    let inputs = "tests/corpus/run/defaults.inputs.json";
+    for (jobs, code) in [("0", 2), ("65536", 2), ("65535", 0)] {
+        let output =
+            ignite().args(["run", file, "--inputs", inputs, "--jobs", jobs]).output().unwrap();
+        assert_eq!(output.status.code(), Some(code), "--jobs {jobs}");
+    }
+}
+
 #[test]
 fn check_errors() {
     assert_cmd_snapshot!(ignite().args(["check", "tests/corpus/err/unknown_name.ign"]));

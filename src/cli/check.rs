@@ -109,12 +109,15 @@ fn canonical(path: &Path) -> PathBuf {
 }
 
 /// The files to check: files as given, folders expanded to their `*.ign`
-/// files, sorted, recursively.
+/// files, sorted, recursively. A folder reached twice (through a symbolic
+/// link to itself or to a parent) is read once.
 fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
+    let mut seen = HashSet::new();
     for path in paths {
         if path.is_dir() {
-            walk(path, &mut files).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+            walk(path, &mut files, &mut seen)
+                .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
         } else if path.exists() {
             files.push(path.clone());
         } else {
@@ -124,13 +127,16 @@ fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, seen: &mut HashSet<PathBuf>) -> std::io::Result<()> {
+    if !seen.insert(std::fs::canonicalize(dir)?) {
+        return Ok(());
+    }
     let mut entries: Vec<PathBuf> =
         std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
     entries.sort();
     for entry in entries {
         if entry.is_dir() {
-            walk(&entry, files)?;
+            walk(&entry, files, seen)?;
         } else if entry.extension().is_some_and(|e| e == "ign") {
             files.push(entry);
         }

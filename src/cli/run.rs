@@ -35,7 +35,7 @@ pub struct RunArgs {
     #[arg(long = "output", value_name = "NAME")]
     pub outputs: Vec<String>,
     /// How many nodes may run at once; overrides the contract's runner.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=crate::ir::MAX_POOL_SIZE))]
     pub jobs: Option<u16>,
     /// Print a per-node timeline on stderr.
     #[arg(long)]

@@ -281,6 +281,9 @@ impl Index<NodeId> for Contract {
     }
 }
 
+/// The largest `pool_size` / `--jobs`.
+pub const MAX_POOL_SIZE: i64 = 65_535;
+
 /// How a contract's nodes are scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runner {

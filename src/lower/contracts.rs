@@ -14,7 +14,7 @@ use super::expr::Scope;
 use super::suggest::did_you_mean;
 use crate::ast::{self, ExprKind, Node};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{self, Graph, NodeId, NodeKind, Runner};
+use crate::ir::{self, Graph, MAX_POOL_SIZE, NodeId, NodeKind, Runner};
 use crate::source::Span;
 
 impl Lowerer<'_> {
@@ -169,11 +169,13 @@ impl Lowerer<'_> {
             };
             named = true;
             match arg.value.kind {
-                ExprKind::Integer(n) if n >= 1 => size = usize::try_from(n).ok(),
+                ExprKind::Integer(n) if (1..=MAX_POOL_SIZE).contains(&n) => {
+                    size = usize::try_from(n).ok();
+                }
                 _ => self.push(
                     self.bad_value(
                         arg.value.span,
-                        "`pool_size` must be a whole number of at least 1",
+                        format!("`pool_size` must be a whole number from 1 to {MAX_POOL_SIZE}"),
                     )
                     .note(name.span, "the pool size"),
                 ),

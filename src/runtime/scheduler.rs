@@ -67,7 +67,12 @@ pub(super) fn run(
         .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?;
     let runner = options.jobs.map_or(root.runner, Runner::Pool);
     let pool = match runner {
-        Runner::Pool(n) => rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().ok(),
+        // Pure nodes are CPU work: more threads than cores only costs
+        // their start-up (the limit on waiting nodes stays `n`).
+        Runner::Pool(n) => {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            rayon::ThreadPoolBuilder::new().num_threads(n.clamp(1, cores)).build().ok()
+        }
         _ => None,
     };
     let (tx, rx) = channel();
