@@ -62,6 +62,7 @@ codes! {
     ArgumentType => "ignite::lower::argument_type",
     DefaultType => "ignite::lower::default_type",
     NotConstant => "ignite::lower::not_constant",
+    BadPattern => "ignite::lower::bad_pattern",
     CallPosition => "ignite::lower::call_position",
     ComposeNonContract => "ignite::lower::compose_non_contract",
     ComputeContract => "ignite::lower::compute_contract",
@@ -354,7 +355,7 @@ impl<'a> Report<'a> {
 fn excerpt(sources: &Sources, labels: Vec<(Option<String>, Span)>) -> (Excerpt, Vec<LabeledSpan>) {
     let file = &sources[labels[0].1.file];
     let mut spans: Vec<SourceSpan> = labels.iter().map(|(_, span)| (*span).into()).collect();
-    let excerpt = Excerpt::new(file.path.display().to_string(), &file.text, &mut spans);
+    let excerpt = Excerpt::new(file, &mut spans);
     let placed = labels
         .into_iter()
         .zip(spans)

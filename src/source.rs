@@ -6,7 +6,7 @@
 //! IR nodes and diagnostics hold them freely.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Index of a file in [`Sources`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,6 +57,8 @@ pub struct SourceFile {
     pub path: PathBuf,
     /// The whole text.
     pub text: Arc<str>,
+    /// Where each line starts, built on first use (by diagnostics only).
+    lines: OnceLock<Arc<[usize]>>,
 }
 
 impl SourceFile {
@@ -64,10 +66,21 @@ impl SourceFile {
     #[must_use]
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let before = &self.text[..offset];
-        let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        (line, before[line_start..].chars().count() + 1)
+        let line = self.line_of(offset);
+        let line_start = self.line_starts()[line];
+        (line + 1, self.text[line_start..offset].chars().count() + 1)
+    }
+
+    /// The 0-based line that holds byte `offset`.
+    #[must_use]
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.line_starts().partition_point(|&start| start <= offset).saturating_sub(1)
+    }
+
+    /// The byte offset where each line starts, the first at 0.
+    #[must_use]
+    pub fn line_starts(&self) -> &Arc<[usize]> {
+        self.lines.get_or_init(|| line_starts(&self.text))
     }
 
     /// The folder relative paths in this file resolve from.
@@ -75,6 +88,12 @@ impl SourceFile {
     pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or_else(|| Path::new("."))
     }
+}
+
+/// The byte offset where each line of `text` starts, the first at 0.
+#[must_use]
+pub fn line_starts(text: &str) -> Arc<[usize]> {
+    std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect()
 }
 
 /// Every file of a program, indexed by [`FileId`].
@@ -87,7 +106,7 @@ impl Sources {
     /// Adds a file and returns its id.
     pub fn add(&mut self, path: PathBuf, text: impl Into<Arc<str>>) -> FileId {
         let id = FileId(u32::try_from(self.files.len()).expect("fewer than 2^32 files"));
-        self.files.push(SourceFile { path, text: text.into() });
+        self.files.push(SourceFile { path, text: text.into(), lines: OnceLock::new() });
         id
     }
 

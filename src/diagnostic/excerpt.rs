@@ -7,11 +7,15 @@
 //! `…` where text was left out. Labels are moved into the cut text, and the
 //! `file:line:column` header still gives the column in the real line.
 //!
-//! When no shown line is long, the excerpt shares the file's text.
+//! When no shown line is long, the excerpt shares the file's text. Each
+//! read looks only at the lines it shows (found in the line index), so a
+//! report costs the same at the start and at the end of a big file.
 
 use std::sync::Arc;
 
 use miette::{MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
+
+use crate::source::{SourceFile, line_starts};
 
 /// Longest line shown whole, in bytes.
 const MAX_LINE: usize = 160;
@@ -27,6 +31,8 @@ const ELLIPSIS: &str = "…";
 pub(super) struct Excerpt {
     name: String,
     text: Arc<str>,
+    /// Where each line of `text` starts.
+    lines: Arc<[usize]>,
     /// Cut lines: (0-based line number, bytes removed before the window
     /// less the ellipsis), to report real columns.
     cuts: Vec<(usize, usize)>,
@@ -44,10 +50,13 @@ struct Cut {
 impl Excerpt {
     /// The text of `name` for labels at `spans`; the spans are moved to
     /// where they land in the excerpt.
-    pub(super) fn new(name: String, text: &Arc<str>, spans: &mut [SourceSpan]) -> Self {
+    pub(super) fn new(file: &SourceFile, spans: &mut [SourceSpan]) -> Self {
+        let name = file.path.display().to_string();
+        let text = &file.text;
         let cuts = cuts(text, spans);
         if cuts.is_empty() {
-            return Self { name, text: Arc::clone(text), cuts: Vec::new() };
+            let lines = Arc::clone(file.line_starts());
+            return Self { name, text: Arc::clone(text), lines, cuts: Vec::new() };
         }
         let mut out = String::with_capacity(text.len().min(1 << 20));
         let mut done = 0;
@@ -85,7 +94,8 @@ impl Excerpt {
             let end = map(span.offset() + span.len()).max(start);
             *span = SourceSpan::new(start.into(), end - start);
         }
-        Self { name, text: out.into(), cuts: columns }
+        let lines = line_starts(&out);
+        Self { name, text: out.into(), lines, cuts: columns }
     }
 }
 
@@ -149,18 +159,32 @@ impl SourceCode for Excerpt {
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let contents = self.text.read_span(span, context_lines_before, context_lines_after)?;
-        let removed =
-            self.cuts.iter().find(|(line, _)| *line == contents.line()).map_or(0, |c| c.1);
+        // The lines shown, read on their own.
+        let line_of = |o: usize| self.lines.partition_point(|&s| s <= o).saturating_sub(1);
+        let first = line_of(span.offset()).saturating_sub(context_lines_before);
+        let last = line_of(span.offset() + span.len().saturating_sub(1)) + context_lines_after;
+        let start = self.lines[first];
+        let end = self.lines.get(last + 1).copied().unwrap_or(self.text.len());
+        let local = SourceSpan::new((span.offset() - start).into(), span.len());
+        let contents = self.text.as_bytes()[start..end].read_span(
+            &local,
+            context_lines_before,
+            context_lines_after,
+        )?;
+        let line = first + contents.line();
+        let removed = self.cuts.iter().find(|(l, _)| *l == line).map_or(0, |c| c.1);
         // Only the header's reading (no context) starts inside a line.
         let column = if context_lines_before == 0 { contents.column() + removed } else { 0 };
+        let at = SourceSpan::new((contents.span().offset() + start).into(), contents.span().len());
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.clone(),
             contents.data(),
-            *contents.span(),
-            contents.line(),
+            at,
+            line,
             column,
-            contents.line_count(),
+            // miette counts the lines from the start of the text (and
+            // merges snippets by it): count the same way.
+            first + contents.line_count(),
         )))
     }
 }

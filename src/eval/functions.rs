@@ -104,6 +104,12 @@ pub(super) fn call(function: Function, args: &[Value]) -> Result<Value, String> 
         Function::ToJson => Value::String(arg(0).to_string()),
         Function::FromJson => serde_json::from_str(text(0)?)
             .map_err(|e| format!("`from_json` got invalid JSON: {e}"))?,
+        Function::Matches => {
+            let (s, p) = (text(0)?, text(1)?);
+            let regex =
+                crate::ir::pattern(p).map_err(|e| format!("`matches`: bad pattern: {e}"))?;
+            Value::Bool(regex.is_match(s))
+        }
         Function::Env => {
             let var = text(0)?;
             match std::env::var(var) {

@@ -151,4 +151,26 @@ functions! {
     Env "env" 1..=2,
     Successes "successes" 1..=1,
     Failures "failures" 1..=1,
+    Matches "matches" 2..=2,
+}
+
+/// Largest compiled size of a `matches` pattern, so a pattern from the
+/// data cannot take unbounded memory.
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// The regular expression `pattern` of `matches`, or why it is not one.
+/// The `regex` crate matches in time linear in the text.
+///
+/// # Errors
+/// The pattern's syntax error, or that it is too large.
+pub fn pattern(pattern: &str) -> Result<regex::Regex, String> {
+    regex::RegexBuilder::new(pattern).size_limit(PATTERN_SIZE_LIMIT).build().map_err(|e| match e {
+        regex::Error::CompiledTooBig(_) => "the pattern is too large".to_owned(),
+        // A syntax error ends with the line naming the mistake.
+        other => {
+            let text = other.to_string();
+            let last = text.lines().last().unwrap_or_default().trim();
+            last.strip_prefix("error: ").unwrap_or(last).to_owned()
+        }
+    })
 }

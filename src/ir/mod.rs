@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 pub use builtin::{BUILTINS, Builtin, BuiltinParam, BuiltinSpec, ConfigKey, ParamKind};
-pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp};
+pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp, pattern};
 pub use graph::Graph;
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
 pub use types::{Enum, Record, Type, TypeKind, describe, fill_fields, value_kind};

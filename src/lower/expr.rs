@@ -183,7 +183,24 @@ impl Lowerer<'_> {
                 .label(format!("called with {}", args.len())),
             );
         }
+        if function == Function::Matches {
+            self.check_pattern(args);
+        }
         ir::ExprKind::Call(function, values)
+    }
+
+    /// A `matches` pattern written as a plain string must be a valid
+    /// regular expression; other patterns are checked when they run.
+    fn check_pattern(&mut self, args: &[ast::Arg]) {
+        let Some(arg) = args.get(1) else { return };
+        let Some(text) = arg.value.as_plain_string() else { return };
+        if let Err(reason) = ir::pattern(&text) {
+            self.push(
+                Diagnostic::error(Code::BadPattern, arg.value.span, "invalid regular expression")
+                    .label(reason)
+                    .help("the syntax is the `regex` crate's; write `\\\\.` for a literal dot"),
+            );
+        }
     }
 
     /// A call of something that is not a pure function.

@@ -101,7 +101,7 @@ fn function_type(function: Function, args: &[Type]) -> Type {
         F::Split | F::Keys => TypeKind::Array(Some(Box::new(of(TypeKind::String)))),
         F::Values | F::Successes => TypeKind::Array(None),
         F::Failures => TypeKind::Array(Some(Box::new(of(TypeKind::Object)))),
-        F::Contains | F::StartsWith | F::EndsWith => TypeKind::Boolean,
+        F::Contains | F::StartsWith | F::EndsWith | F::Matches => TypeKind::Boolean,
         F::Abs => return args.first().cloned().unwrap_or_else(Type::any),
         F::Min | F::Max | F::Sum | F::Get | F::ToNumber | F::FromJson | F::Env => TypeKind::Any,
     })
