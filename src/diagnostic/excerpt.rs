@@ -35,7 +35,7 @@ pub(super) struct Excerpt {
     lines: Arc<[usize]>,
     /// Cut lines: (0-based line number, bytes removed before the window
     /// less the ellipsis), to report real columns.
-    cuts: Vec<(usize, usize)>,
+    cuts: Vec<(usize, isize)>,
 }
 
 /// One line to cut: where it is and which window of it to keep.
@@ -75,8 +75,10 @@ impl Excerpt {
             if cut.keep.end < cut.line_end {
                 out.push_str(ELLIPSIS);
             }
-            let removed = cut.keep.start - cut.line_start;
-            columns.push((line, removed - if left { ELLIPSIS.len() } else { 0 }));
+            // The real column is the shown one, less the ellipsis, plus
+            // the bytes cut before the window.
+            let removed = (cut.keep.start - cut.line_start) as isize;
+            columns.push((line, removed - if left { ELLIPSIS.len() as isize } else { 0 }));
             placed.push((cut, window, out.len()));
             done = cut.line_end;
         }
@@ -174,7 +176,11 @@ impl SourceCode for Excerpt {
         let line = first + contents.line();
         let removed = self.cuts.iter().find(|(l, _)| *l == line).map_or(0, |c| c.1);
         // Only the header's reading (no context) starts inside a line.
-        let column = if context_lines_before == 0 { contents.column() + removed } else { 0 };
+        let column = if context_lines_before == 0 {
+            contents.column().saturating_add_signed(removed)
+        } else {
+            0
+        };
         let at = SourceSpan::new((contents.span().offset() + start).into(), contents.span().len());
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.clone(),
@@ -186,5 +192,40 @@ impl SourceCode for Excerpt {
             // merges snippets by it): count the same way.
             first + contents.line_count(),
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+    use crate::source::{Sources, Span};
+
+    /// Renders one error labelled at `at` of `text`.
+    fn render(text: &str, at: usize) -> String {
+        let mut sources = Sources::default();
+        let file = sources.add("t.ign".into(), text);
+        let diagnostics: Diagnostics =
+            Diagnostic::error(Code::Syntax, Span::new(file, at, at + 1), "here").label("x").into();
+        diagnostics.render(&sources, false, 200)
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_label() {
+        let line = "a".repeat(10_000);
+        let text = format!("{line}\n{line}b{line}\n{line}\n");
+        let at = line.len() * 2 + 1;
+        let rendered = render(&text, at);
+        assert!(rendered.len() < 2_000, "{rendered}");
+        assert!(rendered.contains(&format!("t.ign:2:{}]", line.len() + 1)), "{rendered}");
+        assert!(rendered.contains("…aaaa"), "{rendered}");
+    }
+
+    #[test]
+    fn a_label_near_the_start_of_a_long_line_keeps_its_column() {
+        let text = format!("x{}\n", "a".repeat(500));
+        for at in [0, 1, 2, 41, 42, 43] {
+            let rendered = render(&text, at);
+            assert!(rendered.contains(&format!("t.ign:1:{}]", at + 1)), "{at}: {rendered}");
+        }
     }
 }

@@ -4,18 +4,21 @@
 //! expression, and pest builds a pair per token before anything else can
 //! look at them. One linear scan of the bytes bounds all of that: brackets
 //! (and string interpolations) nest at most [`MAX_NESTING`] deep, and one
-//! expression holds at most [`MAX_NESTING`] `if`s (an `else if` chain nests
-//! without brackets) and [`MAX_OPERATORS`] operators.
+//! expression holds at most [`MAX_NESTING`] `if`, `match`, `for` and `try`
+//! keywords (an `else if` chain nests without brackets) and
+//! [`MAX_OPERATORS`] operators.
 //!
 //! The scan knows strings, interpolations and comments but not the
 //! grammar. An expression ends where a word follows a complete operand (a
-//! name, a literal, a closing bracket) and is not `then`, `else`, `and` or
-//! `or`: in every valid file that word starts the next statement.
+//! name, a literal, a closing bracket) and is not `then`, `else`, `and`,
+//! `or` or `in`: in every valid file that word starts the next statement
+//! (or a `match` arm).
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::source::{FileId, Span};
 
-/// Deepest bracket nesting, and most `if`s in one expression.
+/// Deepest bracket nesting, and most `if`/`match`/`for`/`try` in one
+/// expression.
 pub(super) const MAX_NESTING: usize = 256;
 
 /// Most operators (infix, prefix, `.field`, `[index]`) in one expression.
@@ -40,8 +43,10 @@ pub(super) fn check(file: FileId, text: &str) -> Option<Diagnostic> {
             Limit::Depth => Diagnostic::error(Code::Syntax, span, "expression nests too deeply")
                 .label(format!("more than {MAX_NESTING} levels deep"))
                 .help("split the expression into several `compute` nodes"),
-            Limit::Ifs => Diagnostic::error(Code::Syntax, span, "expression has too many `if`s")
-                .label(format!("more than {MAX_NESTING} `if`s in one expression"))
+            Limit::Ifs => Diagnostic::error(Code::Syntax, span, "expression nests too deeply")
+                .label(format!(
+                    "more than {MAX_NESTING} `if`, `match`, `for` or `try` in one expression"
+                ))
                 .help("split the chain into several `compute` nodes"),
             Limit::Operators => Diagnostic::error(Code::Syntax, span, "expression is too long")
                 .label(format!("more than {MAX_OPERATORS} operators"))
@@ -200,18 +205,30 @@ impl Scan<'_> {
             self.pos += 1;
         }
         let word = &self.bytes[start..self.pos];
-        let continues = matches!(word, b"then" | b"else" | b"and" | b"or");
+        let continues = matches!(word, b"then" | b"else" | b"and" | b"or" | b"in");
         if self.complete && !continues {
             // The word after a complete operand starts the next statement.
             self.ifs = 0;
             self.operators = 0;
         }
         match word {
-            b"if" => self.ifs += 1,
+            b"if" | b"match" | b"for" | b"try" => self.ifs += 1,
             b"and" | b"or" | b"not" => self.operators += 1,
             _ => {}
         }
-        !matches!(word, b"if" | b"then" | b"else" | b"and" | b"or" | b"not")
+        !matches!(
+            word,
+            b"if"
+                | b"then"
+                | b"else"
+                | b"and"
+                | b"or"
+                | b"not"
+                | b"match"
+                | b"for"
+                | b"in"
+                | b"try"
+        )
     }
 
     fn at_digit(&self, offset: isize) -> bool {
@@ -238,7 +255,14 @@ mod tests {
             text.push_str(&format!("if a == {i} then {i}\n    else "));
         }
         text.push_str("0\n}\n");
-        assert_eq!(broken(&text).as_deref(), Some("expression has too many `if`s"));
+        assert_eq!(broken(&text).as_deref(), Some("expression nests too deeply"));
+    }
+
+    #[test]
+    fn for_and_try_chains_count() {
+        let chain = "for x in xs: try ".repeat(MAX_NESTING / 2 + 1);
+        let text = format!("contract C {{\n  compute y = {chain}f(x)\n}}\n");
+        assert_eq!(broken(&text).as_deref(), Some("expression nests too deeply"));
     }
 
     #[test]
