@@ -12,6 +12,8 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod binary;
+
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
@@ -21,16 +23,7 @@ use std::time::{Duration, Instant};
 const INPUTS: usize = 8;
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let binary = root.join("target/release/ignite");
-    if !binary.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--release", "--bin", "ignite"])
-            .current_dir(root)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "release build failed");
-    }
+    let binary = binary::release_binary();
     let dir = std::env::temp_dir().join(format!("ignite-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut medians = Vec::new();
