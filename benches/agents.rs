@@ -13,6 +13,7 @@
 
 use std::time::{Duration, Instant};
 
+use igniter::effects::Scope;
 use igniter::ir::{AgentId, Program};
 use igniter::llm::Llm;
 use igniter::tools::Toolbox;
@@ -86,7 +87,8 @@ fn openai(uri: &str) -> String {
 async fn run(llm: &Llm, program: &Program, q: &str) -> String {
     let mut inputs = Map::new();
     inputs.insert("q".into(), json!(q));
-    llm.run_agent(program, AgentId(0), &inputs, &Toolbox::new(), &Trace::new(true), "bench")
+    let scope = Scope::live("bench");
+    llm.run_agent(program, AgentId(0), &inputs, &Toolbox::new(), &Trace::new(true), &scope)
         .await
         .unwrap()
 }

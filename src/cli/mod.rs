@@ -19,6 +19,7 @@ mod check;
 mod graph;
 mod run;
 mod schema;
+mod signals;
 mod tools;
 
 use std::io::IsTerminal;

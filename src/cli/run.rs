@@ -3,13 +3,14 @@
 //! stderr.
 
 use std::io::Read as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::{GlobalArgs, WIDTH};
+use crate::effects::{Effects, Recording, RunHeader};
 use crate::llm::Llm;
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::tools::Toolbox;
@@ -40,12 +41,18 @@ pub struct RunArgs {
     /// Print a per-node timeline on stderr.
     #[arg(long)]
     pub trace: bool,
-    /// Save every provider exchange of the run to FILE.
+    /// Save every model exchange and tool call of the run to FILE, as each completes.
     #[arg(long, value_name = "FILE", conflicts_with = "replay")]
     pub record: Option<PathBuf>,
-    /// Answer provider requests from a recording made with `--record`, offline.
-    #[arg(long, value_name = "FILE")]
+    /// Answer model requests and tool calls from a recording made with `--record`, offline.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["journal", "resume"])]
     pub replay: Option<PathBuf>,
+    /// Append every completed effect to `.ignite/runs/RUN_ID.jsonl` and print the run ID.
+    #[arg(long, conflicts_with = "resume")]
+    pub journal: bool,
+    /// Resume the run RUN_ID: reuse its journaled effects and run the rest.
+    #[arg(long, value_name = "RUN_ID")]
+    pub resume: Option<String>,
     /// The most one tool call or provider reply may bring in (`exec` stdout,
     /// `http` bodies, `fs.read` files, provider replies): bytes, or a number
     /// with `K`, `M` or `G` (powers of 1024).
@@ -72,39 +79,40 @@ fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{text}` is not a usable size (more than 0 bytes)"))
 }
 
+/// Where `--journal` keeps its files, from the current folder.
+const JOURNAL_DIR: &str = ".ignite/runs";
+
 impl RunArgs {
     /// Runs the contract and returns the exit code: 0 ok, 1 the program
-    /// has errors, 2 usage or I/O error (bad inputs included), 3 the run failed.
+    /// has errors, 2 usage or I/O error (bad inputs included), 3 the run
+    /// failed; 130 / 143 when stopped by SIGINT / SIGTERM.
     #[must_use]
     pub fn run(self, global: &GlobalArgs) -> ExitCode {
         let (mut given, pairs) = match self.read_inputs() {
             Ok(read) => read,
-            Err(message) => {
-                eprintln!("error: {message}");
-                return ExitCode::from(2);
-            }
+            Err(message) => return usage(&message),
+        };
+        let mut contract = self.contract.clone();
+        let resumed = match &self.resume {
+            Some(id) => match Recording::resume(Path::new(JOURNAL_DIR), id) {
+                Ok(journal) => {
+                    let header = journal.header().clone();
+                    contract = contract.or(header.contract);
+                    for (name, value) in header.inputs {
+                        given.entry(name).or_insert(value);
+                    }
+                    Some(journal)
+                }
+                Err(message) => return usage(&message),
+            },
+            None => None,
         };
         let program = match super::compile(&self.file, global) {
             Ok(program) => program,
             Err(code) => return code,
         };
-
-        let color = global.color_stderr();
-        let mut llm = Llm::from_env().with_max_bytes(self.max_bytes);
-        if let Some(path) = &self.replay {
-            llm = match llm.replay_from(path) {
-                Ok(llm) => llm,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-        }
-        if let Some(path) = &self.record {
-            llm = llm.record_to(path.clone());
-        }
         let engine = Engine::new(program)
-            .with_llm(llm)
+            .with_llm(Llm::from_env().with_max_bytes(self.max_bytes))
             .with_toolbox(Toolbox::new().with_max_bytes(self.max_bytes));
         let options = RunOptions {
             outputs: self.outputs.clone(),
@@ -112,48 +120,59 @@ impl RunArgs {
             trace: self.trace,
         };
         let trace = Arc::new(Trace::new(self.trace));
-        let result = engine.contract(self.contract.as_deref()).and_then(|contract| {
+        let chosen = engine.contract(contract.as_deref()).inspect(|&chosen| {
             // `--input` values are read by the declared type of the input they name.
-            let params = &engine.program()[contract];
+            let params = &engine.program()[chosen];
             for (name, raw) in pairs {
                 let ty = params.inputs().find(|(_, p)| p.name == name).map(|(_, p)| &p.ty);
                 given.insert(name, input_value(ty, raw));
             }
-            engine.run_traced(contract, &given, &options, &trace)
         });
-        let saved = engine.llm().finish();
+        let header = RunHeader { contract, inputs: given.clone() };
+        let engine = match self.effects(header, resumed) {
+            Ok(effects) => engine.with_effects(effects),
+            Err(message) => return usage(&message),
+        };
+        let result = chosen.and_then(|chosen| engine.run_traced(chosen, &given, &options, &trace));
+        let saved = engine.effects().finish();
         // The timeline and the tokens spent, whether the run succeeded or not.
         if self.trace {
             eprint!("{}", trace.render());
         }
-        let code = match result {
-            Ok(outputs) => {
-                match serde_json::to_string_pretty(&Value::Object(outputs)) {
-                    Ok(text) => println!("{text}"),
-                    Err(e) => eprintln!("error: outputs are not JSON: {e}"),
-                }
-                ExitCode::SUCCESS
-            }
-            Err(error) => {
-                match error.diagnostics() {
-                    Some(diagnostics) => {
-                        eprint!("{}", diagnostics.render(&engine.program().sources, color, WIDTH));
-                    }
-                    None => eprintln!("error: {error}"),
-                }
-                match error {
-                    RunError::Inputs { .. }
-                    | RunError::Contract { .. }
-                    | RunError::Output { .. } => ExitCode::from(2),
-                    RunError::Node { .. } => ExitCode::from(3),
-                }
-            }
-        };
-        if let Err(e) = saved {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+        let code = report(result, &engine, global.color_stderr());
+        if let Err(message) = saved {
+            return usage(&message);
         }
         code
+    }
+
+    /// The stores of `--record`, `--replay`, `--journal` and `--resume`;
+    /// installs the signal handler that names the journal.
+    fn effects(&self, header: RunHeader, resumed: Option<Recording>) -> Result<Effects, String> {
+        let mut effects = Effects::live();
+        let mut stop_note = String::new();
+        if let Some(path) = &self.replay {
+            effects = effects.with(Arc::new(Recording::replay(path)?));
+        }
+        if let Some(path) = &self.record {
+            effects = effects.with(Arc::new(Recording::record(path, header.clone())?));
+        }
+        let journal = match resumed {
+            Some(journal) => self.resume.clone().map(|id| (journal, id)),
+            None if self.journal => Some(Recording::journal(Path::new(JOURNAL_DIR), header)?),
+            None => None,
+        };
+        if let Some((journal, id)) = journal {
+            eprintln!("run ID {id} (journal `{}`)", journal.path().display());
+            stop_note = format!(
+                "; finished effects are in `{}`: resume with `ignite run {} --resume {id}`",
+                journal.path().display(),
+                self.file.display()
+            );
+            effects = effects.with(Arc::new(journal));
+        }
+        super::signals::stop_on_signals(stop_note);
+        Ok(effects)
     }
 
     /// The `--inputs` object and the `--input` pairs (which win), still text.
@@ -205,4 +224,36 @@ fn input_value(ty: Option<&crate::ir::Type>, raw: String) -> Value {
         return Value::String(raw);
     }
     serde_json::from_str(&raw).unwrap_or(Value::String(raw))
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+/// Prints the outputs or the error; the exit code.
+fn report(result: Result<Map<String, Value>, RunError>, engine: &Engine, color: bool) -> ExitCode {
+    match result {
+        Ok(outputs) => {
+            match serde_json::to_string_pretty(&Value::Object(outputs)) {
+                Ok(text) => println!("{text}"),
+                Err(e) => eprintln!("error: outputs are not JSON: {e}"),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            match error.diagnostics() {
+                Some(diagnostics) => {
+                    eprint!("{}", diagnostics.render(&engine.program().sources, color, WIDTH));
+                }
+                None => eprintln!("error: {error}"),
+            }
+            match error {
+                RunError::Inputs { .. } | RunError::Contract { .. } | RunError::Output { .. } => {
+                    ExitCode::from(2)
+                }
+                RunError::Node { .. } => ExitCode::from(3),
+            }
+        }
+    }
 }

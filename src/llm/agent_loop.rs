@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 use super::client::{CallContext, ModelClient};
 use super::error::LlmError;
 use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult};
+use crate::effects::EffectKey;
 use crate::eval;
 use crate::ir::{Agent, Expr, Program, ToolId};
 use crate::tools::{self, ToolView, Toolbox};
@@ -182,13 +183,16 @@ impl Run<'_> {
             }
         }
         let at_once = self.toolbox.turn_calls().unwrap_or(calls.len()).max(1);
-        // Collected first: a lazy `map` in the stream trips up the `Send`
-        // check of the spawned agent task.
-        let runs: Vec<_> = calls.iter().map(|call| self.run_tool(call)).collect();
+        // Keys are handed out in call order, before the calls run. Collected
+        // first: a lazy `map` in the stream trips up the `Send` check of the
+        // spawned agent task.
+        let keys: Vec<_> = calls.iter().map(|_| self.cx.scope.next_key()).collect();
+        let runs: Vec<_> =
+            calls.iter().zip(&keys).map(|(call, key)| self.run_tool(key, call)).collect();
         Ok(stream::iter(runs).buffered(at_once).collect().await)
     }
 
-    async fn run_tool(&self, call: &ToolCall) -> ToolResult {
+    async fn run_tool(&self, key: &EffectKey, call: &ToolCall) -> ToolResult {
         let started = Instant::now();
         let path = format!("{} > tool {}", self.cx.path, call.name);
         let outcome = match self.tool(&call.name) {
@@ -198,8 +202,9 @@ impl Run<'_> {
                 eval::describe(&call.arguments)
             )),
             Some(id) => self
-                .toolbox
-                .call(self.program, id, call.arguments.clone())
+                .cx
+                .scope
+                .call_tool(key, self.toolbox, self.program, id, call.arguments.clone())
                 .await
                 .map(|value| {
                     let mut text = String::new();

@@ -7,6 +7,7 @@ use std::pin::Pin;
 
 use super::error::LlmError;
 use super::message::{ModelReply, ModelRequest};
+use crate::effects::Scope;
 use crate::trace::Trace;
 
 /// A boxed, sendable future (the trait must be object-safe for fallback chains).
@@ -21,6 +22,8 @@ pub struct CallContext<'a> {
     pub path: &'a str,
     /// The run's trace.
     pub trace: &'a Trace,
+    /// The node's effects: every request goes through it.
+    pub scope: &'a Scope,
 }
 
 /// A model behind some wire protocol.

@@ -140,12 +140,10 @@ pub enum LlmError {
         message: String,
     },
     /// A recording could not be read or written.
-    #[error("recording `{}`: {message}", path.display())]
+    #[error("{message}")]
     #[diagnostic(code(ignite::llm::recording))]
     Recording {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
+        /// What went wrong, naming the file.
         message: String,
     },
 }

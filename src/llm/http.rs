@@ -3,16 +3,15 @@
 //! One call = up to `retries + 1` attempts, each with the endpoint's
 //! timeout. Connection errors, timeouts, 408, 409, 429 and 5xx are retried
 //! after a [`Backoff`] delay (or `retry-after`); other statuses fail at
-//! once. Every attempt is traced (`retry`, `ok`, `failed`). In record mode
-//! each response is saved; in replay mode responses come from the
-//! recording, nothing is sent and nobody sleeps.
+//! once. Every attempt is traced (`retry`, `ok`, `failed`) and is one
+//! effect (see [`crate::effects`]): a store may answer it (a replay, a
+//! resumed journal) and every store keeps what the network answered.
+//! When a store answers everything, nobody sleeps before a retry.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::cassette::{Recorder, Replayer};
 use super::client::{BoxFuture, CallContext, ModelClient};
 use super::error::LlmError;
 use super::message::{ModelReply, ModelRequest};
@@ -20,17 +19,7 @@ use super::providers::Auth;
 use super::retry::{Backoff, parse_retry_after, retryable_status};
 use super::settings::Endpoint;
 use super::wire;
-
-/// Where responses come from.
-#[derive(Debug)]
-pub(crate) enum Mode {
-    /// The network.
-    Live,
-    /// The network, saving every exchange.
-    Record(Recorder),
-    /// A recording; nothing is sent.
-    Replay(Replayer),
-}
+use crate::effects::{self, Effect, EffectError, EffectKind};
 
 /// What every HTTP provider of one [`Llm`](super::Llm) shares.
 #[derive(Debug, Clone)]
@@ -38,7 +27,6 @@ pub(crate) struct Shared {
     /// The connection pool, or why it could not be built.
     pub(crate) http: Result<reqwest::Client, String>,
     pub(crate) backoff: Backoff,
-    pub(crate) mode: Arc<Mode>,
     /// The size limit of a reply body.
     pub(crate) max_bytes: usize,
 }
@@ -48,6 +36,14 @@ pub(crate) struct Shared {
 pub(crate) struct HttpModel {
     pub(crate) endpoint: Endpoint,
     pub(crate) shared: Shared,
+}
+
+/// Why an attempt has no response to keep.
+enum Unkept {
+    /// Nothing came back (connection, timeout): retried, never recorded.
+    Transport(String),
+    /// The attempt cannot go on (no client, a reply over the size limit).
+    Error(LlmError),
 }
 
 /// The result of one attempt.
@@ -126,7 +122,7 @@ impl HttpModel {
                     started,
                     format!("{detail}, {what}"),
                 );
-                if !matches!(*self.shared.mode, Mode::Replay(_)) {
+                if !cx.scope.effects().offline() {
                     tokio::time::sleep(self.shared.backoff.delay(attempt - 1, retry_after)).await;
                 }
                 continue;
@@ -141,7 +137,8 @@ impl HttpModel {
         }
     }
 
-    /// One attempt: the network (recording it) or the recording.
+    /// One attempt to `url`, as an effect: from a store, or the network
+    /// (and then kept by the stores, the key redacted from the body).
     async fn send(
         &self,
         body: &Value,
@@ -149,36 +146,68 @@ impl HttpModel {
         cx: CallContext<'_>,
     ) -> Result<Outcome, LlmError> {
         let endpoint = &self.endpoint;
-        let recorder = match &*self.shared.mode {
-            Mode::Replay(replayer) => {
-                return replayer
-                    .take(&endpoint.label, url, body)
-                    .map(|e| Outcome::Response {
-                        status: e.status,
-                        text: e.body_text(),
-                        retry_after: None,
-                    })
-                    .map_err(|hint| LlmError::Replay {
-                        agent: cx.agent.to_owned(),
-                        provider: endpoint.label.clone(),
-                        hint,
-                    });
-            }
-            Mode::Record(recorder) => Some(recorder),
-            Mode::Live => None,
+        let key = cx.scope.next_key();
+        let effect = Effect {
+            key: &key,
+            kind: EffectKind::Model,
+            name: &endpoint.label,
+            route: url,
+            request: body,
+            cache: None,
         };
-        let client =
-            self.shared.http.as_ref().map_err(|e| {
-                LlmError::config(format!("the HTTP client could not be created: {e}"))
-            })?;
+        let mut retry_after = None;
+        let live = async {
+            let (status, text, after) = self.post(body, url).await?;
+            retry_after = after;
+            let response = match serde_json::from_str::<Value>(&text) {
+                Ok(json) => json!({"status": status, "response": json}),
+                Err(_) => json!({"status": status, "response_text": text}),
+            };
+            Ok(if (200..300).contains(&status) {
+                effects::Outcome::Value(response)
+            } else {
+                effects::Outcome::Failed(response)
+            })
+        };
+        let response = match cx.scope.perform(&effect, live).await {
+            Ok(effects::Outcome::Value(r) | effects::Outcome::Failed(r)) => r,
+            Err(EffectError::Live(Unkept::Transport(message))) => {
+                return Ok(Outcome::Transport(message));
+            }
+            Err(EffectError::Live(Unkept::Error(error))) => return Err(error),
+            Err(EffectError::Refused(hint)) => {
+                return Err(LlmError::Replay {
+                    agent: cx.agent.to_owned(),
+                    provider: endpoint.label.clone(),
+                    hint,
+                });
+            }
+            Err(EffectError::Store(message)) => return Err(LlmError::Recording { message }),
+        };
+        let status = response["status"].as_u64().and_then(|s| u16::try_from(s).ok()).unwrap_or(0);
+        let text = match &response["response"] {
+            Value::Null => response["response_text"].as_str().unwrap_or_default().to_owned(),
+            json => json.to_string(),
+        };
+        Ok(Outcome::Response { status, text, retry_after })
+    }
+
+    /// Posts `body` to `url`: the status, the body with the key redacted
+    /// and the `retry-after` delay.
+    async fn post(
+        &self,
+        body: &Value,
+        url: &str,
+    ) -> Result<(u16, String, Option<std::time::Duration>), Unkept> {
+        let endpoint = &self.endpoint;
+        let client = self.shared.http.as_ref().map_err(|e| {
+            Unkept::Error(LlmError::config(format!("the HTTP client could not be created: {e}")))
+        })?;
         let mut builder = client.post(url).timeout(endpoint.timeout).json(body);
         for (name, value) in self.headers() {
             builder = builder.header(name, value);
         }
-        let response = match builder.send().await {
-            Ok(response) => response,
-            Err(e) => return Ok(Outcome::Transport(self.describe(&e))),
-        };
+        let response = builder.send().await.map_err(|e| Unkept::Transport(self.describe(&e)))?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -193,19 +222,16 @@ impl HttpModel {
         {
             Ok(Ok(text)) => self.redact(&text),
             Ok(Err(too_big)) => {
-                return Err(LlmError::Malformed {
+                return Err(Unkept::Error(LlmError::Malformed {
                     provider: endpoint.label.clone(),
                     message: too_big,
-                });
+                }));
             }
-            Err(e) => return Ok(Outcome::Transport(self.describe(&e))),
+            Err(e) => return Err(Unkept::Transport(self.describe(&e))),
         };
         let text = crate::tools::http::refused_redirect(status, location.as_deref())
             .map_or(text, |note| self.redact(&note));
-        if let Some(recorder) = recorder {
-            recorder.push(&endpoint.label, url, body, status, &text);
-        }
-        Ok(Outcome::Response { status, text, retry_after })
+        Ok((status, text, retry_after))
     }
 
     /// The kind's fixed headers, then the key as the kind sends it.

@@ -1,12 +1,14 @@
-//! Agents: LLM providers, the automatic tool-use loop, retries, fallbacks,
-//! record and replay.
+//! Agents: LLM providers, the automatic tool-use loop, retries and
+//! fallbacks.
 //!
 //! Input: a checked [`Program`], an agent id and its (checked, defaulted)
 //! inputs. Output: the final text of the agent's conversation, or an
 //! [`LlmError`]. One [`Llm`] is shared by every agent node of a run: it
-//! holds the environment captured once, the connection pool, the backoff
-//! settings and the record/replay state. Nothing here blocks a thread: all
-//! waiting is async (tokio), so many agents wait concurrently.
+//! holds the environment captured once, the connection pool and the
+//! backoff settings. Record, replay, journals and the cache are effect
+//! stores (see [`crate::effects`]) reached through the [`Scope`] of each
+//! call. Nothing here blocks a thread: all waiting is async (tokio), so
+//! many agents wait concurrently.
 //!
 //! | file | concept |
 //! | --- | --- |
@@ -15,12 +17,11 @@
 //! | `providers.rs` | the provider table: one [`ProviderSpec`] row per kind |
 //! | `anthropic.rs` `openai.rs` `ollama.rs` `gemini.rs` | wire formats (pure) |
 //! | `wire.rs` | request, reply and error body through the table |
-//! | `http.rs` | the reqwest client: timeouts, retries, record/replay |
+//! | `http.rs` | the reqwest client: timeouts, retries; each attempt an effect |
 //! | `retry.rs` | what is retried and how long to wait |
 //! | `script.rs` | scripted replies from a JSON file |
 //! | `settings.rs` | environment, `provider` declarations, fallback chains |
-//! | `cassette.rs` | the recording format |
-//! | `agent_loop.rs` | the tool-use loop |
+//! //! | `agent_loop.rs` | the tool-use loop |
 //!
 //! API keys are read only from the environment, held in a `Secret` whose
 //! `Debug` hides them, sent only as headers and never recorded, traced or
@@ -28,7 +29,6 @@
 
 mod agent_loop;
 pub mod anthropic;
-pub mod cassette;
 mod client;
 mod error;
 pub mod gemini;
@@ -44,7 +44,6 @@ pub mod wire;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -58,12 +57,12 @@ pub use providers::{Auth, KeyVar, PROVIDERS, ProviderKind, ProviderSpec, Server}
 pub use retry::{Backoff, parse_retry_after, retryable_status};
 pub use settings::{DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 
+use crate::effects::Scope;
 use crate::ir::{AgentId, Program};
 use crate::tools::Toolbox;
 use crate::trace::Trace;
 use agent_loop::Run;
-use cassette::{Recorder, Replayer};
-use http::{HttpModel, Mode, Shared};
+use http::{HttpModel, Shared};
 use script::ScriptModel;
 use settings::{Env, Link};
 
@@ -72,7 +71,6 @@ use settings::{Env, Link};
 pub struct Llm {
     env: Arc<Env>,
     shared: Shared,
-    recording: Option<PathBuf>,
 }
 
 impl fmt::Debug for Llm {
@@ -80,7 +78,6 @@ impl fmt::Debug for Llm {
         f.debug_struct("Llm")
             .field("env", &*self.env)
             .field("backoff", &self.shared.backoff)
-            .field("recording", &self.recording)
             .finish_non_exhaustive()
     }
 }
@@ -108,10 +105,8 @@ impl Llm {
             shared: Shared {
                 http,
                 backoff: Backoff::default(),
-                mode: Arc::new(Mode::Live),
                 max_bytes: crate::tools::DEFAULT_MAX_BYTES,
             },
-            recording: None,
         }
     }
 
@@ -131,38 +126,9 @@ impl Llm {
         self
     }
 
-    /// Records every provider exchange; [`Llm::finish`] writes them to `path`.
-    #[must_use]
-    pub fn record_to(mut self, path: PathBuf) -> Self {
-        self.shared.mode = Arc::new(Mode::Record(Recorder::new(path.clone())));
-        self.recording = Some(path);
-        self
-    }
-
-    /// Serves provider responses from the recording at `path`; nothing is sent
-    /// and API keys are not needed.
-    ///
-    /// # Errors
-    /// When the file cannot be read or is not a recording.
-    pub fn replay_from(mut self, path: &Path) -> Result<Self, LlmError> {
-        self.shared.mode = Arc::new(Mode::Replay(Replayer::load(path)?));
-        self.recording = None;
-        Ok(self)
-    }
-
-    /// Writes the recording, when recording.
-    ///
-    /// # Errors
-    /// When the file cannot be written.
-    pub fn finish(&self) -> Result<(), LlmError> {
-        match &*self.shared.mode {
-            Mode::Record(recorder) => recorder.write(),
-            _ => Ok(()),
-        }
-    }
-
-    /// Runs `agent` on `inputs` and returns its final text. `path` names the
-    /// node in traces (`{path} > model`, `{path} > tool NAME`).
+    /// Runs `agent` on `inputs` and returns its final text. Every model
+    /// request and tool call goes through `scope`, whose node path names
+    /// them in traces (`{path} > model`, `{path} > tool NAME`).
     ///
     /// # Errors
     /// See [`LlmError`]: configuration (before anything is sent), provider
@@ -175,11 +141,11 @@ impl Llm {
         inputs: &Map<String, Value>,
         toolbox: &Toolbox,
         trace: &Trace,
-        path: &str,
+        scope: &Scope,
     ) -> Result<String, LlmError> {
         let agent = &program[agent];
         let (system, prompt) = agent_loop::prompts(agent, inputs)?;
-        let keys_required = !matches!(*self.shared.mode, Mode::Replay(_));
+        let keys_required = !scope.effects().offline();
         let mut chain: Vec<(Box<dyn ModelClient>, String)> = Vec::new();
         for link in settings::chain(&self.env, program, agent, keys_required)? {
             chain.push(match link {
@@ -189,7 +155,7 @@ impl Llm {
                 Link::Script(file, model) => (Box::new(ScriptModel::load(file).await?), model),
             });
         }
-        let cx = CallContext { agent: &agent.name, path, trace };
+        let cx = CallContext { agent: &agent.name, path: scope.path(), trace, scope };
         let run = Run { program, agent, toolbox, cx, chain };
         run.run(system, prompt).await
     }

@@ -21,6 +21,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
+use crate::effects::Effects;
 use crate::ir::{ContractId, Program};
 use crate::llm::Llm;
 use crate::tools::Toolbox;
@@ -54,6 +55,7 @@ pub struct Engine {
     program: Arc<Program>,
     toolbox: Toolbox,
     llm: Llm,
+    effects: Effects,
     io: OnceLock<Option<tokio::runtime::Runtime>>,
 }
 
@@ -66,6 +68,7 @@ impl Engine {
             program: Arc::new(program),
             toolbox: Toolbox::new(),
             llm: Llm::from_env(),
+            effects: Effects::live(),
             io: OnceLock::new(),
         }
     }
@@ -77,10 +80,18 @@ impl Engine {
         self
     }
 
-    /// Uses `llm` for agent nodes (recording, replay, other settings).
+    /// Uses `llm` for agent nodes (environment, backoff).
     #[must_use]
     pub fn with_llm(mut self, llm: Llm) -> Self {
         self.llm = llm;
+        self
+    }
+
+    /// Sends every tool call and model request of runs through `effects`
+    /// (recording, replay, journal, cache).
+    #[must_use]
+    pub fn with_effects(mut self, effects: Effects) -> Self {
+        self.effects = effects;
         self
     }
 
@@ -90,10 +101,10 @@ impl Engine {
         &self.program
     }
 
-    /// The LLM client (to save a recording after runs).
+    /// The effect stores runs go through.
     #[must_use]
-    pub fn llm(&self) -> &Llm {
-        &self.llm
+    pub fn effects(&self) -> &Effects {
+        &self.effects
     }
 
     /// The contract called `name`; when `name` is `None`, the only contract

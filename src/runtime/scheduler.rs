@@ -40,6 +40,7 @@ use serde_json::{Map, Value};
 
 use super::{Engine, RunError, RunOptions, inputs};
 use crate::diagnostic::Code;
+use crate::effects;
 use crate::eval::{self, Scope, describe};
 use crate::ir::{
     Body, BranchKind, Call, Callee, ContractId, Expr, NodeId, NodeKind, Param, Pattern, Program,
@@ -646,9 +647,15 @@ impl Scheduler<'_> {
         let tx = self.tx.clone();
         let program = Arc::clone(&self.engine.program);
         let toolbox = self.engine.toolbox.clone();
+        let e = &self.execs[job.exec];
+        let scope =
+            effects::Scope::new(self.engine.effects.clone(), format!("{} > {}", e.path, node.name))
+                .with_item(job.item);
         let task = match call.callee {
             Callee::Tool(tool) => io.spawn(async move {
-                let result = toolbox.call(&program, tool, Value::Object(given)).await;
+                let key = scope.next_key();
+                let result =
+                    scope.call_tool(&key, &toolbox, &program, tool, Value::Object(given)).await;
                 let _ = tx.send(Done { job, started, result: result.map_err(|e| Cause::of(&e)) });
             }),
             Callee::Agent(agent) => {
@@ -658,7 +665,6 @@ impl Scheduler<'_> {
                     Err(failure) => return self.deliver(job, Err(failure)),
                 };
                 let (llm, trace) = (self.engine.llm.clone(), Arc::clone(self.trace));
-                let path = self.path_of(job);
                 // A model turn's tool calls wait like nodes: as many at once as
                 // nodes may wait.
                 let toolbox = match self.limit {
@@ -667,7 +673,7 @@ impl Scheduler<'_> {
                 };
                 io.spawn(async move {
                     let result =
-                        llm.run_agent(&program, agent, &given, &toolbox, &trace, &path).await;
+                        llm.run_agent(&program, agent, &given, &toolbox, &trace, &scope).await;
                     let result = result.map(Value::String).map_err(|e| Cause::of(&e));
                     let _ = tx.send(Done { job, started, result });
                 })

@@ -12,6 +12,13 @@
 //!
 //! The child inherits ignite's environment minus provider keys (see
 //! [`is_key_var`]): a script never sees the keys of the program's models.
+//!
+//! Each child leads a process group of its own; the whole group (so the
+//! grandchildren too) is killed when the child exits, on timeout, when the
+//! call is dropped, and on [`crate::shutdown::halt`]. The call ends when the
+//! child exits: a grandchild that escaped the group and holds stdout open
+//! does not keep it waiting (what was written until [`PIPE_GRACE`] after
+//! the exit is kept).
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -19,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStderr, Command};
+use tokio::process::{ChildStderr, ChildStdout, Command};
 
 use super::ToolError;
 
@@ -27,6 +34,8 @@ use super::ToolError;
 const STDERR_LINES: usize = 20;
 /// Bytes of stderr kept in an error.
 const STDERR_BYTES: usize = 2048;
+/// How long output is still read after the child exited.
+const PIPE_GRACE: Duration = Duration::from_millis(200);
 
 /// What to run.
 pub(crate) struct Spec<'a> {
@@ -64,51 +73,55 @@ pub(crate) async fn run(spec: &Spec<'_>, args: &Map<String, Value>) -> Result<Va
             command.env_remove(&name);
         }
     }
-    let mut child = command
+    command
         .args(spec.args)
         .current_dir(&dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| {
-            ToolError::Failed(format!(
-                "cannot start `{}` in `{}`: {e}",
-                spec.program,
-                dir.display()
-            ))
-        })?;
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    let (mut child, group) = super::group::spawn(&mut command).map_err(|e| {
+        ToolError::Failed(format!("cannot start `{}` in `{}`: {e}", spec.program, dir.display()))
+    })?;
     let input = Value::Object(args.clone()).to_string();
-    let stdin = child.stdin.take();
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let write = async move {
         if let Some(mut stdin) = stdin {
             // A child that never reads its stdin closes the pipe early: not an error.
             let _ = stdin.write_all(input.as_bytes()).await;
         }
-        Ok(())
     };
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let read_stdout = async {
-        let mut bytes = Vec::new();
-        if let Some(stdout) = stdout {
-            // One byte more than allowed tells an overflow.
-            stdout.take(spec.max_bytes as u64 + 1).read_to_end(&mut bytes).await?;
+    let (exited_tx, exited_rx) = tokio::sync::oneshot::channel::<()>();
+    let wait = async {
+        let status = tokio::join!(write, child.wait()).1;
+        // The call is over when the child exits: what it left running goes too.
+        group.kill();
+        let _ = exited_tx.send(());
+        status
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let read = async {
+        let all = async {
+            tokio::try_join!(read_stdout(stdout, spec, &mut out), read_tail(stderr, &mut err))
+                .map(|_| ())
+        };
+        // A process outside the group may still hold the pipes open.
+        let late = async {
+            let _ = exited_rx.await;
+            tokio::time::sleep(PIPE_GRACE).await;
+            Ok(())
+        };
+        tokio::select! {
+            read = all => read,
+            read = late => read,
         }
-        if bytes.len() > spec.max_bytes {
-            let what = format!("the stdout of `{}`", spec.program);
-            let message = super::too_big(&what, spec.max_bytes);
-            return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, message));
-        }
-        Ok(bytes)
     };
-    let finish = async {
-        let ((), stdout, stderr) = tokio::try_join!(write, read_stdout, read_tail(stderr))?;
-        Ok::<_, std::io::Error>((child.wait().await?, stdout, stderr))
-    };
-    // On timeout or a stdout over the limit the future is dropped with the child, and
-    // `kill_on_drop` kills it.
-    let (status, stdout, stderr) = tokio::time::timeout(spec.timeout, finish)
+    // On timeout or a stdout over the limit the futures are dropped with the
+    // child, and `group` kills its whole process group.
+    let finish = async { tokio::try_join!(wait, read).map(|(status, ())| status) };
+    let status = tokio::time::timeout(spec.timeout, finish)
         .await
         .map_err(|_| ToolError::Timeout(spec.timeout))?
         .map_err(|e| match e.kind() {
@@ -116,20 +129,39 @@ pub(crate) async fn run(spec: &Spec<'_>, args: &Map<String, Value>) -> Result<Va
             _ => ToolError::Failed(format!("waiting for `{}` failed: {e}", spec.program)),
         })?;
     if !status.success() {
-        return Err(ToolError::Failed(failure(spec.program, status, &stderr)));
+        return Err(ToolError::Failed(failure(spec.program, status, &err)));
     }
-    Ok(parse_output(&stdout))
+    Ok(parse_output(&out))
 }
 
-/// Reads `stderr` to its end, keeping only the last bytes [`tail`] may show.
-async fn read_tail(stderr: Option<ChildStderr>) -> std::io::Result<Vec<u8>> {
-    let mut kept = Vec::new();
-    let Some(mut stderr) = stderr else { return Ok(kept) };
+/// Reads stdout into `bytes` up to the size limit; what was read stays when
+/// the future is dropped early.
+async fn read_stdout(
+    stdout: Option<ChildStdout>,
+    spec: &Spec<'_>,
+    bytes: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    if let Some(stdout) = stdout {
+        // One byte more than allowed tells an overflow.
+        stdout.take(spec.max_bytes as u64 + 1).read_to_end(bytes).await?;
+    }
+    if bytes.len() > spec.max_bytes {
+        let what = format!("the stdout of `{}`", spec.program);
+        let message = super::too_big(&what, spec.max_bytes);
+        return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, message));
+    }
+    Ok(())
+}
+
+/// Reads `stderr` to its end into `kept`, keeping only the last bytes
+/// [`tail`] may show.
+async fn read_tail(stderr: Option<ChildStderr>, kept: &mut Vec<u8>) -> std::io::Result<()> {
+    let Some(mut stderr) = stderr else { return Ok(()) };
     let mut chunk = [0u8; 8192];
     loop {
         let n = stderr.read(&mut chunk).await?;
         if n == 0 {
-            return Ok(kept);
+            return Ok(());
         }
         kept.extend_from_slice(&chunk[..n]);
         if kept.len() > 2 * STDERR_BYTES {
@@ -274,6 +306,21 @@ mod tests {
         assert!(text.ends_with("line 30"), "{text}");
     }
 
+    /// Waits up to 2 s for the process whose pid is in `pid_file` to be gone
+    /// (or a zombie), and fails if it is not.
+    async fn assert_gone(pid_file: &Path) {
+        let pid = std::fs::read_to_string(pid_file).unwrap();
+        let status = Path::new("/proc").join(pid.trim()).join("status");
+        for _ in 0..100 {
+            let text = std::fs::read_to_string(&status).unwrap_or_default();
+            if text.is_empty() || text.contains("State:\tZ") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("process {} still runs", pid.trim());
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn timeout_kills_the_child() {
         let dir = tempfile::tempdir().unwrap();
@@ -286,22 +333,25 @@ mod tests {
         .await;
         assert_eq!(out, Err(ToolError::Timeout(Duration::from_millis(200))));
         // The child is gone once the call has returned: no orphan keeps sleeping.
-        let pid = std::fs::read_to_string(dir.path().join("pid")).unwrap();
-        let proc_dir = std::path::Path::new("/proc").join(pid.trim());
-        let mut alive = proc_dir.exists();
-        for _ in 0..50 {
-            if !alive {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let status = std::fs::read_to_string(proc_dir.join("status")).unwrap_or_default();
-            alive = proc_dir.exists() && !status.contains("State:\tZ");
-        }
-        assert!(!alive, "the timed-out child {} still runs", pid.trim());
+        assert_gone(&dir.path().join("pid")).await;
         assert_eq!(
             ToolError::Timeout(Duration::from_millis(200)).to_string(),
             "timed out after 200ms"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn done_when_the_child_exits_and_its_group_is_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        // The grandchild inherits stdout and would hold it open for 30 s.
+        let out = call(
+            dir.path(),
+            exec("sh", &["-c", "sleep 30 & echo $! > gpid; echo done"]),
+            json!({}),
+        )
+        .await;
+        assert_eq!(out, Ok(json!("done")));
+        assert_gone(&dir.path().join("gpid")).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

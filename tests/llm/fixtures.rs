@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use igniter::effects::{Effects, Recording, RunHeader, Scope};
 use igniter::ir::{
     Agent, AgentId, BinaryOp, Expr, ExprKind, Implementation, Param, Part, Program, Provider,
     ProviderChoice, ProviderId, ProviderKind, Tool, ToolId, Type, TypeKind,
@@ -180,15 +181,26 @@ pub(crate) async fn run(
     trace: &Trace,
     q: &str,
 ) -> Result<String, LlmError> {
-    llm.run_agent(
-        program,
-        AgentId::from_index(0),
-        &question(q),
-        &Toolbox::new(),
-        trace,
-        "Report > assistant",
-    )
-    .await
+    run_with(llm, program, trace, q, Effects::live()).await
+}
+
+/// Effects that record every request to `path`.
+pub(crate) fn recording(path: &std::path::Path) -> Effects {
+    let file = Recording::record(path, RunHeader::default()).unwrap();
+    Effects::live().with(std::sync::Arc::new(file))
+}
+
+/// As [`run`], with every request going through `effects`.
+pub(crate) async fn run_with(
+    llm: &Llm,
+    program: &Program,
+    trace: &Trace,
+    q: &str,
+    effects: Effects,
+) -> Result<String, LlmError> {
+    let scope = Scope::new(effects, "Report > assistant");
+    llm.run_agent(program, AgentId::from_index(0), &question(q), &Toolbox::new(), trace, &scope)
+        .await
 }
 
 /// A final text reply in `kind`'s format.

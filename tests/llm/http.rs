@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use igniter::effects::Scope;
 use igniter::ir::{ProviderChoice, ProviderKind};
 use igniter::llm::LlmError;
 use igniter::trace::Trace;
@@ -12,8 +13,8 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::fixtures::{
-    agent, base_url, declared, kinds, llm, llm_with, named, program, provider_id, run,
-    sent_results, text_reply, tool_reply, url_path,
+    agent, base_url, declared, kinds, llm, llm_with, named, program, provider_id, recording, run,
+    run_with, sent_results, text_reply, tool_reply, url_path,
 };
 
 /// Answers with `responses` in order, then repeats the last one.
@@ -283,10 +284,12 @@ async fn keys_never_leak() {
         let server = server(vec![echo]).await;
         let dir =
             std::env::temp_dir().join(format!("ignite-llm-leak-{}-{kind:?}", std::process::id()));
-        let llm = llm().record_to(dir.clone());
+        let llm = llm();
+        let recording = recording(&dir);
         let trace = Trace::new(true);
-        let err = run(&llm, &single(kind, &server, 5_000, 0), &trace, "hi").await.unwrap_err();
-        llm.finish().unwrap();
+        let program = single(kind, &server, 5_000, 0);
+        let err = run_with(&llm, &program, &trace, "hi", recording.clone()).await.unwrap_err();
+        recording.finish().unwrap();
         let recording = std::fs::read_to_string(&dir).unwrap();
         std::fs::remove_file(&dir).ok();
         for text in
@@ -329,9 +332,10 @@ async fn keys_echoed_in_replies_go_nowhere() {
         .await;
         let dir =
             std::env::temp_dir().join(format!("ignite-llm-echo-{}-{kind:?}", std::process::id()));
-        let llm = llm().record_to(dir.clone());
-        let answer = run(&llm, &single(kind, &server, 5_000, 0), &Trace::new(false), "hi").await;
-        llm.finish().unwrap();
+        let recording = recording(&dir);
+        let program = single(kind, &server, 5_000, 0);
+        let answer = run_with(&llm(), &program, &Trace::new(false), "hi", recording.clone()).await;
+        recording.finish().unwrap();
         let recording = std::fs::read_to_string(&dir).unwrap();
         std::fs::remove_file(&dir).ok();
         assert_eq!(answer.unwrap(), "your key is ***", "{kind:?}");
@@ -463,7 +467,7 @@ async fn native_tool_reaches_the_model_with_its_schemars_params() {
                 &crate::fixtures::question("q"),
                 &toolbox,
                 &trace,
-                "p",
+                &Scope::live("p"),
             )
             .await
             .unwrap();

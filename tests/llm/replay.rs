@@ -1,5 +1,8 @@
 //! Record → replay round trips and mismatches.
 
+use std::sync::Arc;
+
+use igniter::effects::{Effects, Recording, Scope};
 use igniter::ir::{AgentId, ProviderChoice};
 use igniter::llm::{Llm, LlmError};
 use igniter::tools::Toolbox;
@@ -9,12 +12,16 @@ use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::fixtures::{
-    agent, base_url, declared, kinds, llm, named, program, provider_id, question, run, text_reply,
-    tool_reply,
+    agent, base_url, declared, kinds, llm, named, program, provider_id, question, recording,
+    run_with, text_reply, tool_reply,
 };
 
 fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("ignite-llm-rec-{}-{name}.json", std::process::id()))
+    std::env::temp_dir().join(format!("ignite-llm-rec-{}-{name}.jsonl", std::process::id()))
+}
+
+fn replay(path: &std::path::Path) -> Effects {
+    Effects::live().with(Arc::new(Recording::replay(path).unwrap()))
 }
 
 #[tokio::test]
@@ -38,23 +45,28 @@ async fn record_then_replay_offline() {
             vec![provider],
         );
         let path = temp(&format!("{kind:?}"));
-        let recorder = llm().record_to(path.clone());
-        assert_eq!(run(&recorder, &program, &Trace::new(false), "2+2?").await.unwrap(), "four");
+        let recorder = recording(&path);
+        let (live, trace) = (llm(), Trace::new(false));
+        let answer = run_with(&live, &program, &trace, "2+2?", recorder.clone()).await;
+        assert_eq!(answer.unwrap(), "four");
         recorder.finish().unwrap();
         drop(server);
 
         // No key, no server: everything comes from the file, through the same parsing.
-        let replayer = Llm::with_env(Default::default()).replay_from(&path).unwrap();
+        let offline = Llm::with_env(Default::default());
+        let replayer = replay(&path);
         let trace = Trace::new(true);
-        assert_eq!(run(&replayer, &program, &trace, "2+2?").await.unwrap(), "four");
+        let answer = run_with(&offline, &program, &trace, "2+2?", replayer.clone()).await;
+        assert_eq!(answer.unwrap(), "four");
         assert_eq!(trace.entries().iter().filter(|e| e.kind == "tool_call").count(), 1);
 
         // Each exchange is used once: a second identical run has nothing left.
-        let err = run(&replayer, &program, &Trace::new(false), "2+2?").await.unwrap_err();
+        let err = run_with(&offline, &program, &Trace::new(false), "2+2?", replayer).await;
+        let err = err.unwrap_err();
         assert!(matches!(err, LlmError::Replay { .. }), "{err}");
 
-        let replayer = Llm::with_env(Default::default()).replay_from(&path).unwrap();
-        let err = run(&replayer, &program, &Trace::new(false), "3+3?").await.unwrap_err();
+        let err = run_with(&offline, &program, &Trace::new(false), "3+3?", replay(&path)).await;
+        let err = err.unwrap_err();
         let text = err.to_string();
         assert!(text.contains("agent `Assistant`") && text.contains("provider `Fake`"), "{text}");
         let at = match kind.name() {
@@ -86,19 +98,21 @@ async fn replay_is_independent_of_order() {
         vec![provider],
     );
     let path = temp("order");
-    let recorder = llm().record_to(path.clone());
+    let recorder = recording(&path);
     for q in ["one", "two", "three"] {
-        run(&recorder, &program, &Trace::new(false), q).await.unwrap();
+        run_with(&llm(), &program, &Trace::new(false), q, recorder.clone()).await.unwrap();
     }
     recorder.finish().unwrap();
-    let replayer = Llm::with_env(Default::default()).replay_from(&path).unwrap();
+    let offline = Llm::with_env(Default::default());
+    let replayer = replay(&path);
     let trace = Trace::new(false);
     let toolbox = Toolbox::new();
     let runs = ["three", "one", "two"].map(|q| {
-        let (replayer, program, trace, toolbox) = (&replayer, &program, &trace, &toolbox);
+        let (offline, program, trace, toolbox) = (&offline, &program, &trace, &toolbox);
+        let scope = Scope::new(replayer.clone(), "p");
         async move {
-            replayer
-                .run_agent(program, AgentId::from_index(0), &question(q), toolbox, trace, "p")
+            offline
+                .run_agent(program, AgentId::from_index(0), &question(q), toolbox, trace, &scope)
                 .await
         }
     });

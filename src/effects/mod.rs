@@ -1,0 +1,380 @@
+//! The effects seam: every tool call and model exchange of a run passes
+//! through [`Scope::perform`], which asks the run's stores for a result
+//! before doing the work and hands them the result after it is done.
+//!
+//! Input: an [`Effect`] (what is about to happen, with a stable
+//! [`EffectKey`]) and the live work as a future. Output: the effect's
+//! [`Outcome`], from a store or from the live work.
+//!
+//! | store | looks up | records |
+//! | --- | --- | --- |
+//! | none (live) | nothing | nothing |
+//! | [`Recording`] for `--record FILE` | nothing | tool calls, model exchanges |
+//! | [`Recording`] for `--replay FILE` | tool calls, model exchanges; a miss refuses | nothing |
+//! | [`Recording`] for `--journal` / `--resume ID` | the successful entries of the journal | tool calls, model exchanges |
+//! //!
+//! Stores are asked in order; the first hit wins and the work is not done.
+//! A store that refuses (a replay that has no such call) fails the effect.
+//! After live work every store records the outcome. A later durable
+//! backend (one journaled step per effect, named by its key) or a test
+//! runner's mocks are further [`EffectStore`]s, not new code paths.
+//!
+//! Keys: an effect is named by its node path (`Root.child > node`), the
+//! item index of a `for` (none today) and its sequence number among the
+//! effects of that node (an agent's model attempts and tool calls count up
+//! in the order the loop starts them). The same program on the same
+//! inputs gives every effect the same key.
+
+mod recording;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use recording::{Recording, RunHeader};
+
+/// The stable name of one effect of a run.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct EffectKey {
+    /// The node path: `Root.child > node`.
+    pub node: String,
+    /// The item index inside a `for`, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<u32>,
+    /// The effect's number among its node's effects, from 0.
+    pub seq: u32,
+}
+
+/// What kind of work an effect is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EffectKind {
+    /// One call of a tool (a tool node, or a tool call of an agent).
+    Tool,
+    /// One request to a model provider (one attempt).
+    Model,
+    /// One whole agent run (only the cache stores these).
+    Agent,
+}
+
+/// One effect about to happen.
+#[derive(Debug, Clone, Copy)]
+pub struct Effect<'a> {
+    /// Its stable name.
+    pub key: &'a EffectKey,
+    /// What it is.
+    pub kind: EffectKind,
+    /// The tool's name, the provider's label or the agent's name.
+    pub name: &'a str,
+    /// A model request's URL; empty otherwise.
+    pub route: &'a str,
+    /// Everything that shapes the result: a tool's arguments, a model
+    /// request's body, an agent's prompts and settings.
+    pub request: &'a Value,
+    /// How the result may be cached: `None` unless the declaration says `cache`.
+    pub cache: Option<CachePolicy<'a>>,
+}
+
+/// A declaration's `cache` setting.
+#[derive(Debug, Clone, Copy)]
+pub struct CachePolicy<'a> {
+    /// How long a result stays valid; `None` for ever.
+    pub ttl: Option<Duration>,
+    /// What does the work, beyond the request: a tool's implementation.
+    pub definition: &'a str,
+}
+
+/// What an effect produced, in the form stores keep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// A result: a tool's value, a 2xx model response, an agent's answer.
+    Value(Value),
+    /// A failure: a tool's error message, a non-2xx model response.
+    /// Replayed, never cached, not reused by `--resume`.
+    Failed(Value),
+}
+
+/// What a store has for an effect.
+#[derive(Debug)]
+pub enum Lookup {
+    /// This outcome: the work is not done.
+    Hit(Outcome),
+    /// Nothing: ask the next store, then do the work.
+    Miss,
+    /// The effect must not run: why (a replay without this call).
+    Refuse(String),
+}
+
+/// A place effects are looked up in and recorded to.
+pub trait EffectStore: Send + Sync {
+    /// The stored outcome of `effect`, if any.
+    fn lookup(&self, effect: &Effect<'_>) -> Lookup;
+
+    /// Keeps the outcome of `effect`, which just ran live.
+    ///
+    /// # Errors
+    /// The store could not keep it (a write failed): the message says why.
+    fn record(&self, effect: &Effect<'_>, outcome: &Outcome) -> Result<(), String>;
+
+    /// True when this store answers every effect itself (a replay): no key
+    /// or network is needed, and nobody waits before a retry.
+    fn offline(&self) -> bool {
+        false
+    }
+
+    /// Called once when the run ends (a recording sorts its file).
+    ///
+    /// # Errors
+    /// As [`EffectStore::record`].
+    fn finish(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Why an effect did not produce an [`Outcome`].
+#[derive(Debug)]
+pub enum EffectError<L> {
+    /// A store refused the effect (a replay without it): what differs.
+    Refused(String),
+    /// A store could not record the outcome: why.
+    Store(String),
+    /// The live work failed in a way no store keeps (a connection error).
+    Live(L),
+}
+
+/// The stores of a run, in lookup order; cheap to clone.
+#[derive(Clone, Default)]
+pub struct Effects {
+    stores: Arc<Vec<Arc<dyn EffectStore>>>,
+}
+
+impl std::fmt::Debug for Effects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Effects").field("stores", &self.stores.len()).finish()
+    }
+}
+
+impl Effects {
+    /// No store: every effect runs live.
+    #[must_use]
+    pub fn live() -> Self {
+        Self::default()
+    }
+
+    /// Adds `store` after the ones there are.
+    #[must_use]
+    pub fn with(mut self, store: Arc<dyn EffectStore>) -> Self {
+        Arc::make_mut(&mut self.stores).push(store);
+        self
+    }
+
+    /// True when a store answers everything (a replay).
+    #[must_use]
+    pub fn offline(&self) -> bool {
+        self.stores.iter().any(|s| s.offline())
+    }
+
+    /// Tells every store the run has ended.
+    ///
+    /// # Errors
+    /// The first store that failed to finish.
+    pub fn finish(&self) -> Result<(), String> {
+        self.stores.iter().try_for_each(|s| s.finish())
+    }
+
+    async fn perform<L>(
+        &self,
+        effect: &Effect<'_>,
+        live: impl Future<Output = Result<Outcome, L>>,
+    ) -> Result<Outcome, EffectError<L>> {
+        for store in self.stores.iter() {
+            match store.lookup(effect) {
+                Lookup::Hit(outcome) => return Ok(outcome),
+                Lookup::Miss => {}
+                Lookup::Refuse(why) => return Err(EffectError::Refused(why)),
+            }
+        }
+        let outcome = live.await.map_err(EffectError::Live)?;
+        for store in self.stores.iter() {
+            store.record(effect, &outcome).map_err(EffectError::Store)?;
+        }
+        Ok(outcome)
+    }
+}
+
+/// The effects of one node: its path and the count of keys handed out.
+#[derive(Debug)]
+pub struct Scope {
+    effects: Effects,
+    node: String,
+    item: Option<u32>,
+    /// `node`, or `node[item]`.
+    path: String,
+    next: AtomicU32,
+}
+
+impl Scope {
+    /// The scope of node `node` (its path) under `effects`.
+    #[must_use]
+    pub fn new(effects: Effects, node: impl Into<String>) -> Self {
+        let node = node.into();
+        Self { effects, path: node.clone(), node, item: None, next: AtomicU32::new(0) }
+    }
+
+    /// The scope of one item of a `for` node (`None`: the node itself).
+    #[must_use]
+    pub fn with_item(mut self, item: Option<u32>) -> Self {
+        self.item = item;
+        self.path = match item {
+            Some(i) => format!("{}[{i}]", self.node),
+            None => self.node.clone(),
+        };
+        self
+    }
+
+    /// A scope whose effects all run live (tests, embedding programs).
+    #[must_use]
+    pub fn live(node: impl Into<String>) -> Self {
+        Self::new(Effects::live(), node)
+    }
+
+    /// The node path, with `[item]` for an item of a `for`.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The run's stores.
+    #[must_use]
+    pub fn effects(&self) -> &Effects {
+        &self.effects
+    }
+
+    /// The key of the node's next effect.
+    #[must_use]
+    pub fn next_key(&self) -> EffectKey {
+        EffectKey {
+            node: self.node.clone(),
+            item: self.item,
+            seq: self.next.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// Looks `effect` up in the stores, or runs `live` and records its
+    /// outcome.
+    ///
+    /// # Errors
+    /// A store refused or could not record, or `live` failed.
+    pub async fn perform<L>(
+        &self,
+        effect: &Effect<'_>,
+        live: impl Future<Output = Result<Outcome, L>>,
+    ) -> Result<Outcome, EffectError<L>> {
+        self.effects.perform(effect, live).await
+    }
+
+    /// Calls `tool` of `program` with `args` through the stores.
+    ///
+    /// # Errors
+    /// The tool's error, or why a store refused the call.
+    pub async fn call_tool(
+        &self,
+        key: &EffectKey,
+        toolbox: &crate::tools::Toolbox,
+        program: &crate::ir::Program,
+        tool: crate::ir::ToolId,
+        args: Value,
+    ) -> Result<Value, CallError> {
+        let declared = &program[tool];
+        let effect = Effect {
+            key,
+            kind: EffectKind::Tool,
+            name: &declared.tool_name,
+            route: "",
+            request: &args,
+            cache: None,
+        };
+        let live = async {
+            Ok::<_, std::convert::Infallible>(
+                match toolbox.call(program, tool, args.clone()).await {
+                    Ok(value) => Outcome::Value(value),
+                    Err(e) => Outcome::Failed(CallError::of(&e).to_value()),
+                },
+            )
+        };
+        match self.perform(&effect, live).await {
+            Ok(Outcome::Value(value)) => Ok(value),
+            Ok(Outcome::Failed(failure)) => Err(CallError::from_value(failure)),
+            Err(EffectError::Refused(hint)) => Err(CallError {
+                message: format!("no recorded call matches: {hint}"),
+                code: Some("ignite::effects::replay".to_owned()),
+                help: Some("record the run again with `--record`".to_owned()),
+            }),
+            Err(EffectError::Store(why)) => Err(CallError {
+                message: why,
+                code: Some("ignite::effects::store".to_owned()),
+                help: None,
+            }),
+            Err(EffectError::Live(never)) => match never {},
+        }
+    }
+}
+
+/// A failed call as stores keep it: the error's message, code and help.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[error("{message}")]
+pub struct CallError {
+    /// What went wrong.
+    pub message: String,
+    /// The error's diagnostic code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// How to fix it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+impl CallError {
+    /// The message, code and help of `error`.
+    pub fn of<E: miette::Diagnostic + ?Sized>(error: &E) -> Self {
+        Self {
+            message: error.to_string(),
+            code: error.code().map(|c| c.to_string()),
+            help: error.help().map(|h| h.to_string()),
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|_| Value::String(self.message.clone()))
+    }
+
+    /// A kept failure: an object with `message`, or any other value as the message.
+    fn from_value(value: Value) -> Self {
+        match serde_json::from_value(value.clone()) {
+            Ok(error) => error,
+            Err(_) => Self {
+                message: match value {
+                    Value::String(text) => text,
+                    other => other.to_string(),
+                },
+                code: None,
+                help: None,
+            },
+        }
+    }
+}
+
+impl miette::Diagnostic for CallError {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.code.as_ref().map(|c| Box::new(c) as Box<dyn std::fmt::Display>)
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.help.as_ref().map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+    }
+}

@@ -1,0 +1,270 @@
+//! Runs that last, from the outside: real `ignite` processes against a
+//! local fake provider that counts requests, real `exec` children, real
+//! signals. Journal and resume after SIGKILL, record and replay with a tool
+//! that has a side effect, SIGINT and SIGTERM with a grandchild running.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wiremock::matchers::{body_string_contains, method};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn ignite(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ignite"));
+    command.current_dir(dir).env("NO_COLOR", "1").env("FAKE_KEY", "sk-fake");
+    command
+}
+
+/// A chain: a tool that appends to `marks.txt`, then two agents in a row.
+fn chain(dir: &Path, server: &str) -> PathBuf {
+    let text = r#"
+provider Fake {
+  kind openai
+  base_url "BASE/v1"
+  api_key env("FAKE_KEY")
+  retries 0
+}
+
+tool Mark {
+  description "Appends its text to marks.txt"
+  param text: string
+  exec "sh" "-c" "cat >> marks.txt; echo >> marks.txt; echo marked"
+}
+
+agent First {
+  provider Fake
+  model "m"
+  input q: string
+  prompt "first {q}"
+}
+
+agent Second {
+  provider Fake
+  model "m"
+  input q: string
+  prompt "second {q}"
+}
+
+contract Chain {
+  input q: string
+  compute mark = Mark(text: q)
+  compute a = First(q: mark)
+  compute b = Second(q: a)
+  output b
+}
+"#
+    .replace("BASE", server);
+    let file = dir.join("chain.ign");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+fn reply(text: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1}
+    }))
+}
+
+async fn answer(server: &MockServer, asked: &str, response: ResponseTemplate) {
+    Mock::given(method("POST"))
+        .and(body_string_contains(asked))
+        .respond_with(response)
+        .mount(server)
+        .await;
+}
+
+async fn requests_with(server: &MockServer, text: &str) -> usize {
+    let requests = server.received_requests().await.unwrap_or_default();
+    requests.iter().filter(|r| String::from_utf8_lossy(&r.body).contains(text)).count()
+}
+
+fn marks(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("marks.txt")).unwrap_or_default().lines().count()
+}
+
+fn outputs(output: &Output) -> Value {
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Polls `done` every 20 ms for up to 20 s.
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..1000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn journals(dir: &Path) -> Vec<PathBuf> {
+    let runs = dir.join(".ignite/runs");
+    std::fs::read_dir(runs)
+        .map_or_else(|_| Vec::new(), |entries| entries.map(|e| e.unwrap().path()).collect())
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).unwrap_or_default().lines().count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_after_sigkill_repeats_no_finished_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    answer(&server, "first", reply("alpha")).await;
+    answer(&server, "second", reply("late").set_delay(Duration::from_secs(60))).await;
+    let file = chain(dir.path(), &server.uri());
+    let mut child = ignite(dir.path())
+        .args(["run", "chain.ign", "--journal", "--input", "q=go"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Header, the tool call, the first model exchange: then the second
+    // model call hangs, and the process is killed without warning.
+    wait_for("three journal lines", || journals(dir.path()).first().is_some_and(|j| lines(j) == 3))
+        .await;
+    let mut polls = 0;
+    while requests_with(&server, "second").await == 0 {
+        polls += 1;
+        assert!(polls < 1000, "the second request never came");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let journal = journals(dir.path()).remove(0);
+    let id = journal.file_stem().unwrap().to_string_lossy().into_owned();
+    assert_eq!(requests_with(&server, "first marked").await, 1);
+    assert_eq!(marks(dir.path()), 1);
+
+    server.reset().await;
+    answer(&server, "first", reply("alpha")).await;
+    answer(&server, "second", reply("beta")).await;
+    // No inputs: the journal's are used.
+    let resumed = ignite(dir.path()).args(["run", "chain.ign", "--resume", &id]).output().unwrap();
+    assert_eq!(outputs(&resumed), json!({"b": "beta"}));
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(stderr.contains(&format!("run ID {id}")), "{stderr}");
+    // The tool did not run again and only the unfinished call was sent.
+    assert_eq!(marks(dir.path()), 1);
+    assert_eq!(requests_with(&server, "first").await, 0);
+    assert_eq!(requests_with(&server, "second").await, 1);
+    // The journal now holds every effect: resuming again sends nothing.
+    server.reset().await;
+    let again = ignite(dir.path()).args(["run", "chain.ign", "--resume", &id]).output().unwrap();
+    assert_eq!(outputs(&again), json!({"b": "beta"}));
+    assert!(server.received_requests().await.unwrap_or_default().is_empty());
+    assert_eq!(marks(dir.path()), 1);
+    drop(file);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_repeats_no_side_effect_and_names_the_first_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    answer(&server, "first", reply("alpha")).await;
+    answer(&server, "second", reply("beta")).await;
+    chain(dir.path(), &server.uri());
+    let recorded = ignite(dir.path())
+        .args(["run", "chain.ign", "--input", "q=go", "--record", "run.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(outputs(&recorded), json!({"b": "beta"}));
+    assert_eq!(marks(dir.path()), 1);
+    drop(server);
+
+    // No server, no key, and the tool does not run: the file is unchanged.
+    let replayed = ignite(dir.path())
+        .env_remove("FAKE_KEY")
+        .args(["run", "chain.ign", "--input", "q=go", "--replay", "run.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(outputs(&replayed), json!({"b": "beta"}));
+    assert_eq!(marks(dir.path()), 1);
+
+    let other = ignite(dir.path())
+        .env_remove("FAKE_KEY")
+        .args(["run", "chain.ign", "--input", "q=gone", "--replay", "run.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(other.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    let found = r#"no recorded call matches: at `/text`: recorded "go", sent"#;
+    assert!(stderr.contains(found) && stderr.contains(r#""gone""#), "{stderr}");
+    assert_eq!(marks(dir.path()), 1);
+}
+
+fn alive(pid: &str) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    !status.is_empty() && !status.contains("State:\tZ")
+}
+
+fn spawning(dir: &Path) {
+    let text = r#"
+tool Spawn {
+  description "Starts a grandchild and waits for it"
+  param n: integer
+  exec "sh" "-c" "sleep 300 & echo $! > grandchild.pid; echo $$ > child.pid; wait"
+}
+
+contract Hold {
+  input n: integer
+  compute held = Spawn(n: n)
+  output held
+}
+"#;
+    std::fs::write(dir.join("hold.ign"), text).unwrap();
+}
+
+fn stop_with(child: &mut Child, signal: i32) -> Output {
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(20), "ignite did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    Output { status: child.wait().unwrap(), stdout: Vec::new(), stderr: stderr.into_bytes() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signals_kill_the_process_group_and_exit() {
+    for (signal, name, code) in [(libc::SIGINT, "SIGINT", 130), (libc::SIGTERM, "SIGTERM", 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        spawning(dir.path());
+        let mut child = ignite(dir.path())
+            .args(["run", "hold.ign", "--input", "n=1", "--journal"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid_file = dir.path().join("grandchild.pid");
+        wait_for("the grandchild", || {
+            std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
+        })
+        .await;
+        let grandchild = std::fs::read_to_string(&pid_file).unwrap().trim().to_owned();
+        let tool = std::fs::read_to_string(dir.path().join("child.pid")).unwrap().trim().to_owned();
+        assert!(alive(&grandchild));
+        let output = stop_with(&mut child, signal);
+        assert_eq!(output.status.code(), Some(code));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(&format!("ignite: stopped by {name}")), "{stderr}");
+        assert!(stderr.contains("--resume"), "{stderr}");
+        wait_for("the tool's process group to die", || !alive(&grandchild) && !alive(&tool)).await;
+        // The journal holds whole lines only: the header, no half entry.
+        let journal = journals(dir.path()).remove(0);
+        assert!(std::fs::read_to_string(journal).unwrap().ends_with('\n'));
+    }
+}
