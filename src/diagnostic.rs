@@ -80,6 +80,7 @@ codes! {
     UnknownProvider => "ignite::lower::unknown_provider",
     ToolNameClash => "ignite::lower::tool_name_clash",
     UnusedNode => "ignite::lower::unused_node",
+    MissingFile => "ignite::lower::missing_file",
     TryNonCall => "ignite::lower::try_non_call",
     ForNonArray => "ignite::lower::for_non_array",
     NotExhaustive => "ignite::lower::not_exhaustive",

@@ -83,10 +83,11 @@ impl SourceFile {
         self.lines.get_or_init(|| line_starts(&self.text))
     }
 
-    /// The folder relative paths in this file resolve from.
+    /// The folder relative paths in this file resolve from; `.` for a
+    /// bare file name (`ignite run fs.ign`).
     #[must_use]
     pub fn dir(&self) -> &Path {
-        self.path.parent().unwrap_or_else(|| Path::new("."))
+        self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| Path::new("."))
     }
 }
 

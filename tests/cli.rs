@@ -31,6 +31,24 @@ fn check_folder_with_a_symlink_loop() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), "");
 }
 
+/// A builtin `fs` tool with no `root` in a file named without a folder
+/// (`ignite run fs.ign`) reads from `.`, the file's folder.
+#[test]
+fn run_fs_tool_of_a_bare_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "tool ReadFile {\n  param path: string\n  builtin \"fs.read\"\n}\n\ncontract Read {\n  input path: string\n  compute text = ReadFile(path: path)\n  output text\n}\n";
+    std::fs::write(dir.path().join("fs.ign"), program).unwrap();
+    std::fs::write(dir.path().join("data.txt"), "hello").unwrap();
+    let output = ignite()
+        .current_dir(dir.path())
+        .args(["run", "fs.ign", "--input", "path=data.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let outputs: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(outputs, serde_json::json!({"text": "hello"}));
+}
+
 /// `--jobs` takes 1 to 65535; a huge pool is capped, not spawned.
 #[test]
 fn run_jobs_bounds() {

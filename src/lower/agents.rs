@@ -153,7 +153,10 @@ impl Lowerer<'_> {
                 return None;
             };
             let path = self.expect_plain_string(file, "a script file")?;
-            return Some(ProviderChoice::Script(self.sources[file.span.file].dir().join(path)));
+            let dir = self.sources[file.span.file].dir();
+            let path = dir.join(path);
+            self.check_script_file(file, &path, dir);
+            return Some(ProviderChoice::Script(path));
         }
         if let Some(file) = &reference.file {
             self.push(

@@ -11,6 +11,7 @@ use super::Lowerer;
 use super::calls::Stmt;
 use super::cycles::effectful_contracts;
 use super::expr::Scope;
+use super::names::Decl;
 use super::suggest::did_you_mean;
 use crate::ast::{self, ExprKind, Node};
 use crate::diagnostic::{Code, Diagnostic};
@@ -224,6 +225,9 @@ impl Lowerer<'_> {
                 );
                 continue;
             };
+            if let Some(field) = fields.first() {
+                self.check_child_output(contract, head, field);
+            }
             outputs.push(ir::Output {
                 name: name.name.clone(),
                 node: NodeId(node),
@@ -243,5 +247,47 @@ impl Lowerer<'_> {
             );
         }
         outputs
+    }
+
+    /// `output child.field` where `child` composes a contract directly: the
+    /// field must be one of that contract's outputs (its value is an object
+    /// of exactly those).
+    fn check_child_output(
+        &mut self,
+        contract: &ast::Contract,
+        node: &ast::Ident,
+        field: &ast::Ident,
+    ) {
+        let composed = contract.nodes.iter().find_map(|n| match n {
+            Node::Compose(name, expr, _) if name.name == node.name => match &expr.kind {
+                ExprKind::Call(callee, _) => Some(callee),
+                _ => None,
+            },
+            _ => None,
+        });
+        let Some(callee) = composed else { return };
+        let Some(Decl::Contract(i)) = self.decls.get(&callee.name) else { return };
+        let child = self.decls.contracts[i];
+        let names: Vec<&str> = child
+            .outputs
+            .iter()
+            .filter_map(|o| o.alias.as_ref().or(o.path.last()).map(|n| n.name.as_str()))
+            .collect();
+        if names.contains(&field.name.as_str()) {
+            return;
+        }
+        self.push(
+            Diagnostic::error(
+                Code::UnknownOutput,
+                field.span,
+                format!("contract `{}` has no output `{}`", child.name.name, field.name),
+            )
+            .label(format!("not an output of `{}`", child.name.name))
+            .note(child.name.span, "the composed contract")
+            .help(
+                did_you_mean(&field.name, names.iter().copied())
+                    .unwrap_or_else(|| format!("its outputs are {}", super::suggest::list(&names))),
+            ),
+        );
     }
 }

@@ -35,6 +35,7 @@ mod contracts;
 mod control;
 mod cycles;
 mod expr;
+mod files;
 mod names;
 mod providers;
 mod records;

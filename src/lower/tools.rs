@@ -196,11 +196,12 @@ impl Lowerer<'_> {
             ast::Implementation::Returns(expr, _) => {
                 Implementation::Returns(self.lower_expr(expr, scope))
             }
-            ast::Implementation::Exec(words, _) => {
-                let words: Vec<String> = words
+            ast::Implementation::Exec(exprs, _) => {
+                let words: Vec<String> = exprs
                     .iter()
                     .map(|w| self.expect_plain_string(w, "an `exec` word").unwrap_or_default())
                     .collect();
+                self.check_exec_files(self.sources[tool.span.file].dir(), exprs, &words);
                 let mut words = words.into_iter();
                 let program = words.next().unwrap_or_default();
                 Implementation::Exec { program, args: words.collect() }

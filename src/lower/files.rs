@@ -1,0 +1,69 @@
+//! Files a program names that should exist when it runs: `exec` programs
+//! and the scripts they are given, and `provider script` files.
+//!
+//! A missing one is a warning, not an error: the file may be created
+//! before the run (by a build step, or by `--record`).
+
+use std::path::Path;
+
+use super::Lowerer;
+use crate::ast;
+use crate::diagnostic::{Code, Diagnostic};
+
+/// Extensions of the script files an `exec` argument may name.
+const SCRIPT_EXTENSIONS: [&str; 11] =
+    ["py", "sh", "bash", "js", "mjs", "cjs", "ts", "rb", "pl", "php", "lua"];
+
+impl Lowerer<'_> {
+    /// `exec "program" "arg" ...` of a tool declared in `dir`: the program
+    /// (from `dir` when it holds a `/`, else on `PATH`) and every argument
+    /// that names a script file must exist.
+    pub(super) fn check_exec_files(&mut self, dir: &Path, words: &[ast::Expr], program: &[String]) {
+        let (Some(first), Some(name)) = (words.first(), program.first()) else { return };
+        if name.contains('/') {
+            if !dir.join(name).exists() {
+                self.missing_file(first, &format!("`exec` program `{name}` does not exist"), dir);
+            }
+        } else if !name.is_empty() && !on_path(name) {
+            self.push(
+                Diagnostic::warning(
+                    Code::MissingFile,
+                    first.span,
+                    format!("`exec` program `{name}` is not on `PATH`"),
+                )
+                .label("not found")
+                .help("install it, or name it by a path from the tool's folder (`./run.sh`)"),
+            );
+        }
+        for (word, arg) in words.iter().zip(program).skip(1) {
+            let script = Path::new(arg)
+                .extension()
+                .is_some_and(|e| SCRIPT_EXTENSIONS.iter().any(|s| e.eq_ignore_ascii_case(s)));
+            if script && !dir.join(arg).exists() {
+                self.missing_file(word, &format!("script `{arg}` does not exist"), dir);
+            }
+        }
+    }
+
+    /// `provider script "file.json"`: the file of replies.
+    pub(super) fn check_script_file(&mut self, file: &ast::Expr, path: &Path, dir: &Path) {
+        if !path.exists() {
+            let message = format!("script file `{}` does not exist", path.display());
+            self.missing_file(file, &message, dir);
+        }
+    }
+
+    fn missing_file(&mut self, at: &ast::Expr, message: &str, dir: &Path) {
+        self.push(
+            Diagnostic::warning(Code::MissingFile, at.span, message).label("no such file").help(
+                format!("paths are relative to `{}`, the folder of this file", dir.display()),
+            ),
+        );
+    }
+}
+
+/// True when `program` is an executable file in a folder of `PATH`.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
