@@ -30,6 +30,7 @@
 //! After a failure the ready pure nodes still run (no effect starts), so
 //! a guard that would fail is reported before the error it guards against.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -43,8 +44,8 @@ use crate::diagnostic::Code;
 use crate::effects;
 use crate::eval::{self, Scope, describe};
 use crate::ir::{
-    Body, BranchKind, Call, Callee, ContractId, Expr, NodeId, NodeKind, Param, Pattern, Program,
-    Runner,
+    Body, BranchKind, Call, Callee, ContractId, Expr, ExprKind, NodeId, NodeKind, Param, Pattern,
+    Program, Runner,
 };
 use crate::source::Span;
 use crate::trace::Trace;
@@ -568,6 +569,7 @@ impl Scheduler<'_> {
                 if count == 0 {
                     return self.finish(job, Value::Array(Vec::new()));
                 }
+                let items = items.into_owned();
                 let gather = Gather { items, results: vec![Value::Null; count], left: count };
                 self.execs[job.exec].gathers.insert(job.node, gather);
                 for i in 0..count {
@@ -966,27 +968,36 @@ fn choose(
 }
 
 /// The items of a `for` node that pass its filter.
-fn items(each: &crate::ir::Collection, values: &[Value], job: Job) -> Result<Vec<Value>, Failure> {
-    let items = match eval_node(&each.items, values, job)? {
-        Value::Array(items) => items,
-        other => {
-            return Err(Failure::new(
-                job,
-                format!("`for` needs an array, got {}", describe(&other)),
-                each.items.span,
-                Code::NodeFailed,
-            ));
-        }
+/// The items of a `for` node that pass its filter: borrowed from the
+/// node table when the array is a node's value and there is no filter.
+fn items<'v>(
+    each: &crate::ir::Collection,
+    values: &'v [Value],
+    job: Job,
+) -> Result<Cow<'v, [Value]>, Failure> {
+    let not_array = |value: &Value| {
+        let message = format!("`for` needs an array, got {}", describe(value));
+        Failure::new(job, message, each.items.span, Code::NodeFailed)
+    };
+    let items: Cow<'v, [Value]> = match &each.items.kind {
+        ExprKind::Var(var) => match &values[*var as usize] {
+            Value::Array(items) => Cow::Borrowed(items.as_slice()),
+            other => return Err(not_array(other)),
+        },
+        _ => match eval_node(&each.items, values, job)? {
+            Value::Array(items) => Cow::Owned(items),
+            other => return Err(not_array(&other)),
+        },
     };
     let Some(filter) = &each.filter else { return Ok(items) };
     let mut kept = Vec::with_capacity(items.len());
-    for (i, item) in items.into_iter().enumerate() {
-        let scope = ItemScope { values, var: each.var, item: &item };
+    for (i, item) in items.iter().enumerate() {
+        let scope = ItemScope { values, var: each.var, item };
         let item_job = Job { item: u32::try_from(i).ok(), ..job };
         let keep = eval::eval(filter, &scope)
             .map_err(|e| Failure::new(item_job, e.message, e.span, Code::NodeFailed))?;
         match keep {
-            Value::Bool(true) => kept.push(item),
+            Value::Bool(true) => kept.push(item.clone()),
             Value::Bool(false) => {}
             other => {
                 let message = format!("the `for` filter needs a boolean, got {}", describe(&other));
@@ -994,7 +1005,7 @@ fn items(each: &crate::ir::Collection, values: &[Value], job: Job) -> Result<Vec
             }
         }
     }
-    Ok(kept)
+    Ok(Cow::Owned(kept))
 }
 
 fn eval_node<S: Scope + ?Sized>(expr: &Expr, values: &S, job: Job) -> Result<Value, Failure> {
