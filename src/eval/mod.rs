@@ -62,6 +62,10 @@ pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Value, EvalErro
         ExprKind::Literal(value) => Ok(value.clone()),
         ExprKind::Var(var) => Ok(scope.var(*var).clone()),
         ExprKind::Field(target, name) => {
+            // `a.b.c` over a variable reads in place: only the result is copied.
+            if let Some(value) = place(target, scope).and_then(|t| t.get(name.as_str())) {
+                return Ok(value.clone());
+            }
             let target = eval(target, scope)?;
             field(&target, name).cloned().map_err(|m| EvalError::new(expr.span, m))
         }
@@ -106,6 +110,17 @@ pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Value, EvalErro
             let values = args.iter().map(|e| eval(e, scope)).collect::<Result<Vec<_>, _>>()?;
             functions::call(*function, &values).map_err(|m| EvalError::new(expr.span, m))
         }
+    }
+}
+
+/// The value a variable or a chain of fields of one denotes, borrowed;
+/// `None` when it is something else or a field is missing (the caller
+/// evaluates it and reports the error).
+fn place<'s, S: Scope + ?Sized>(expr: &Expr, scope: &'s S) -> Option<&'s Value> {
+    match &expr.kind {
+        ExprKind::Var(var) => Some(scope.var(*var)),
+        ExprKind::Field(target, name) => place(target, scope)?.get(name.as_str()),
+        _ => None,
     }
 }
 
