@@ -84,7 +84,7 @@ fn openai(uri: &str) -> String {
     format!("provider Fake {{\n  kind openai\n  base_url \"{uri}/v1\"\n  retries 0\n}}")
 }
 
-async fn run(llm: &Llm, program: &Program, q: &str) -> String {
+async fn run(llm: &Llm, program: &Program, q: &str) -> serde_json::Value {
     let mut inputs = Map::new();
     inputs.insert("q".into(), json!(q));
     let scope = Scope::live("bench");
@@ -99,7 +99,7 @@ async fn per_call(llm: &Llm, program: &Program, latency: Duration) -> (Duration,
     let mut best = Duration::MAX;
     for _ in 0..5 {
         let started = Instant::now();
-        assert_eq!(run(llm, program, "go").await, "done");
+        assert_eq!(run(llm, program, "go").await, json!("done"));
         best = best.min(started.elapsed());
     }
     let calls = u32::try_from(TURNS + 1).unwrap();

@@ -159,6 +159,9 @@ fn dump(program: &Program) -> String {
             agent.max_tokens,
             inputs.join(", ")
         );
+        if let Some(result) = &agent.result {
+            let _ = writeln!(out, "  result {result}, {} repair(s)", agent.result_retries);
+        }
     }
     for provider in &program.providers {
         let _ = writeln!(

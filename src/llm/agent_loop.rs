@@ -18,6 +18,12 @@
 //! unchanged. Unknown tools and failing tools become result text
 //! (`Unknown tool: NAME`, `Error: ...`) so the model can recover.
 //!
+//! With `result T` the final text must be JSON of `T` (see `structured.rs`,
+//! asked for with each provider's native mechanism): an answer that does not
+//! fit goes back with the problems, as a user message, up to
+//! `result_retries` times (not counted as tool turns), then fails with
+//! [`LlmError::BadResult`].
+//!
 //! A provider (or malformed-reply) error moves the rest of the conversation
 //! to the next link of the fallback chain; other errors end the run.
 
@@ -29,6 +35,7 @@ use serde_json::{Map, Value};
 use super::client::{CallContext, ModelClient};
 use super::error::LlmError;
 use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult};
+use super::structured::{ResultSchema, Structured, excerpt};
 use crate::effects::EffectKey;
 use crate::eval;
 use crate::ir::{Agent, Expr, Program, ToolId};
@@ -68,17 +75,21 @@ pub(crate) fn prompts(
 }
 
 impl Run<'_> {
-    /// Runs the loop from the first user message to the final text.
+    /// Runs the loop from the first user message to the answer: the final
+    /// text, or the structured value of the agent's `result`.
     pub(crate) async fn run(
         &self,
         system: Option<String>,
         prompt: String,
-    ) -> Result<String, LlmError> {
+    ) -> Result<Value, LlmError> {
+        let structured = self.agent.result.as_ref().map(Structured::new);
         let mut messages = vec![Message::User(prompt)];
         let mut link = 0;
         let mut turns = 0;
+        let mut repairs = 0;
         loop {
-            let (reply, used) = self.complete(link, &system, &messages).await?;
+            let result = structured.as_ref().map(|s| s.schema.clone());
+            let (reply, used) = self.complete(link, &system, &messages, result).await?;
             link = used;
             let (agent, provider, model) = (
                 self.agent.name.clone(),
@@ -105,7 +116,30 @@ impl Run<'_> {
                 if reply.text.trim().is_empty() {
                     return Err(LlmError::Empty { agent, provider, model });
                 }
-                return Ok(reply.text);
+                let Some(structured) = &structured else { return Ok(Value::String(reply.text)) };
+                let problems = match structured.read(&reply.text, self.toolbox, &agent) {
+                    Ok(value) => return Ok(value),
+                    Err(problems) => problems,
+                };
+                if repairs >= self.agent.result_retries {
+                    return Err(LlmError::BadResult {
+                        agent,
+                        ty: structured.schema.name.clone(),
+                        attempts: repairs + 1,
+                        problems,
+                        excerpt: excerpt(&reply.text),
+                    });
+                }
+                // The answer goes back with what is wrong with it, for another try.
+                repairs += 1;
+                let repair = structured.repair_prompt(&problems);
+                messages.push(Message::Assistant {
+                    text: reply.text,
+                    tool_calls: Vec::new(),
+                    echo: reply.echo,
+                });
+                messages.push(Message::User(repair));
+                continue;
             }
             if turns >= self.agent.max_tool_iterations {
                 return Err(LlmError::ToolLoop {
@@ -140,6 +174,7 @@ impl Run<'_> {
         from: usize,
         system: &Option<String>,
         messages: &[Message],
+        result: Option<ResultSchema>,
     ) -> Result<(ModelReply, usize), LlmError> {
         let mut link = from;
         loop {
@@ -151,6 +186,7 @@ impl Run<'_> {
                 tools: self.tool_views(),
                 temperature: self.agent.temperature,
                 max_tokens: self.agent.max_tokens,
+                result: result.clone(),
             };
             match client.complete(&request, self.cx).await {
                 Ok(reply) => return Ok((reply, link)),

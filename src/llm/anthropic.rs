@@ -4,7 +4,10 @@
 //! `tool_use` blocks and whose tool results are one user message of
 //! `tool_result` blocks (`is_error` on failures), `tools` with
 //! `input_schema`, the required `max_tokens` (the agent's, else 4096) and
-//! `temperature` only when the agent sets it. Reply: `content` blocks
+//! `temperature` only when the agent sets it; a structured `result` is asked
+//! for with structured outputs, `output_config: {format: {type:
+//! "json_schema", schema}}` (generally available, no beta header; see
+//! docs/language.md for why not a forced tool). Reply: `content` blocks
 //! (`text`, `tool_use`, and `thinking` / `redacted_thinking` blocks, which
 //! go back unchanged, signatures included, as the assistant turn of the
 //! next request), `stop_reason` (`refusal` is a block, `pause_turn` a turn
@@ -47,6 +50,12 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
     }
     if let Some(t) = request.temperature {
         body.insert("temperature".into(), json!(t));
+    }
+    if let Some(result) = &request.result {
+        body.insert(
+            "output_config".into(),
+            json!({"format": {"type": "json_schema", "schema": result.schema}}),
+        );
     }
     Value::Object(body)
 }

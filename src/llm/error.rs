@@ -108,6 +108,28 @@ pub enum LlmError {
         /// The model.
         model: String,
     },
+    /// A structured answer (`result T`) still did not fit after the repair attempts.
+    #[error(
+        "agent `{agent}` answered {} with JSON that does not fit `{ty}`: {}; last reply: {excerpt}",
+        times(*.attempts),
+        .problems.join("; ")
+    )]
+    #[diagnostic(
+        code(ignite::llm::bad_result),
+        help("raise `result_retries`, or describe the fields better in the type and the prompt")
+    )]
+    BadResult {
+        /// The agent.
+        agent: String,
+        /// The result type's name.
+        ty: String,
+        /// Answers given.
+        attempts: u32,
+        /// What is wrong with the last one, each naming the field.
+        problems: Vec<String>,
+        /// The start of the last reply.
+        excerpt: String,
+    },
     /// A replayed run sent a request that is not in the recording.
     #[error(
         "no recorded exchange matches the request of agent `{agent}` to provider `{provider}`: {hint}"
@@ -167,5 +189,14 @@ impl LlmError {
 
     pub(crate) fn config(message: impl Into<String>) -> Self {
         LlmError::Config { message: message.into() }
+    }
+}
+
+/// "once", "twice", "3 times".
+fn times(n: u32) -> String {
+    match n {
+        1 => "once".to_owned(),
+        2 => "twice".to_owned(),
+        n => format!("{n} times"),
     }
 }

@@ -7,7 +7,10 @@
 //! `{"error": text}`, others `{"output": text}`), `tools` as one entry of
 //! `functionDeclarations` whose parameters are JSON Schema
 //! (`parametersJsonSchema`), and `generationConfig` (`temperature`,
-//! `maxOutputTokens`) with only the settings the agent sets.
+//! `maxOutputTokens`) with only the settings the agent sets; a structured
+//! `result` adds `responseMimeType: "application/json"` and the schema as
+//! `responseJsonSchema` (JSON Schema, like `parametersJsonSchema`, rather
+//! than the OpenAPI subset of `responseSchema`, so the same schema serves).
 //!
 //! Reply: `candidates[0].content.parts`, `finishReason`, `usageMetadata`
 //! (`promptTokenCount`, `candidatesTokenCount`), or no candidate and a
@@ -82,6 +85,10 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
     }
     if let Some(n) = request.max_tokens {
         config.insert("maxOutputTokens".into(), json!(n));
+    }
+    if let Some(result) = &request.result {
+        config.insert("responseMimeType".into(), json!("application/json"));
+        config.insert("responseJsonSchema".into(), result.schema.clone());
     }
     if !config.is_empty() {
         body.insert("generationConfig".into(), Value::Object(config));

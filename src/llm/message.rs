@@ -89,6 +89,9 @@ pub struct ModelRequest {
     pub temperature: Option<f64>,
     /// Reply token limit.
     pub max_tokens: Option<u32>,
+    /// A structured answer to ask for with the provider's native mechanism
+    /// (the agent's `result`); `None` for text.
+    pub result: Option<super::structured::ResultSchema>,
 }
 
 /// A model's reply, normalized.

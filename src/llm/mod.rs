@@ -21,7 +21,8 @@
 //! | `retry.rs` | what is retried and how long to wait |
 //! | `script.rs` | scripted replies from a JSON file |
 //! | `settings.rs` | environment, `provider` declarations, fallback chains |
-//! //! | `agent_loop.rs` | the tool-use loop |
+//! | `agent_loop.rs` | the tool-use loop |
+//! | `structured.rs` | `result T`: the schema asked for, reading and validating the answer |
 //!
 //! API keys are read only from the environment, held in a `Secret` whose
 //! `Debug` hides them, sent only as headers and never recorded, traced or
@@ -40,6 +41,7 @@ pub mod providers;
 mod retry;
 mod script;
 mod settings;
+mod structured;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -56,6 +58,7 @@ pub use message::{
 pub use providers::{Auth, KeyVar, PROVIDERS, ProviderKind, ProviderSpec, Server};
 pub use retry::{Backoff, parse_retry_after, retryable_status};
 pub use settings::{DEFAULT_RETRIES, DEFAULT_TIMEOUT};
+pub use structured::ResultSchema;
 
 use crate::effects::Scope;
 use crate::ir::{AgentId, Program};
@@ -126,9 +129,10 @@ impl Llm {
         self
     }
 
-    /// Runs `agent` on `inputs` and returns its final text. Every model
-    /// request and tool call goes through `scope`, whose node path names
-    /// them in traces (`{path} > model`, `{path} > tool NAME`).
+    /// Runs `agent` on `inputs` and returns its answer: the final text, or the
+    /// structured value of its `result` type. Every model request and tool
+    /// call goes through `scope`, whose node path names them in traces
+    /// (`{path} > model`, `{path} > tool NAME`).
     ///
     /// # Errors
     /// See [`LlmError`]: configuration (before anything is sent), provider
@@ -142,7 +146,7 @@ impl Llm {
         toolbox: &Toolbox,
         trace: &Trace,
         scope: &Scope,
-    ) -> Result<String, LlmError> {
+    ) -> Result<Value, LlmError> {
         let agent = &program[agent];
         let (system, prompt) = agent_loop::prompts(agent, inputs)?;
         let keys_required = !scope.effects().offline();

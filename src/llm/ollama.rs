@@ -4,7 +4,7 @@
 //! with `function.arguments` as an *object*, tool results as
 //! `{role: "tool", tool_name, content}`, `tools` in the OpenAI function
 //! shape, sampling settings under `options` (`num_predict` is the token
-//! limit). Reply: `message`, `done_reason`, `prompt_eval_count` and
+//! limit), and for a structured `result` its JSON Schema as `format`. Reply: `message`, `done_reason`, `prompt_eval_count` and
 //! `eval_count`. Ollama has no call ids: missing ones become `call_N`.
 
 use serde_json::{Map, Value, json};
@@ -82,6 +82,9 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
     }
     if !options.is_empty() {
         body.insert("options".into(), Value::Object(options));
+    }
+    if let Some(result) = &request.result {
+        body.insert("format".into(), result.schema.clone());
     }
     Value::Object(body)
 }

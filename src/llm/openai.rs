@@ -4,7 +4,9 @@
 //! Request: the system prompt as the first message, assistant tool calls as
 //! `tool_calls` whose `arguments` is a JSON *string*, one `role: "tool"`
 //! message per result, `tools` in the `{type: "function", function}` shape,
-//! `max_tokens` (the name compatible servers understand). Reply:
+//! `max_tokens` (the name compatible servers understand), and for a
+//! structured `result` a `response_format` of `type: "json_schema"` with the
+//! schema in strict form ([`strict_schema`]). Reply:
 //! `choices[0].message`, `finish_reason`, `usage`.
 
 use serde_json::{Map, Value, json};
@@ -69,6 +71,14 @@ pub fn request_body(request: &ModelRequest, server: Server) -> Value {
             Server::Compatible => "max_tokens",
         };
         body.insert(name.into(), json!(n));
+    }
+    if let Some(result) = &request.result {
+        let (schema, strict) = strict_schema(&result.schema);
+        body.insert(
+            "response_format".into(),
+            json!({"type": "json_schema",
+                "json_schema": {"name": result.name, "strict": strict, "schema": schema}}),
+        );
     }
     Value::Object(body)
 }

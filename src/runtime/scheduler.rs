@@ -676,7 +676,7 @@ impl Scheduler<'_> {
                 io.spawn(async move {
                     let result =
                         llm.run_agent(&program, agent, &given, &toolbox, &trace, &scope).await;
-                    let result = result.map(Value::String).map_err(|e| Cause::of(&e));
+                    let result = result.map_err(|e| Cause::of(&e));
                     let _ = tx.send(Done { job, started, result });
                 })
             }

@@ -191,6 +191,21 @@ impl Toolbox {
         Ok(value)
     }
 
+    /// Validates `value` against `schema` (compiled once per `key` and schema), every
+    /// problem worded as for arguments ("`priority`: missing required property").
+    pub(crate) fn validate_value(
+        &self,
+        key: &str,
+        schema: &Value,
+        value: &Value,
+    ) -> Result<(), Vec<String>> {
+        match self.shared.validators.validate(key, schema, value) {
+            Ok(()) => Ok(()),
+            Err(ToolError::InvalidArguments(problems)) => Err(problems),
+            Err(other) => Err(vec![other.to_string()]),
+        }
+    }
+
     /// Calls a native tool by name, validating against its own schema.
     ///
     /// # Errors

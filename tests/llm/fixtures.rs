@@ -201,6 +201,12 @@ pub(crate) async fn run_with(
     let scope = Scope::new(effects, "Report > assistant");
     llm.run_agent(program, AgentId::from_index(0), &question(q), &Toolbox::new(), trace, &scope)
         .await
+        .map(|answer| text(&answer))
+}
+
+/// An answer as text: a string as it is, anything else as JSON.
+pub(crate) fn text(answer: &Value) -> String {
+    answer.as_str().map_or_else(|| answer.to_string(), str::to_owned)
 }
 
 /// A final text reply in `kind`'s format.

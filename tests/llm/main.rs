@@ -12,4 +12,5 @@ mod ollama;
 mod openai;
 mod replay;
 mod script;
+mod structured;
 mod wire;

@@ -102,6 +102,7 @@ async fn token_limit_field_follows_the_server() {
         tools: Vec::new(),
         temperature: None,
         max_tokens: Some(64),
+        result: None,
     };
     let official = wire::request_body(named("openai"), &request, Server::Official);
     assert_eq!(official["max_completion_tokens"], 64);

@@ -117,7 +117,8 @@ async fn replay_is_independent_of_order() {
         }
     });
     let answers = futures_util::future::join_all(runs).await;
-    let answers: Vec<String> = answers.into_iter().map(Result::unwrap).collect();
+    let answers: Vec<String> =
+        answers.into_iter().map(|a| crate::fixtures::text(&a.unwrap())).collect();
     assert_eq!(answers, ["answer three", "answer one", "answer two"]);
     std::fs::remove_file(&path).ok();
 }

@@ -1,6 +1,8 @@
 //! Request bodies per provider (snapshots) and reply parsing.
 
-use igniter::llm::{Message, ModelRequest, Server, StopReason, ToolCall, ToolResult, wire};
+use igniter::llm::{
+    Message, ModelRequest, ResultSchema, Server, StopReason, ToolCall, ToolResult, wire,
+};
 use igniter::tools::ToolView;
 use serde_json::json;
 
@@ -50,7 +52,34 @@ fn conversation() -> ModelRequest {
         tools: vec![tool],
         temperature: Some(0.2),
         max_tokens: Some(512),
+        result: None,
     }
+}
+
+/// The structured-answer request field of every provider: OpenAI
+/// `response_format` (strict), Anthropic `output_config.format`, Ollama
+/// `format`, Gemini `responseJsonSchema`.
+#[test]
+fn structured_result_request_bodies() {
+    let schema = json!({"type": "object", "properties": {
+        "title": {"type": "string", "description": "One line"},
+        "priority": {"type": "string", "enum": ["low", "high"]},
+        "note": {"type": ["string", "null"]}},
+        "required": ["title", "priority"], "additionalProperties": false});
+    let request = ModelRequest {
+        model: "m".into(),
+        system: None,
+        messages: vec![Message::User("Triage: the printer is on fire".into())],
+        tools: vec![],
+        temperature: None,
+        max_tokens: None,
+        result: Some(ResultSchema { name: "Ticket".into(), schema }),
+    };
+    let bodies: serde_json::Map<String, serde_json::Value> = kinds()
+        .into_iter()
+        .map(|k| (k.name().to_owned(), wire::request_body(k, &request, Server::Official)))
+        .collect();
+    insta::assert_json_snapshot!(bodies);
 }
 
 #[test]
@@ -129,6 +158,7 @@ fn openai_arguments_that_are_not_json_round_trip() {
         tools: vec![],
         temperature: None,
         max_tokens: None,
+        result: None,
     };
     let sent = wire::request_body(named("openai"), &request, Server::Official);
     assert_eq!(sent["messages"][0]["tool_calls"][0]["function"]["arguments"], "{broken");
