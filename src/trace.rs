@@ -71,7 +71,7 @@ impl Trace {
     }
 
     /// Records a model call that answered, spending `tokens` (in, out), which
-    /// are added to the run's totals.
+    /// are added to the run's totals (also when the trace is disabled).
     pub fn record_model(
         &self,
         path: &str,
@@ -79,15 +79,17 @@ impl Trace {
         detail: String,
         (input, output): (u64, u64),
     ) {
-        if !self.enabled {
-            return;
+        // Totals are kept even when the timeline is not (batch progress).
+        {
+            let mut tokens = self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (total_in, total_out) = tokens.get_or_insert((0, 0));
+            *total_in += input;
+            *total_out += output;
         }
-        let detail = format!("{detail}, tokens {input} in / {output} out");
-        self.record(path, "model", "ok", started, detail);
-        let mut tokens = self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (total_in, total_out) = tokens.get_or_insert((0, 0));
-        *total_in += input;
-        *total_out += output;
+        if self.enabled {
+            let detail = format!("{detail}, tokens {input} in / {output} out");
+            self.record(path, "model", "ok", started, detail);
+        }
     }
 
     /// The tokens (in, out) spent by the model calls that answered; `None`

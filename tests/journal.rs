@@ -268,3 +268,77 @@ async fn signals_kill_the_process_group_and_exit() {
         assert!(std::fs::read_to_string(journal).unwrap().ends_with('\n'));
     }
 }
+
+/// A contract whose tool sleeps `n` tenths of a second and fails for a negative `n`.
+fn sleepy(dir: &Path) {
+    let text = r#"
+tool Nap {
+  description "Sleeps n tenths of a second (n < 10), then answers n"
+  param n: integer
+  exec "sh" "-c" "n=$(sed 's/[^0-9-]//g'); [ $n -ge 0 ] || exit 4; sleep 0.$n; echo $n"
+}
+
+contract Sleepy {
+  input n: integer
+  compute slept = Nap(n: n)
+  output slept
+}
+"#;
+    std::fs::write(dir.join("sleepy.ign"), text).unwrap();
+}
+
+fn result_lines(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.is_empty() || text.ends_with('\n'), "a cut line: {text:?}");
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn batch_results_in_row_order_with_row_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    sleepy(dir.path());
+    let rows = "{\"n\": 3}\n{\"n\": 0}\n\n[1]\n{\"n\": \"x\"}\n{\"n\": -1}\n{\"n\": 1}\n";
+    std::fs::write(dir.path().join("rows.jsonl"), rows).unwrap();
+    let output = ignite(dir.path())
+        .args(["run", "sleepy.ign", "--batch", "rows.jsonl", "--out", "out.jsonl", "--jobs", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines = result_lines(&dir.path().join("out.jsonl"));
+    let rows: Vec<u64> = lines.iter().map(|l| l["row"].as_u64().unwrap()).collect();
+    assert_eq!(rows, [1, 2, 4, 5, 6, 7]);
+    assert_eq!(lines[0]["outputs"], json!({"slept": 3}));
+    assert_eq!(lines[1]["outputs"], json!({"slept": 0}));
+    assert_eq!(lines[2]["error"]["code"], "ignite::run::input");
+    assert!(lines[2]["error"]["message"].as_str().unwrap().contains("got array"));
+    assert_eq!(lines[3]["error"]["code"], "ignite::run::input");
+    assert_eq!(lines[4]["error"]["code"], "ignite::run::tool_failed");
+    assert_eq!(lines[4]["error"]["node"], "Sleepy > slept");
+    assert_eq!(lines[5]["outputs"], json!({"slept": 1}));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("batch: 6 rows run, 3 failed"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_stopped_by_sigint_resumes_with_whole_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    sleepy(dir.path());
+    let rows: String = (0..40).map(|_| "{\"n\": 2}\n").collect();
+    std::fs::write(dir.path().join("rows.jsonl"), rows).unwrap();
+    let out = dir.path().join("out.jsonl");
+    let args = ["run", "sleepy.ign", "--batch", "rows.jsonl", "--out", "out.jsonl", "--jobs", "2"];
+    let mut child = ignite(dir.path()).args(args).stderr(Stdio::piped()).spawn().unwrap();
+    wait_for("a few results", || lines(&out) >= 3).await;
+    let stopped = stop_with(&mut child, libc::SIGINT);
+    assert_eq!(stopped.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(stderr.contains("holds whole lines"), "{stderr}");
+    let before = result_lines(&out).len();
+    assert!(before < 40, "the batch finished before the signal");
+    let resumed = ignite(dir.path()).args(args).output().unwrap();
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(stderr.contains(&format!("{before} already done")), "{stderr}");
+    let rows: Vec<u64> = result_lines(&out).iter().map(|l| l["row"].as_u64().unwrap()).collect();
+    assert_eq!(rows, (1..=40).collect::<Vec<u64>>());
+}

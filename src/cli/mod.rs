@@ -15,6 +15,7 @@
 // The CLI is where output goes to the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod batch;
 mod check;
 mod graph;
 mod run;

@@ -53,6 +53,18 @@ pub struct RunArgs {
     /// Resume the run RUN_ID: reuse its journaled effects and run the rest.
     #[arg(long, value_name = "RUN_ID")]
     pub resume: Option<String>,
+    /// Run once per line of FILE (`-`: stdin), each a JSON object of inputs;
+    /// `--jobs` rows at once (default 8).
+    #[arg(
+        long,
+        value_name = "FILE|-",
+        conflicts_with_all = ["inputs", "inputs_file", "journal", "resume"]
+    )]
+    pub batch: Option<String>,
+    /// With `--batch`: append results here (one JSON line per row) and skip
+    /// the rows already here; stdout when absent.
+    #[arg(long, value_name = "FILE", requires = "batch")]
+    pub out: Option<PathBuf>,
     /// The most one tool call or provider reply may bring in (`exec` stdout,
     /// `http` bodies, `fs.read` files, provider replies): bytes, or a number
     /// with `K`, `M` or `G` (powers of 1024).
@@ -81,6 +93,9 @@ fn parse_size(text: &str) -> Result<usize, String> {
 
 /// Where `--journal` keeps its files, from the current folder.
 const JOURNAL_DIR: &str = ".ignite/runs";
+
+/// Rows run at once by `--batch` without `--jobs`.
+const DEFAULT_BATCH_JOBS: usize = 8;
 
 impl RunArgs {
     /// Runs the contract and returns the exit code: 0 ok, 1 the program
@@ -116,7 +131,7 @@ impl RunArgs {
             .with_toolbox(Toolbox::new().with_max_bytes(self.max_bytes));
         let options = RunOptions {
             outputs: self.outputs.clone(),
-            jobs: self.jobs.map(usize::from),
+            jobs: if self.batch.is_some() { None } else { self.jobs.map(usize::from) },
             trace: self.trace,
         };
         let trace = Arc::new(Trace::new(self.trace));
@@ -133,6 +148,19 @@ impl RunArgs {
             Ok(effects) => engine.with_effects(effects),
             Err(message) => return usage(&message),
         };
+        if let Some(rows) = &self.batch {
+            let chosen = match chosen {
+                Ok(chosen) => chosen,
+                Err(error) => return report(Err(error), &engine, global.color_stderr()),
+            };
+            let jobs = self.jobs.map_or(DEFAULT_BATCH_JOBS, usize::from);
+            let code =
+                super::batch::run(&engine, chosen, rows, self.out.as_deref(), jobs, &options);
+            return match engine.effects().finish() {
+                Ok(()) => code,
+                Err(message) => usage(&message),
+            };
+        }
         let result = chosen.and_then(|chosen| engine.run_traced(chosen, &given, &options, &trace));
         let saved = engine.effects().finish();
         // The timeline and the tokens spent, whether the run succeeded or not.
@@ -170,6 +198,12 @@ impl RunArgs {
                 self.file.display()
             );
             effects = effects.with(Arc::new(journal));
+        }
+        if let Some(out) = &self.out {
+            stop_note = format!(
+                "; `{}` holds whole lines: run the same command again to resume",
+                out.display()
+            );
         }
         super::signals::stop_on_signals(stop_note);
         Ok(effects)
@@ -226,7 +260,8 @@ fn input_value(ty: Option<&crate::ir::Type>, raw: String) -> Value {
     serde_json::from_str(&raw).unwrap_or(Value::String(raw))
 }
 
-fn usage(message: &str) -> ExitCode {
+/// Prints `message` as an error; exit code 2.
+pub(super) fn usage(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(2)
 }

@@ -13,6 +13,7 @@
 //! same scheduler, so waiting in children overlaps too. See
 //! [`scheduler`] for the details.
 
+pub mod batch;
 mod error;
 pub mod inputs;
 mod scheduler;
