@@ -122,6 +122,8 @@ pub struct Tool {
     pub implementations: Vec<Implementation>,
     /// `result Type` statements (more than one is reported).
     pub results: Vec<Setting<TypeExpr>>,
+    /// `cache` / `cache 7d` statements: the duration as written.
+    pub caches: Vec<Setting<Option<String>>>,
     /// The whole declaration.
     pub span: Span,
 }
@@ -140,6 +142,7 @@ impl Tool {
             headers: Vec::new(),
             implementations: Vec::new(),
             results: Vec::new(),
+            caches: Vec::new(),
             span,
         }
     }
@@ -236,6 +239,8 @@ pub struct Agent {
     pub prompts: Vec<Setting<Expr>>,
     /// `result Type` statements.
     pub results: Vec<Setting<TypeExpr>>,
+    /// `cache` / `cache 7d` statements: the duration as written.
+    pub caches: Vec<Setting<Option<String>>>,
     /// `result_retries N` statements.
     pub result_retries: Vec<Setting<Expr>>,
     /// The whole declaration.
@@ -259,6 +264,7 @@ impl Agent {
             inputs: Vec::new(),
             prompts: Vec::new(),
             results: Vec::new(),
+            caches: Vec::new(),
             result_retries: Vec::new(),
             span,
         }

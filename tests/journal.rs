@@ -342,3 +342,118 @@ async fn batch_stopped_by_sigint_resumes_with_whole_lines() {
     let rows: Vec<u64> = result_lines(&out).iter().map(|l| l["row"].as_u64().unwrap()).collect();
     assert_eq!(rows, (1..=40).collect::<Vec<u64>>());
 }
+
+/// A cached tool that counts its real calls in `calls.txt`; `n < 0` fails.
+fn cached(dir: &Path) {
+    let text = r#"
+tool Square {
+  description "Squares n, counting real calls"
+  param n: integer
+  exec "sh" "-c" "n=$(sed 's/[^0-9-]//g'); echo $n >> calls.txt; [ $n -ge 0 ] || exit 4; echo $((n * n))"
+  cache 7d
+}
+
+contract Squares {
+  input n: integer
+  compute squared = Square(n: n)
+  output squared
+}
+"#;
+    std::fs::write(dir.join("squares.ign"), text).unwrap();
+}
+
+fn calls(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("calls.txt")).unwrap_or_default().lines().count()
+}
+
+#[test]
+fn two_processes_share_one_cache_and_failures_are_not_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    cached(dir.path());
+    let rows: String = (0..40).map(|n| format!("{{\"n\": {n}}}\n")).collect();
+    std::fs::write(dir.path().join("rows.jsonl"), rows + "{\"n\": -1}\n").unwrap();
+    let batch = |out: &str| {
+        ignite(dir.path())
+            .args(["run", "squares.ign", "--batch", "rows.jsonl", "--out", out, "--jobs", "8"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // Two processes write the same 40 keys at the same time.
+    let (mut a, mut b) = (batch("a.jsonl"), batch("b.jsonl"));
+    assert_eq!(a.wait().unwrap().code(), Some(3));
+    assert_eq!(b.wait().unwrap().code(), Some(3));
+    let before = calls(dir.path());
+    assert!(before >= 42, "every row ran in one process at least: {before}");
+    let stats = ignite(dir.path()).args(["cache", "stats"]).output().unwrap();
+    let stats = String::from_utf8_lossy(&stats.stdout).into_owned();
+    assert!(stats.starts_with(".ignite/cache: 40 entries"), "{stats}");
+    // A third run reads every success back whole and runs only the failure.
+    let third = ignite(dir.path())
+        .args(["run", "squares.ign", "--batch", "rows.jsonl", "--out", "c.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(third.status.code(), Some(3));
+    assert_eq!(calls(dir.path()), before + 1);
+    let lines = result_lines(&dir.path().join("c.jsonl"));
+    for (n, line) in lines.iter().take(40).enumerate() {
+        assert_eq!(line["outputs"]["squared"], json!(n * n), "{line}");
+    }
+    assert_eq!(lines[40]["error"]["code"], "ignite::run::tool_failed");
+    // `--no-cache` runs the tool again; `cache clear` empties the folder.
+    let fresh = ignite(dir.path())
+        .args(["run", "squares.ign", "--input", "n=3", "--no-cache"])
+        .output()
+        .unwrap();
+    assert_eq!(outputs(&fresh), json!({"squared": 9}));
+    assert_eq!(calls(dir.path()), before + 2);
+    let cleared = ignite(dir.path()).args(["cache", "clear"]).output().unwrap();
+    assert!(cleared.status.success());
+    let stats = ignite(dir.path()).args(["cache", "stats"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&stats.stdout).contains(": 0 entries"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cached_agent_answers_without_a_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    answer(&server, "first", reply("alpha")).await;
+    let text = r#"
+provider Fake {
+  kind openai
+  base_url "BASE/v1"
+  api_key env("FAKE_KEY")
+}
+
+agent First {
+  provider Fake
+  model "m"
+  input q: string
+  prompt "first {q}"
+  cache
+}
+
+contract Ask {
+  input q: string
+  compute a = First(q: q)
+  output a
+}
+"#
+    .replace("BASE", &server.uri());
+    std::fs::write(dir.path().join("ask.ign"), text).unwrap();
+    let run = |q: &str| {
+        let input = format!("q={q}");
+        ignite(dir.path()).args(["run", "ask.ign", "--trace", "--input", &input]).output().unwrap()
+    };
+    let first = run("go");
+    assert_eq!(outputs(&first), json!({"a": "alpha"}));
+    assert!(String::from_utf8_lossy(&first.stderr).contains("miss    cache"));
+    let again = run("go");
+    assert_eq!(outputs(&again), json!({"a": "alpha"}));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("hit     cache      Ask > a  (First)"), "{stderr}");
+    assert_eq!(requests_with(&server, "first go").await, 1);
+    // Other inputs are another key.
+    assert_eq!(outputs(&run("stop")), json!({"a": "alpha"}));
+    assert_eq!(requests_with(&server, "first stop").await, 1);
+}

@@ -16,6 +16,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod batch;
+mod cache;
 mod check;
 mod graph;
 mod run;
@@ -28,6 +29,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub use cache::{CacheAction, CacheArgs};
 pub use check::{CheckArgs, Format};
 pub use graph::GraphArgs;
 pub use run::RunArgs;
@@ -88,13 +90,15 @@ pub enum Command {
     /// Check `.ign` files and report every problem.
     Check(CheckArgs),
     /// Run a contract and print its outputs as JSON.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Draw a contract's graph.
     Graph(GraphArgs),
     /// Print the JSON Schemas of the tools, as sent to models.
     Schema(SchemaArgs),
     /// List the tools in a table.
     Tools(ToolsArgs),
+    /// Show or clear the result cache of tools and agents declared `cache`.
+    Cache(CacheArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -103,10 +107,11 @@ pub fn run(cli: Cli) -> ExitCode {
     let Cli { global, command } = cli;
     crate::on_big_stack(move || match command {
         Command::Check(args) => args.run(&global),
-        Command::Run(args) => args.run(&global),
+        Command::Run(args) => (*args).run(&global),
         Command::Graph(args) => args.run(&global),
         Command::Schema(args) => args.run(&global),
         Command::Tools(args) => args.run(&global),
+        Command::Cache(args) => args.run(&global),
     })
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{GlobalArgs, WIDTH};
-use crate::effects::{Effects, Recording, RunHeader};
+use crate::effects::{Cache, Effects, Recording, RunHeader};
 use crate::llm::Llm;
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::tools::Toolbox;
@@ -61,6 +61,12 @@ pub struct RunArgs {
         conflicts_with_all = ["inputs", "inputs_file", "journal", "resume"]
     )]
     pub batch: Option<String>,
+    /// Where the results of tools and agents declared `cache` are kept.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_CACHE_DIR)]
+    pub cache_dir: PathBuf,
+    /// Neither read nor write the cache (it is also off with `--record` and `--replay`).
+    #[arg(long)]
+    pub no_cache: bool,
     /// With `--batch`: append results here (one JSON line per row) and skip
     /// the rows already here; stdout when absent.
     #[arg(long, value_name = "FILE", requires = "batch")]
@@ -93,6 +99,9 @@ fn parse_size(text: &str) -> Result<usize, String> {
 
 /// Where `--journal` keeps its files, from the current folder.
 const JOURNAL_DIR: &str = ".ignite/runs";
+
+/// The cache folder without `--cache-dir`, from the current folder.
+pub(super) const DEFAULT_CACHE_DIR: &str = ".ignite/cache";
 
 /// Rows run at once by `--batch` without `--jobs`.
 const DEFAULT_BATCH_JOBS: usize = 8;
@@ -198,6 +207,9 @@ impl RunArgs {
                 self.file.display()
             );
             effects = effects.with(Arc::new(journal));
+        }
+        if !(self.no_cache || self.record.is_some() || self.replay.is_some()) {
+            effects = effects.with(Arc::new(Cache::new(self.cache_dir.clone())));
         }
         if let Some(out) = &self.out {
             stop_note = format!(

@@ -12,6 +12,7 @@
 //! | [`Recording`] for `--record FILE` | nothing | tool calls, model exchanges |
 //! | [`Recording`] for `--replay FILE` | tool calls, model exchanges; a miss refuses | nothing |
 //! | [`Recording`] for `--journal` / `--resume ID` | the successful entries of the journal | tool calls, model exchanges |
+//! | [`Cache`] | tools and agents declared `cache` | their successes |
 //! //!
 //! Stores are asked in order; the first hit wins and the work is not done.
 //! A store that refuses (a replay that has no such call) fails the effect.
@@ -25,16 +26,20 @@
 //! in the order the loop starts them). The same program on the same
 //! inputs gives every effect the same key.
 
+mod cache;
 mod recording;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::trace::Trace;
+
+pub use cache::{Cache, CacheStats};
 pub use recording::{Recording, RunHeader};
 
 /// The stable name of one effect of a run.
@@ -187,14 +192,15 @@ impl Effects {
         self.stores.iter().try_for_each(|s| s.finish())
     }
 
+    /// The outcome, and whether a store answered (rather than live work).
     async fn perform<L>(
         &self,
         effect: &Effect<'_>,
         live: impl Future<Output = Result<Outcome, L>>,
-    ) -> Result<Outcome, EffectError<L>> {
+    ) -> Result<(Outcome, bool), EffectError<L>> {
         for store in self.stores.iter() {
             match store.lookup(effect) {
-                Lookup::Hit(outcome) => return Ok(outcome),
+                Lookup::Hit(outcome) => return Ok((outcome, true)),
                 Lookup::Miss => {}
                 Lookup::Refuse(why) => return Err(EffectError::Refused(why)),
             }
@@ -203,7 +209,7 @@ impl Effects {
         for store in self.stores.iter() {
             store.record(effect, &outcome).map_err(EffectError::Store)?;
         }
-        Ok(outcome)
+        Ok((outcome, false))
     }
 }
 
@@ -216,6 +222,8 @@ pub struct Scope {
     /// `node`, or `node[item]`.
     path: String,
     next: AtomicU32,
+    /// Where cache hits and misses are noted.
+    trace: Option<Arc<Trace>>,
 }
 
 impl Scope {
@@ -223,7 +231,14 @@ impl Scope {
     #[must_use]
     pub fn new(effects: Effects, node: impl Into<String>) -> Self {
         let node = node.into();
-        Self { effects, path: node.clone(), node, item: None, next: AtomicU32::new(0) }
+        Self { effects, path: node.clone(), node, item: None, next: AtomicU32::new(0), trace: None }
+    }
+
+    /// Notes each cached effect's hit or miss in `trace` (as `cache`).
+    #[must_use]
+    pub fn with_trace(mut self, trace: Arc<Trace>) -> Self {
+        self.trace = Some(trace);
+        self
     }
 
     /// The scope of one item of a `for` node (`None`: the node itself).
@@ -266,7 +281,7 @@ impl Scope {
     }
 
     /// Looks `effect` up in the stores, or runs `live` and records its
-    /// outcome.
+    /// outcome. A cached effect's hit or miss goes to the trace.
     ///
     /// # Errors
     /// A store refused or could not record, or `live` failed.
@@ -275,7 +290,13 @@ impl Scope {
         effect: &Effect<'_>,
         live: impl Future<Output = Result<Outcome, L>>,
     ) -> Result<Outcome, EffectError<L>> {
-        self.effects.perform(effect, live).await
+        let started = Instant::now();
+        let (outcome, stored) = self.effects.perform(effect, live).await?;
+        if let (Some(trace), Some(_)) = (&self.trace, effect.cache) {
+            let status = if stored { "hit" } else { "miss" };
+            trace.record(&self.path, "cache", status, started, effect.name.to_owned());
+        }
+        Ok(outcome)
     }
 
     /// Calls `tool` of `program` with `args` through the stores.
@@ -291,13 +312,20 @@ impl Scope {
         args: Value,
     ) -> Result<Value, CallError> {
         let declared = &program[tool];
+        // A tool's declaration (and the folder it runs in) is its implementation.
+        let definition = declared.cache.map(|_| {
+            format!("{}\n{}", declared.dir.display(), program.sources.slice(declared.span))
+        });
         let effect = Effect {
             key,
             kind: EffectKind::Tool,
             name: &declared.tool_name,
             route: "",
             request: &args,
-            cache: None,
+            cache: declared
+                .cache
+                .zip(definition.as_deref())
+                .map(|(ttl, definition)| CachePolicy { ttl, definition }),
         };
         let live = async {
             Ok::<_, std::convert::Infallible>(

@@ -118,6 +118,9 @@ pub struct Tool {
     pub timeout: Option<Duration>,
     /// Retries after a failed first attempt (`exec` and `http` tools).
     pub retries: u32,
+    /// `cache` / `cache 7d`: keep successful results, for ever (`Some(None)`)
+    /// or for a duration.
+    pub cache: Option<Option<Duration>>,
     /// The folder of the declaring file: `exec` runs there, relative paths resolve from it.
     pub dir: PathBuf,
     /// The declaration.
@@ -198,6 +201,9 @@ pub struct Agent {
     pub result: Option<Type>,
     /// Repair attempts after an answer that does not fit `result`.
     pub result_retries: u32,
+    /// `cache` / `cache 7d`: keep successful answers, for ever (`Some(None)`)
+    /// or for a duration.
+    pub cache: Option<Option<Duration>>,
     /// The declaration.
     pub span: Span,
 }

@@ -48,7 +48,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 pub use client::{BoxFuture, CallContext, ModelClient};
 pub use error::LlmError;
@@ -60,7 +60,7 @@ pub use retry::{Backoff, parse_retry_after, retryable_status};
 pub use settings::{DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 pub use structured::ResultSchema;
 
-use crate::effects::Scope;
+use crate::effects::{CachePolicy, Effect, EffectError, EffectKind, Outcome, Scope};
 use crate::ir::{AgentId, Program};
 use crate::tools::Toolbox;
 use crate::trace::Trace;
@@ -159,9 +159,47 @@ impl Llm {
                 Link::Script(file, model) => (Box::new(ScriptModel::load(file).await?), model),
             });
         }
+        let Some(ttl) = agent.cache else {
+            let cx = CallContext { agent: &agent.name, path: scope.path(), trace, scope };
+            return Run { program, agent, toolbox, cx, chain }.run(system, prompt).await;
+        };
+        // What shapes the answer beyond the declaration: the chain, the
+        // rendered prompts (so the inputs) and the tools' schemas.
+        let links: Vec<Value> =
+            chain.iter().map(|(client, model)| json!([client.provider(), model])).collect();
+        let tools: Vec<Value> = agent
+            .tools
+            .iter()
+            .map(|&id| {
+                let tool = &program[id];
+                json!([tool.tool_name, tool.description, crate::tools::parameters_schema(tool)])
+            })
+            .collect();
+        let request = json!({"chain": links, "system": system, "prompt": prompt, "tools": tools});
+        let key = scope.next_key();
+        let effect = Effect {
+            key: &key,
+            kind: EffectKind::Agent,
+            name: &agent.name,
+            route: "",
+            request: &request,
+            cache: Some(CachePolicy { ttl, definition: program.sources.slice(agent.span) }),
+        };
         let cx = CallContext { agent: &agent.name, path: scope.path(), trace, scope };
-        let run = Run { program, agent, toolbox, cx, chain };
-        run.run(system, prompt).await
+        let live = async {
+            let text = Run { program, agent, toolbox, cx, chain }.run(system, prompt).await?;
+            Ok(Outcome::Value(Value::String(text)))
+        };
+        match scope.perform(&effect, live).await {
+            Ok(Outcome::Value(Value::String(text))) => Ok(text),
+            Ok(other) => Err(LlmError::Recording {
+                message: format!("the cache holds no answer of agent `{}`: {other:?}", agent.name),
+            }),
+            Err(EffectError::Live(error)) => Err(error),
+            Err(EffectError::Refused(message) | EffectError::Store(message)) => {
+                Err(LlmError::Recording { message })
+            }
+        }
     }
 
     /// The retry wait settings in use.

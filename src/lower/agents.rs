@@ -101,6 +101,7 @@ impl Lowerer<'_> {
             prompt,
             result,
             result_retries,
+            cache: self.cache(&agent.caches),
             span: agent.span,
         }
     }

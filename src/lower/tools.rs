@@ -129,8 +129,37 @@ impl Lowerer<'_> {
             result,
             timeout,
             retries: retries.map_or(0, |(n, _)| n),
+            cache: self.cache(&tool.caches),
             dir: self.sources[tool.span.file].dir().to_path_buf(),
             span: tool.span,
+        }
+    }
+
+    /// The `cache` setting: `Some(None)` for `cache`, `Some(Some(d))` for
+    /// `cache 7d` (units s, m, h, d).
+    pub(super) fn cache(
+        &mut self,
+        caches: &[ast::Setting<Option<String>>],
+    ) -> Option<Option<Duration>> {
+        let setting = self.single(caches, |s| s.span, "cache")?;
+        let Some(text) = &setting.value else { return Some(None) };
+        let (digits, unit) = text.split_at(text.len() - 1);
+        let seconds = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            _ => 86_400,
+        };
+        match digits.parse::<u64>().ok().and_then(|n| n.checked_mul(seconds)).filter(|&s| s > 0) {
+            Some(total) => Some(Some(Duration::from_secs(total))),
+            None => {
+                let message = format!("`cache {text}` must last more than 0 seconds");
+                let diagnostic = self.bad_value(setting.span, message).help(
+                    "write `cache` to keep results for ever, or a duration such as `cache 7d`",
+                );
+                self.push(diagnostic);
+                None
+            }
         }
     }
 

@@ -652,7 +652,8 @@ impl Scheduler<'_> {
         let e = &self.execs[job.exec];
         let scope =
             effects::Scope::new(self.engine.effects.clone(), format!("{} > {}", e.path, node.name))
-                .with_item(job.item);
+                .with_item(job.item)
+                .with_trace(Arc::clone(self.trace));
         let task = match call.callee {
             Callee::Tool(tool) => io.spawn(async move {
                 let key = scope.next_key();

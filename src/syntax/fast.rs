@@ -331,6 +331,7 @@ impl<'t> Parser<'t> {
                 "requires_capability" => tool.capabilities.extend(p.idents()?),
                 "timeout" => tool.timeouts.push(p.number()?),
                 "retries" => tool.retries.push(p.number()?),
+                "cache" => tool.caches.push(p.setting(s, Self::cache)?),
                 "header" => {
                     let name = p.string()?;
                     p.expect(b'=')?;
@@ -420,6 +421,7 @@ impl<'t> Parser<'t> {
                 "prompt" => agent.prompts.push(p.setting(s, Self::string)?),
                 "result" => agent.results.push(p.setting(s, Self::type_expr)?),
                 "result_retries" => agent.result_retries.push(p.setting(s, Self::number)?),
+                "cache" => agent.caches.push(p.setting(s, Self::cache)?),
                 _ => return None,
             }
             Some(())
@@ -798,6 +800,26 @@ impl<'t> Parser<'t> {
         };
         self.expect(b':')?;
         Some((key, self.expr()?))
+    }
+
+    /// The optional duration of `cache`: digits and a unit (`7d`), or none
+    /// when the next token is not a number.
+    fn cache(&mut self) -> Option<Option<String>> {
+        let start = self.pos_after_ws();
+        let bytes = self.bytes;
+        let mut end = start;
+        while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+        if end == start {
+            return Some(None);
+        }
+        let unit = matches!(bytes.get(end), Some(b's' | b'm' | b'h' | b'd'));
+        if !unit || bytes.get(end + 1).is_some_and(|&b| is_word_byte(b)) {
+            return None;
+        }
+        self.advance(end + 1 - self.pos);
+        Some(Some(self.text[start..=end].to_owned()))
     }
 
     /// An integer or float literal.

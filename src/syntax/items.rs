@@ -126,6 +126,12 @@ impl<'t> Builder<'t> {
     }
 
     /// `result Type` as a setting.
+    fn cache(&self, pair: Pair<'_, Rule>) -> Setting<Option<String>> {
+        let span = span(self.file, &pair);
+        let duration = pair.into_inner().find(|p| p.as_rule() == Rule::duration);
+        Setting { value: duration.map(|d| d.as_str().to_owned()), span }
+    }
+
     fn result(&mut self, pair: Pair<'_, Rule>) -> Setting<TypeExpr> {
         let span = span(self.file, &pair);
         let ty = Self::operands(pair).next().unwrap_or_else(|| unreachable!("result type"));
@@ -178,6 +184,7 @@ impl<'t> Builder<'t> {
                 }
                 Rule::timeout_stmt => tool.timeouts.push(self.first_expr(stmt)),
                 Rule::retries_stmt => tool.retries.push(self.first_expr(stmt)),
+                Rule::cache_stmt => tool.caches.push(self.cache(stmt)),
                 Rule::header_stmt => {
                     let mut inner = Self::operands(stmt);
                     let mut next = || inner.next().unwrap_or_else(|| unreachable!("header part"));
@@ -262,6 +269,7 @@ impl<'t> Builder<'t> {
                 Rule::input_stmt => agent.inputs.push(self.param(stmt)),
                 Rule::prompt_stmt => agent.prompts.push(self.setting(stmt)),
                 Rule::result_stmt => agent.results.push(self.result(stmt)),
+                Rule::cache_stmt => agent.caches.push(self.cache(stmt)),
                 Rule::result_retries_stmt => agent.result_retries.push(self.setting(stmt)),
                 rule => unreachable!("agent statement {rule:?}"),
             }
@@ -391,6 +399,7 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_base_url
             | Rule::kw_api_key
             | Rule::kw_retries
+            | Rule::kw_cache
             | Rule::kw_runner
             | Rule::kw_compute
             | Rule::kw_compose

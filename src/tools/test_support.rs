@@ -23,6 +23,7 @@ pub(crate) fn tool(name: &str, description: &str) -> ir::Tool {
         result: None,
         timeout: None,
         retries: 0,
+        cache: None,
         dir: PathBuf::from("."),
         span: span(),
     }

@@ -52,6 +52,7 @@ fn tool(name: &str, params: Vec<Param>, caps: &[&str], body: ExprKind) -> Tool {
         result: None,
         timeout: None,
         retries: 0,
+        cache: None,
         dir: PathBuf::from("."),
         span: span(),
     }
@@ -101,6 +102,7 @@ pub(crate) fn agent(providers: Vec<ProviderChoice>, models: &[&str]) -> Agent {
         ])),
         result: None,
         result_retries: 1,
+        cache: None,
         span: span(),
     }
 }

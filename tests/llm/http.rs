@@ -455,6 +455,7 @@ async fn native_tool_reaches_the_model_with_its_schemars_params() {
             result: None,
             timeout: None,
             retries: 0,
+            cache: None,
             dir: ".".into(),
             span: crate::fixtures::span(),
         });

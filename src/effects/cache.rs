@@ -1,0 +1,138 @@
+//! [`Cache`]: the result cache of tools and agents declared `cache`, an
+//! effect store over an embedded content-addressed store (cacache) in
+//! `.ignite/cache` by default.
+//!
+//! The key is the SHA-256 of everything that shapes a result: the effect's
+//! kind and name, the implementation (`definition`) and the request — for a
+//! tool its arguments, for an agent its provider chain, models, prompts,
+//! settings, tools' schemas and inputs. Only successes are stored. An entry
+//! older than the declaration's duration is a miss (and is overwritten).
+//!
+//! cacache writes content to a temporary file and renames it, and appends
+//! index lines that carry their own hash, so several ignite processes may
+//! share one cache folder: a reader sees a whole entry or none.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use super::{Effect, EffectStore, Lookup, Outcome};
+
+/// Bumped when the key layout changes, so old entries stop matching.
+const KEY_VERSION: u32 = 1;
+
+/// A cache folder, with this process's hit and miss counts.
+#[derive(Debug)]
+pub struct Cache {
+    dir: PathBuf,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+/// What a cache folder holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Entries.
+    pub entries: u64,
+    /// Bytes of stored results.
+    pub bytes: u64,
+}
+
+impl Cache {
+    /// The cache in `dir` (created on the first write).
+    #[must_use]
+    pub fn new(dir: PathBuf) -> Self {
+        Self { dir, hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
+    }
+
+    /// Hits and misses of this process so far.
+    #[must_use]
+    pub fn counts(&self) -> (u64, u64) {
+        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
+    }
+
+    /// Counts the entries of the cache in `dir` (none when it does not exist).
+    ///
+    /// # Errors
+    /// The index cannot be read.
+    pub fn stats(dir: &Path) -> Result<CacheStats, String> {
+        let mut stats = CacheStats { entries: 0, bytes: 0 };
+        if !dir.exists() {
+            return Ok(stats);
+        }
+        for entry in cacache::list_sync(dir) {
+            let entry =
+                entry.map_err(|e| format!("cannot read the cache `{}`: {e}", dir.display()))?;
+            stats.entries += 1;
+            stats.bytes += entry.size as u64;
+        }
+        Ok(stats)
+    }
+
+    /// Removes the cache in `dir` (the whole folder).
+    ///
+    /// # Errors
+    /// The folder cannot be emptied.
+    pub fn clear(dir: &Path) -> Result<(), String> {
+        if !dir.exists() {
+            return Ok(());
+        }
+        std::fs::remove_dir_all(dir)
+            .map_err(|e| format!("cannot clear the cache `{}`: {e}", dir.display()))
+    }
+
+    fn key(effect: &Effect<'_>, definition: &str) -> String {
+        let material = json!({
+            "v": KEY_VERSION,
+            "kind": effect.kind,
+            "name": effect.name,
+            "definition": definition,
+            "request": effect.request,
+        });
+        cacache::Integrity::from(material.to_string()).to_hex().1
+    }
+}
+
+impl EffectStore for Cache {
+    fn lookup(&self, effect: &Effect<'_>) -> Lookup {
+        let Some(policy) = effect.cache else { return Lookup::Miss };
+        let key = Self::key(effect, policy.definition);
+        let found = cacache::metadata_sync(&self.dir, &key).ok().flatten().filter(|entry| {
+            policy.ttl.is_none_or(|ttl| {
+                let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+                now.saturating_sub(entry.time) <= ttl.as_millis()
+            })
+        });
+        let value = found
+            .and_then(|entry| cacache::read_hash_sync(&self.dir, &entry.integrity).ok())
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
+        match value {
+            Some(value) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                Lookup::Hit(Outcome::Value(value))
+            }
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                Lookup::Miss
+            }
+        }
+    }
+
+    fn record(&self, effect: &Effect<'_>, outcome: &Outcome) -> Result<(), String> {
+        let (Some(policy), Outcome::Value(value)) = (effect.cache, outcome) else { return Ok(()) };
+        let key = Self::key(effect, policy.definition);
+        let text = value.to_string();
+        let write = || -> cacache::Result<()> {
+            let mut writer =
+                cacache::WriteOpts::new().size(text.len()).open_sync(&self.dir, &key)?;
+            writer
+                .write_all(text.as_bytes())
+                .map_err(|e| cacache::Error::IoError(e, key.clone()))?;
+            writer.commit().map(drop)
+        };
+        write().map_err(|e| format!("cannot write the cache `{}`: {e}", self.dir.display()))
+    }
+}
