@@ -187,13 +187,13 @@ impl Llm {
         };
         let cx = CallContext { agent: &agent.name, path: scope.path(), trace, scope };
         let live = async {
-            let text = Run { program, agent, toolbox, cx, chain }.run(system, prompt).await?;
-            Ok(Outcome::Value(Value::String(text)))
+            let answer = Run { program, agent, toolbox, cx, chain }.run(system, prompt).await?;
+            Ok(Outcome::Value(answer))
         };
         match scope.perform(&effect, live).await {
-            Ok(Outcome::Value(Value::String(text))) => Ok(text),
-            Ok(other) => Err(LlmError::Recording {
-                message: format!("the cache holds no answer of agent `{}`: {other:?}", agent.name),
+            Ok(Outcome::Value(answer)) => Ok(answer),
+            Ok(Outcome::Failed(other)) => Err(LlmError::Recording {
+                message: format!("the cache holds no answer of agent `{}`: {other}", agent.name),
             }),
             Err(EffectError::Live(error)) => Err(error),
             Err(EffectError::Refused(message) | EffectError::Store(message)) => {
