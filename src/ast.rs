@@ -39,6 +39,8 @@ pub enum Item {
     Type(TypeDecl),
     /// `enum Name { ... }`.
     Enum(EnumDecl),
+    /// `test "name" { ... }`.
+    Test(Test),
 }
 
 /// `type Name { field: type ... }`: a record type.
@@ -319,6 +321,79 @@ pub struct Contract {
     pub outputs: Vec<Output>,
     /// The whole declaration.
     pub span: Span,
+}
+
+/// `test "name" { ... }`: a run of a contract with mocks and expectations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Test {
+    /// The name string (a plain string is required by lowering).
+    pub name: Expr,
+    /// The statements in source order.
+    pub statements: Vec<TestStmt>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// A statement of a `test` block.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TestStmt {
+    /// `run Contract(args)`.
+    Run {
+        /// The contract.
+        contract: Ident,
+        /// Its inputs.
+        args: Vec<Arg>,
+        /// The statement.
+        span: Span,
+    },
+    /// `mock Tool returns EXPR`, `mock Tool(args) fails "msg"`.
+    Mock {
+        /// The tool.
+        tool: Ident,
+        /// `(args)`: only calls with these arguments; any call when absent.
+        args: Option<Vec<Arg>>,
+        /// What the call gives.
+        answer: MockAnswer,
+        /// The statement.
+        span: Span,
+    },
+    /// `replay "cassette.json"`.
+    Replay(Expr, Span),
+    /// `expect EXPR`.
+    Expect(Expr, Span),
+    /// `expect_error "text"`.
+    ExpectError(Expr, Span),
+    /// `snapshot` or `snapshot calls`.
+    Snapshot {
+        /// `snapshot calls`: the effect calls too.
+        calls: bool,
+        /// The statement.
+        span: Span,
+    },
+}
+
+impl TestStmt {
+    /// The whole statement.
+    #[must_use]
+    pub fn span(&self) -> Span {
+        match self {
+            TestStmt::Run { span, .. }
+            | TestStmt::Mock { span, .. }
+            | TestStmt::Replay(_, span)
+            | TestStmt::Expect(_, span)
+            | TestStmt::ExpectError(_, span)
+            | TestStmt::Snapshot { span, .. } => *span,
+        }
+    }
+}
+
+/// What a mocked tool call gives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MockAnswer {
+    /// `returns EXPR`: this value.
+    Returns(Expr),
+    /// `fails "message"`: a tool error with this message.
+    Fails(Expr),
 }
 
 /// `runner inline` or `runner thread_pool(args)`.

@@ -11,6 +11,7 @@ mod builtin;
 mod expr;
 mod graph;
 mod ids;
+mod test_block;
 mod types;
 
 use std::ops::Index;
@@ -23,6 +24,7 @@ pub use builtin::{BUILTINS, Builtin, BuiltinParam, BuiltinSpec, ConfigKey, Param
 pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp, pattern};
 pub use graph::Graph;
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
+pub use test_block::{Mock, MockAnswer, Snapshot, Test};
 pub use types::{Enum, Record, Type, TypeKind, describe, fill_fields, value_kind};
 
 use crate::source::{Sources, Span};
@@ -40,6 +42,8 @@ pub struct Program {
     pub providers: Vec<Provider>,
     /// Contracts in declaration order.
     pub contracts: Vec<Contract>,
+    /// `test` blocks in load order.
+    pub tests: Vec<Test>,
 }
 
 impl Program {

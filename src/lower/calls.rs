@@ -19,10 +19,12 @@ use crate::ir::{self, AgentId, ContractId, Function, ToolId};
 use crate::source::Span;
 
 /// What is being called, for messages: "tool `DatabaseLookup`".
-struct Callee<'c> {
-    ident: &'c ast::Ident,
-    what: &'static str,
-    params: &'c [ir::Param],
+pub(super) struct Callee<'c> {
+    pub(super) ident: &'c ast::Ident,
+    pub(super) what: &'static str,
+    pub(super) params: &'c [ir::Param],
+    /// Required params may be left out (a test's `mock Tool(args)` pattern).
+    pub(super) partial: bool,
 }
 
 /// The statement a call is in: `compute` calls tools and agents,
@@ -61,7 +63,8 @@ impl Lowerer<'_> {
         match (stmt, decl) {
             (Stmt::Compute, Some(Decl::Tool(i))) => {
                 let tools = std::mem::take(&mut self.tools);
-                let callee = Callee { ident, what: "tool", params: &tools[i].params };
+                let callee =
+                    Callee { ident, what: "tool", params: &tools[i].params, partial: false };
                 let args = self.lower_args(&callee, args, scope);
                 self.tools = tools;
                 Lowered::Call(ir::Call {
@@ -72,7 +75,8 @@ impl Lowerer<'_> {
             }
             (Stmt::Compute, Some(Decl::Agent(i))) => {
                 let agents = std::mem::take(&mut self.agents);
-                let callee = Callee { ident, what: "agent", params: &agents[i].inputs };
+                let callee =
+                    Callee { ident, what: "agent", params: &agents[i].inputs, partial: false };
                 let args = self.lower_args(&callee, args, scope);
                 self.agents = agents;
                 Lowered::Call(ir::Call {
@@ -84,7 +88,7 @@ impl Lowerer<'_> {
             (Stmt::Compose, Some(Decl::Contract(i))) => {
                 composes.push((i, ident.span));
                 let inputs = std::mem::take(&mut self.contract_inputs);
-                let callee = Callee { ident, what: "contract", params: &inputs[i] };
+                let callee = Callee { ident, what: "contract", params: &inputs[i], partial: false };
                 let args = self.lower_args(&callee, args, scope);
                 self.contract_inputs = inputs;
                 Lowered::Call(ir::Call {
@@ -151,7 +155,7 @@ impl Lowerer<'_> {
 
     /// Named arguments checked against the callee's params, returned in
     /// param order.
-    fn lower_args(
+    pub(super) fn lower_args(
         &mut self,
         callee: &Callee<'_>,
         args: &[ast::Arg],
@@ -192,7 +196,7 @@ impl Lowerer<'_> {
             .filter(|(p, v)| v.is_none() && p.required() && !given.contains_key(p.name.as_str()))
             .map(|(p, _)| p.name.as_str())
             .collect();
-        if !missing.is_empty() {
+        if !missing.is_empty() && !callee.partial {
             let plural = if missing.len() == 1 { "" } else { "s" };
             self.push(
                 Diagnostic::error(

@@ -20,6 +20,7 @@
 //! | 8 | `control.rs` | branches, collections, `try`: patterns, where they may appear |
 //! | 9 | `cycles.rs` | per contract: cycles, the graph, guard gates, unused nodes; then recursive composition |
 //! | 10 | `typing.rs` | per clean contract, after its graph: each node's static type, type errors, `match` exhaustiveness |
+//! | 11 | `test_blocks.rs` | `test` blocks: the contract run, mocks, cassette, `expect`s |
 //!
 //! `types.rs` (types, constants, params) and `expr.rs` (name resolution in
 //! expressions) serve them all. A contract that already has errors is not
@@ -40,6 +41,7 @@ mod names;
 mod providers;
 mod records;
 pub mod suggest;
+mod test_blocks;
 mod tools;
 mod types;
 mod typing;
@@ -68,11 +70,12 @@ pub fn lower(sources: &Sources, files: &[(FileId, ast::File)]) -> (Option<Progra
     lowerer.tools = tools;
     lowerer.agents = agents;
     let contracts = lowerer.lower_contracts();
+    let tests = lowerer.lower_tests(&contracts);
     let Lowerer { diagnostics, tools, agents, .. } = lowerer;
     if diagnostics.has_errors() {
         return (None, diagnostics);
     }
-    let program = Program { sources: sources.clone(), tools, agents, providers, contracts };
+    let program = Program { sources: sources.clone(), tools, agents, providers, contracts, tests };
     (Some(program), diagnostics)
 }
 

@@ -53,6 +53,8 @@ pub(super) struct Declarations<'a> {
     pub(super) contracts: Vec<&'a ast::Contract>,
     pub(super) types: Vec<&'a ast::TypeDecl>,
     pub(super) enums: Vec<&'a ast::EnumDecl>,
+    /// `test` blocks with their files (tests have no global name).
+    pub(super) tests: Vec<(FileId, &'a ast::Test)>,
     /// Every declaration name in declaration order, with what it is; the
     /// duplicates too.
     pub(super) all: Vec<(&'a Ident, Decl)>,
@@ -64,10 +66,14 @@ impl<'a> Declarations<'a> {
     /// The table of the files' declarations, files in load order.
     pub(super) fn collect(files: &'a [(FileId, ast::File)]) -> Self {
         let mut decls = Declarations::default();
-        for (_, file) in files {
+        for (file_id, file) in files {
             for item in &file.items {
                 let (name, decl) = match item {
                     Item::Use(_) => continue,
+                    Item::Test(t) => {
+                        decls.tests.push((*file_id, t));
+                        continue;
+                    }
                     Item::Tool(t) => {
                         decls.tools.push(t);
                         (&t.name, Decl::Tool(decls.tools.len() - 1))

@@ -10,7 +10,8 @@ use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 
 /// Top-level keywords that start a recovery chunk in column 0.
-const ITEM_KEYWORDS: [&str; 7] = ["use", "tool", "agent", "provider", "contract", "type", "enum"];
+const ITEM_KEYWORDS: [&str; 8] =
+    ["use", "tool", "agent", "provider", "contract", "type", "enum", "test"];
 
 /// Every syntax error of a file that does not parse: one per broken
 /// top-level declaration. Each chunk is parsed alone and its diagnostics

@@ -24,9 +24,9 @@ use std::vec::IntoIter;
 use super::expr::{dedent, push_text};
 use crate::ast::{
     Agent, Arg, BinaryOp, Contract, EnumDecl, Expr, ExprKind, File, For, Ident, Implementation,
-    Item, MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param,
-    Pattern, PatternKind, Provider, ProviderRef, RESERVED, Runner, Setting, StringPart, Tool,
-    TypeDecl, TypeExpr, UnaryOp, Use,
+    Item, MatchArm, MockAnswer, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE,
+    Param, Pattern, PatternKind, Provider, ProviderRef, RESERVED, Runner, Setting, StringPart,
+    Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
 
@@ -289,6 +289,7 @@ impl<'t> Parser<'t> {
                 "contract" => Item::Contract(self.contract(start)?),
                 "type" => Item::Type(self.type_decl(start)?),
                 "enum" => Item::Enum(self.enum_decl(start)?),
+                "test" => Item::Test(self.test(start)?),
                 _ => return None,
             };
             let span = self.span_from(start);
@@ -533,6 +534,46 @@ impl<'t> Parser<'t> {
         self.expect(b'{')?;
         let variants = self.list(b'}', Self::ident)?;
         Some(EnumDecl { name, variants, span: self.span_from(start) })
+    }
+
+    fn test(&mut self, start: usize) -> Option<Test> {
+        let name = self.string()?;
+        self.expect(b'{')?;
+        let mut statements = Vec::new();
+        while !self.eat(b'}') {
+            let s = self.pos_after_ws();
+            let statement = match self.take_word() {
+                "run" => {
+                    let contract = self.ident()?;
+                    self.expect(b'(')?;
+                    let args = self.list(b')', Self::arg)?;
+                    TestStmt::Run { contract, args, span: self.span_from(s) }
+                }
+                "mock" => {
+                    let tool = self.ident()?;
+                    let args =
+                        if self.eat(b'(') { Some(self.list(b')', Self::arg)?) } else { None };
+                    let answer = match self.take_word() {
+                        "returns" => MockAnswer::Returns(self.expr()?),
+                        "fails" => MockAnswer::Fails(self.string()?),
+                        _ => return None,
+                    };
+                    TestStmt::Mock { tool, args, answer, span: self.span_from(s) }
+                }
+                "replay" => TestStmt::Replay(self.string()?, self.span_from(s)),
+                "expect" => TestStmt::Expect(self.expr()?, self.span_from(s)),
+                "expect_error" => TestStmt::ExpectError(self.string()?, self.span_from(s)),
+                "snapshot" => {
+                    let calls = self.keyword("calls");
+                    TestStmt::Snapshot { calls, span: self.span_from(s) }
+                }
+                _ => return None,
+            };
+            statements.push(statement);
+        }
+        let spans: Vec<Span> = statements.iter().map(TestStmt::span).collect();
+        self.lines_ok(&spans)?;
+        Some(Test { name, statements, span: self.span_from(start) })
     }
 
     /// `ident (, ident)*`.

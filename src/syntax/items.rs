@@ -4,8 +4,8 @@ use pest::iterators::Pair;
 
 use super::{Rule, span};
 use crate::ast::{
-    Agent, Contract, EnumDecl, File, Ident, Implementation, Item, Node, Output, Param, Provider,
-    ProviderRef, Runner, Setting, Tool, TypeDecl, TypeExpr, Use,
+    Agent, Contract, EnumDecl, File, Ident, Implementation, Item, MockAnswer, Node, Output, Param,
+    Provider, ProviderRef, Runner, Setting, Test, TestStmt, Tool, TypeDecl, TypeExpr, Use,
 };
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
@@ -40,6 +40,7 @@ impl<'t> Builder<'t> {
                 Rule::contract_decl => Item::Contract(self.contract(pair)),
                 Rule::type_decl => Item::Type(self.type_decl(pair)),
                 Rule::enum_decl => Item::Enum(self.enum_decl(pair)),
+                Rule::test_decl => Item::Test(self.test(pair)),
                 Rule::EOI => {
                     spans.pop();
                     continue;
@@ -335,6 +336,46 @@ impl<'t> Builder<'t> {
         contract
     }
 
+    fn test(&mut self, pair: Pair<'_, Rule>) -> Test {
+        let span = span(self.file, &pair);
+        let mut inner = pair.into_inner().skip(1);
+        let name = self.expr(inner.next().unwrap_or_else(|| unreachable!("test name")));
+        let pairs: Vec<_> = inner.collect();
+        let spans: Vec<Span> = pairs.iter().map(|p| super::span(self.file, p)).collect();
+        self.check_lines(&spans);
+        let statements = pairs.into_iter().map(|stmt| self.test_stmt(stmt)).collect();
+        Test { name, statements, span }
+    }
+
+    fn test_stmt(&mut self, stmt: Pair<'_, Rule>) -> TestStmt {
+        let span = span(self.file, &stmt);
+        match stmt.as_rule() {
+            Rule::run_stmt | Rule::mock_stmt => {
+                let run = stmt.as_rule() == Rule::run_stmt;
+                let mut inner = Self::operands(stmt).peekable();
+                let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("callee")));
+                let args = inner
+                    .next_if(|p| p.as_rule() == Rule::call_args)
+                    .map(|p| p.into_inner().next().map(|a| self.args(a)).unwrap_or_default());
+                if run {
+                    let args = args.unwrap_or_else(|| unreachable!("run arguments"));
+                    return TestStmt::Run { contract: name, args, span };
+                }
+                let answer = inner.next().unwrap_or_else(|| unreachable!("mock answer"));
+                let answer = match answer.as_rule() {
+                    Rule::mock_returns => MockAnswer::Returns(self.first_expr(answer)),
+                    _ => MockAnswer::Fails(self.first_expr(answer)),
+                };
+                TestStmt::Mock { tool: name, args, answer, span }
+            }
+            Rule::replay_stmt => TestStmt::Replay(self.first_expr(stmt), span),
+            Rule::expect_stmt => TestStmt::Expect(self.first_expr(stmt), span),
+            Rule::expect_error_stmt => TestStmt::ExpectError(self.first_expr(stmt), span),
+            Rule::snapshot_stmt => TestStmt::Snapshot { calls: stmt.into_inner().len() == 2, span },
+            rule => unreachable!("test statement {rule:?}"),
+        }
+    }
+
     fn runner(&mut self, pair: Pair<'_, Rule>) -> Runner {
         let span = span(self.file, &pair);
         let mut inner = pair.into_inner().skip(1);
@@ -406,5 +447,13 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_guard
             | Rule::kw_output
             | Rule::kw_else
+            | Rule::kw_test
+            | Rule::kw_run
+            | Rule::kw_mock
+            | Rule::kw_fails
+            | Rule::kw_replay
+            | Rule::kw_expect
+            | Rule::kw_expect_error
+            | Rule::kw_snapshot
     )
 }

@@ -112,5 +112,6 @@ pub(crate) fn program(tools: Vec<ir::Tool>) -> ir::Program {
         agents: Vec::new(),
         providers: Vec::new(),
         contracts: Vec::new(),
+        tests: Vec::new(),
     }
 }

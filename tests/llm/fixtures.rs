@@ -114,6 +114,7 @@ pub(crate) fn program(agents: Vec<Agent>, providers: Vec<Provider>) -> Program {
         agents,
         providers,
         contracts: Vec::new(),
+        tests: Vec::new(),
     }
 }
 

@@ -1,0 +1,68 @@
+//! Checked `test` blocks: which contract runs on what, which tools are
+//! mocked, what the result must be. Produced by `lower`, run by
+//! [`crate::testing`].
+
+use std::path::PathBuf;
+
+use super::{ContractId, Expr, ToolId};
+use crate::source::{FileId, Span};
+
+/// A `test "name" { ... }` block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Test {
+    /// The name as written.
+    pub name: String,
+    /// The file that declares it (its snapshots live beside it).
+    pub file: FileId,
+    /// The contract `run` runs.
+    pub contract: ContractId,
+    /// The run's inputs by name, in input order; expressions without
+    /// variables.
+    pub inputs: Vec<(String, Expr)>,
+    /// `mock` statements in source order: the first that fits a call answers it.
+    pub mocks: Vec<Mock>,
+    /// `replay "file"`: the cassette, resolved against the file's folder.
+    pub replay: Option<PathBuf>,
+    /// `expect` conditions over the outputs (`Var(i)` is output `i`).
+    pub expects: Vec<Expr>,
+    /// `expect_error "text"`: the run must fail with a message containing it.
+    pub expect_error: Option<String>,
+    /// `snapshot` / `snapshot calls`.
+    pub snapshot: Snapshot,
+    /// The whole block.
+    pub span: Span,
+}
+
+/// What a test compares with its stored snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Snapshot {
+    /// No `snapshot` statement.
+    None,
+    /// `snapshot`: the outputs.
+    Outputs,
+    /// `snapshot calls`: the outputs and every effect call.
+    Calls,
+}
+
+/// `mock Tool(args) returns EXPR` or `mock Tool fails "message"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mock {
+    /// The mocked tool.
+    pub tool: ToolId,
+    /// Only calls whose arguments include these (by param name);
+    /// every call when `None`. Expressions without variables.
+    pub args: Option<Vec<(String, Expr)>>,
+    /// What a matching call gives.
+    pub answer: MockAnswer,
+    /// The statement.
+    pub span: Span,
+}
+
+/// What a mocked call gives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MockAnswer {
+    /// This value (an expression without variables).
+    Returns(Expr),
+    /// A tool error with this message.
+    Fails(String),
+}

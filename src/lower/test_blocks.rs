@@ -1,0 +1,249 @@
+//! `test` blocks: the contract they run and its arguments, the tools they
+//! mock, the cassette, and the names their `expect`s read (the contract's
+//! outputs).
+//!
+//! A test needs exactly one `run`; `expect_error` excludes `expect` and
+//! `snapshot` (a failed run has no outputs). Arguments of `run` and `mock`
+//! and mocked values are expressions without names. A mock of a tool the
+//! contract can never call (directly, through an agent, or through a
+//! composed contract) is a warning: it would silently do nothing.
+
+use std::collections::HashMap;
+
+use super::Lowerer;
+use super::calls::Callee;
+use super::expr::Scope;
+use super::names::Decl;
+use super::suggest::did_you_mean;
+use crate::ast::{self, MockAnswer, TestStmt};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::ir::{self, ContractId, Snapshot, ToolId};
+use crate::source::FileId;
+
+impl Lowerer<'_> {
+    /// Lowers every test block of the program.
+    pub(super) fn lower_tests(&mut self, contracts: &[ir::Contract]) -> Vec<ir::Test> {
+        let decls = self.decls;
+        let mut seen: HashMap<(FileId, String), &ast::Test> = HashMap::new();
+        let mut tests = Vec::with_capacity(decls.tests.len());
+        for &(file, test) in &decls.tests {
+            let Some(name) = self.expect_plain_string(&test.name, "a test name") else { continue };
+            if let Some(first) = seen.insert((file, name.clone()), test) {
+                self.push(
+                    Diagnostic::error(
+                        Code::Duplicate,
+                        test.name.span,
+                        format!("test `{name}` is declared twice in this file"),
+                    )
+                    .label("declared again here")
+                    .note(first.name.span, "first declared here")
+                    .help("give each test its own name (its snapshot file is named after it)"),
+                );
+            }
+            if let Some(lowered) = self.lower_test(file, name, test, contracts) {
+                tests.push(lowered);
+            }
+        }
+        tests
+    }
+
+    fn lower_test(
+        &mut self,
+        file: FileId,
+        name: String,
+        test: &ast::Test,
+        contracts: &[ir::Contract],
+    ) -> Option<ir::Test> {
+        let mut runs = Vec::new();
+        let (mut replays, mut errors, mut snapshots, mut expects) =
+            (vec![], vec![], vec![], vec![]);
+        let mut mocks = Vec::new();
+        for stmt in &test.statements {
+            match stmt {
+                TestStmt::Run { .. } => runs.push(stmt),
+                TestStmt::Replay(..) => replays.push(stmt),
+                TestStmt::ExpectError(..) => errors.push(stmt),
+                TestStmt::Snapshot { .. } => snapshots.push(stmt),
+                TestStmt::Expect(..) => expects.push(stmt),
+                TestStmt::Mock { .. } => mocks.push(stmt),
+            }
+        }
+        let none = Scope::new(Vec::new(), "name", format!("test `{name}`"));
+        let mocks: Vec<ir::Mock> = mocks.iter().filter_map(|m| self.lower_mock(m, &none)).collect();
+        let replay = self.single(&replays, |s| s.span(), "replay").and_then(|stmt| {
+            let TestStmt::Replay(path, _) = stmt else { return None };
+            let path = self.expect_plain_string(path, "a cassette path")?;
+            Some(self.sources[file].dir().join(path))
+        });
+        let expect_error = self.single(&errors, |s| s.span(), "expect_error").and_then(|stmt| {
+            let TestStmt::ExpectError(text, _) = stmt else { return None };
+            self.expect_plain_string(text, "the expected error")
+        });
+        let snapshot = match self.single(&snapshots, |s| s.span(), "snapshot") {
+            Some(TestStmt::Snapshot { calls: true, .. }) => Snapshot::Calls,
+            Some(_) => Snapshot::Outputs,
+            None => Snapshot::None,
+        };
+        if let (Some(error), Some(other)) = (errors.first(), expects.first().or(snapshots.first()))
+        {
+            self.push(
+                Diagnostic::error(
+                    Code::TestStatement,
+                    other.span(),
+                    format!("test `{name}` expects an error and checks outputs"),
+                )
+                .label("a failed run has no outputs")
+                .note(error.span(), "the run must fail here")
+                .help("split it into two tests"),
+            );
+        }
+        let Some(run) = self.single(&runs, |s| s.span(), "run") else {
+            self.push(
+                Diagnostic::error(
+                    Code::TestStatement,
+                    test.span,
+                    format!("test `{name}` has no `run`"),
+                )
+                .label("nothing to test")
+                .help("add `run Contract(input: value)`"),
+            );
+            return None;
+        };
+        let TestStmt::Run { contract, args, .. } = run else { return None };
+        let id = self.expect_contract(contract)?;
+        let params = self.contract_inputs[id.index()].clone();
+        let callee = Callee { ident: contract, what: "contract", params: &params, partial: false };
+        let inputs = self.lower_args(&callee, args, &none);
+        let declared = &contracts[id.index()];
+        let outputs = Scope::new(
+            declared.outputs.iter().map(|o| o.name.as_str()).collect(),
+            "declared output",
+            format!("contract `{}`", declared.name),
+        );
+        let expects = expects
+            .iter()
+            .filter_map(|stmt| match stmt {
+                TestStmt::Expect(expr, _) => Some(self.lower_expr(expr, &outputs)),
+                _ => None,
+            })
+            .collect();
+        self.check_reachable_mocks(id, &mocks, contracts);
+        Some(ir::Test {
+            name,
+            file,
+            contract: id,
+            inputs,
+            mocks,
+            replay,
+            expects,
+            expect_error,
+            snapshot,
+            span: test.span,
+        })
+    }
+
+    /// The contract `run` names, reported when it is not one.
+    fn expect_contract(&mut self, ident: &ast::Ident) -> Option<ContractId> {
+        let decl = self.decls.get(&ident.name);
+        if let Some(Decl::Contract(i)) = decl {
+            return Some(ContractId::from_index(i));
+        }
+        let contracts = self.decls.names_where(|d| matches!(d, Decl::Contract(_)));
+        let (message, help) = match decl {
+            Some(decl) => (
+                format!("`run` of {} `{}`", decl.kind(), ident.name),
+                Some("a test runs a contract: `run Contract(input: value)`".to_owned()),
+            ),
+            None => {
+                (format!("unknown contract `{}`", ident.name), did_you_mean(&ident.name, contracts))
+            }
+        };
+        self.push(
+            Diagnostic::error(Code::UnknownContract, ident.span, message)
+                .label("not a declared contract")
+                .maybe_help(help),
+        );
+        None
+    }
+
+    fn lower_mock(&mut self, stmt: &TestStmt, none: &Scope<'_>) -> Option<ir::Mock> {
+        let TestStmt::Mock { tool, args, answer, span } = stmt else { return None };
+        let Some(Decl::Tool(index)) = self.decls.get(&tool.name) else {
+            let tools = self.decls.names_where(|d| matches!(d, Decl::Tool(_)));
+            self.push(
+                Diagnostic::error(
+                    Code::UnknownTool,
+                    tool.span,
+                    format!("`mock` of unknown tool `{}`", tool.name),
+                )
+                .label("not a declared tool")
+                .maybe_help(did_you_mean(&tool.name, tools)),
+            );
+            return None;
+        };
+        let params = self.tools[index].params.clone();
+        let args = args.as_ref().map(|args| {
+            let callee = Callee { ident: tool, what: "tool", params: &params, partial: true };
+            self.lower_args(&callee, args, none)
+        });
+        let answer = match answer {
+            MockAnswer::Returns(expr) => ir::MockAnswer::Returns(self.lower_expr(expr, none)),
+            MockAnswer::Fails(text) => {
+                ir::MockAnswer::Fails(self.expect_plain_string(text, "a mock's failure message")?)
+            }
+        };
+        Some(ir::Mock { tool: ToolId::from_index(index), args, answer, span: *span })
+    }
+
+    /// Warns about mocks of tools that `contract` can never call.
+    fn check_reachable_mocks(
+        &mut self,
+        contract: ContractId,
+        mocks: &[ir::Mock],
+        contracts: &[ir::Contract],
+    ) {
+        let reachable = self.reachable_tools(contract, contracts);
+        for mock in mocks {
+            if reachable[mock.tool.index()] {
+                continue;
+            }
+            let (tool, name) =
+                (&self.tools[mock.tool.index()].name, &contracts[contract.index()].name);
+            let diagnostic = Diagnostic::warning(
+                Code::UnreachableMock,
+                mock.span,
+                format!("mock of tool `{tool}` is never used"),
+            )
+            .label(format!("contract `{name}` cannot call `{tool}`"))
+            .help(
+                "remove the mock, or run a contract that calls the tool or an agent that lists it",
+            );
+            self.push(diagnostic);
+        }
+    }
+
+    /// Which tools `contract` may call: its tool nodes, the tools of its
+    /// agents, and those of the contracts it composes.
+    fn reachable_tools(&self, contract: ContractId, contracts: &[ir::Contract]) -> Vec<bool> {
+        let mut tools = vec![false; self.tools.len()];
+        let mut visited = vec![false; contracts.len()];
+        let mut stack = vec![contract];
+        while let Some(id) = stack.pop() {
+            if std::mem::replace(&mut visited[id.index()], true) {
+                continue;
+            }
+            for call in contracts[id.index()].nodes.iter().flat_map(|n| n.kind.calls()) {
+                match call.callee {
+                    ir::Callee::Tool(tool) => tools[tool.index()] = true,
+                    ir::Callee::Agent(agent) => {
+                        for tool in &self.agents[agent.index()].tools {
+                            tools[tool.index()] = true;
+                        }
+                    }
+                    ir::Callee::Contract(child) => stack.push(child),
+                }
+            }
+        }
+        tools
+    }
+}
