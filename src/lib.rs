@@ -12,6 +12,7 @@
 //! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] | [`runtime::RunError`] |
 //! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`tools::ToolError`] |
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`llm::LlmError`] |
+//! | tests | [`testing`] | checked programs' `test` blocks | one result per test | [`testing::Failure`] |
 //! | command line | [`cli`] | arguments | exit code, printed reports | exit codes |
 //!
 //! [`compile`] runs the first three stages: reading and parsing report
@@ -32,6 +33,7 @@ pub mod runtime;
 pub mod shutdown;
 pub mod source;
 pub mod syntax;
+pub mod testing;
 pub mod tools;
 pub mod trace;
 

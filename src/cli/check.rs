@@ -111,7 +111,7 @@ fn canonical(path: &Path) -> PathBuf {
 /// The files to check: files as given, folders expanded to their `*.ign`
 /// files, sorted, recursively. A folder reached twice (through a symbolic
 /// link to itself or to a parent) is read once.
-fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub(super) fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     let mut seen = HashSet::new();
     for path in paths {

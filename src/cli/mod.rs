@@ -4,7 +4,7 @@
 //! | exit code | meaning |
 //! | --- | --- |
 //! | 0 | success (warnings allowed) |
-//! | 1 | the contracts have errors (or warnings with `--deny-warnings`) |
+//! | 1 | the contracts have errors (or warnings with `--deny-warnings`); `test`: a test failed |
 //! | 2 | usage or I/O error (no such path, bad run inputs) |
 //! | 3 | a run failed (a node failed) |
 //!
@@ -22,6 +22,7 @@ mod graph;
 mod run;
 mod schema;
 mod signals;
+mod test;
 mod tools;
 
 use std::io::IsTerminal;
@@ -34,6 +35,7 @@ pub use check::{CheckArgs, Format};
 pub use graph::GraphArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
+pub use test::{TestArgs, TestFormat};
 pub use tools::ToolsArgs;
 
 /// Width diagnostics wrap at.
@@ -99,6 +101,8 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Show or clear the result cache of tools and agents declared `cache`.
     Cache(CacheArgs),
+    /// Run the `test` blocks of `.ign` files.
+    Test(TestArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -112,6 +116,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Schema(args) => args.run(&global),
         Command::Tools(args) => args.run(&global),
         Command::Cache(args) => args.run(&global),
+        Command::Test(args) => args.run(&global),
     })
 }
 

@@ -57,7 +57,8 @@ pub struct Engine {
     toolbox: Toolbox,
     llm: Llm,
     effects: Effects,
-    io: OnceLock<Option<tokio::runtime::Runtime>>,
+    /// Shared with [`Engine::sibling`]s.
+    io: Arc<OnceLock<Option<tokio::runtime::Runtime>>>,
 }
 
 impl Engine {
@@ -70,7 +71,21 @@ impl Engine {
             toolbox: Toolbox::new(),
             llm: Llm::from_env(),
             effects: Effects::live(),
-            io: OnceLock::new(),
+            io: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// An engine for the same program, tools, model settings and I/O
+    /// runtime whose runs go through `effects` (each test run gets one
+    /// with its mocks).
+    #[must_use]
+    pub fn sibling(&self, effects: Effects) -> Self {
+        Self {
+            program: Arc::clone(&self.program),
+            toolbox: self.toolbox.clone(),
+            llm: self.llm.clone(),
+            effects,
+            io: Arc::clone(&self.io),
         }
     }
 

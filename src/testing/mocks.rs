@@ -1,0 +1,110 @@
+//! The mocks of one test run: which tool calls they answer, and every tool
+//! call the run made (for `snapshot calls`). Pure bookkeeping: the test's
+//! effect store (`store.rs`) asks it about each tool call.
+//!
+//! A call is answered by the first mock of its tool whose arguments it
+//! matches: a mock without arguments matches every call; a mock with
+//! arguments matches a call that has equal values for each of them (a
+//! param the call leaves out counts as its default; numbers compare by
+//! value). A call of a tool that has mocks, none of which matches, is
+//! refused and remembered: the test fails and shows the arguments. A tool
+//! without mocks runs as usual.
+
+use std::sync::Mutex;
+
+use serde_json::{Map, Value, json};
+
+use crate::eval;
+
+/// One `mock` statement with its values computed.
+#[derive(Debug, Clone)]
+pub(crate) struct Mock {
+    /// The tool's `tool_name` (what calls carry).
+    pub(crate) tool: String,
+    /// Its declared name, for messages.
+    pub(crate) name: String,
+    /// The tool's params with defaults: a call that leaves one out has it.
+    pub(crate) defaults: Map<String, Value>,
+    pub(crate) args: Option<Map<String, Value>>,
+    pub(crate) answer: Result<Value, String>,
+}
+
+/// What the mocks say about a call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answer {
+    /// A mock answers: this value, or this tool error.
+    Mocked(Result<Value, String>),
+    /// The tool has no mock: it runs.
+    Unmocked,
+    /// The tool has mocks but none for these arguments: why.
+    Unmatched(String),
+}
+
+/// The mocks of a run and what they saw.
+#[derive(Debug, Default)]
+pub(crate) struct Mocks {
+    mocks: Vec<Mock>,
+    /// Every tool call: `{"node", "tool", "args"}`.
+    calls: Mutex<Vec<Value>>,
+    /// Calls no mock matched, explained.
+    unmatched: Mutex<Vec<String>>,
+}
+
+impl Mocks {
+    pub(crate) fn new(mocks: Vec<Mock>) -> Self {
+        Self { mocks, ..Self::default() }
+    }
+
+    /// Answers a call of `tool` (its `tool_name`) with `args` by node
+    /// `node`, and logs it.
+    pub(crate) fn answer(&self, node: &str, tool: &str, args: &Value) -> Answer {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push(json!({ "node": node, "tool": tool, "args": args }));
+        }
+        let mut patterns = Vec::new();
+        let mut name = tool;
+        for mock in self.mocks.iter().filter(|m| m.tool == tool) {
+            name = &mock.name;
+            match &mock.args {
+                None => return Answer::Mocked(mock.answer.clone()),
+                Some(wanted) if matches(&mock.defaults, wanted, args) => {
+                    return Answer::Mocked(mock.answer.clone());
+                }
+                Some(wanted) => patterns.push(Value::Object(wanted.clone()).to_string()),
+            }
+        }
+        if patterns.is_empty() {
+            return Answer::Unmocked;
+        }
+        let why = format!(
+            "tool `{name}` was called by `{node}` with {args}, but it is mocked only for {}",
+            patterns.join(", ")
+        );
+        if let Ok(mut unmatched) = self.unmatched.lock() {
+            unmatched.push(why.clone());
+        }
+        Answer::Unmatched(why)
+    }
+
+    /// Every call made, sorted by node, tool and arguments (so the order
+    /// does not depend on scheduling).
+    pub(crate) fn calls(&self) -> Vec<Value> {
+        let mut calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
+        calls.sort_by_cached_key(Value::to_string);
+        calls
+    }
+
+    /// The calls no mock matched.
+    pub(crate) fn unmatched(&self) -> Vec<String> {
+        self.unmatched.lock().map(|u| u.clone()).unwrap_or_default()
+    }
+}
+
+/// True when `args` has the `wanted` value for each wanted param (a param
+/// left out counts as its default).
+fn matches(defaults: &Map<String, Value>, wanted: &Map<String, Value>, args: &Value) -> bool {
+    wanted.iter().all(|(name, value)| {
+        let given = args.get(name).or_else(|| defaults.get(name));
+        given.is_some_and(|given| eval::equal(given, value))
+    })
+}
