@@ -1,4 +1,4 @@
-//! The pure built-in functions of LANGUAGE.md §6.
+//! The pure built-in functions (docs/language.md, "Built-in functions").
 //!
 //! Argument counts are checked by the compiler; values are checked here
 //! and every failure says which function got what.
