@@ -456,4 +456,54 @@ contract Ask {
     // Other inputs are another key.
     assert_eq!(outputs(&run("stop")), json!({"a": "alpha"}));
     assert_eq!(requests_with(&server, "first stop").await, 1);
+/// Ctrl-C during a collection: the items running (each a child with a
+/// grandchild) are killed with their process groups, and no later item
+/// ever starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_during_a_collection_stops_its_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+tool Spawn {
+  description "Starts a grandchild, notes both pids, waits"
+  param n: integer
+  exec "sh" "-c" "n=$(cat | tr -dc 0-9); sleep 300 & echo $! > grandchild.$n.pid; echo $$ > child.$n.pid; wait"
+}
+
+contract Many {
+  input items: array<integer>
+  compute held = for i in items: Spawn(n: i)
+  output held
+}
+"#;
+    std::fs::write(dir.path().join("many.ign"), text).unwrap();
+    let mut child = ignite(dir.path())
+        .args(["run", "many.ign", "--input", "items=[0, 1, 2, 3, 4, 5]", "--jobs", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = |kind: &str, n: usize| {
+        std::fs::read_to_string(dir.path().join(format!("{kind}.{n}.pid")))
+            .ok()
+            .filter(|p| p.ends_with('\n'))
+            .map(|p| p.trim().to_owned())
+    };
+    wait_for("two items to start", || {
+        pid("grandchild", 0).is_some() && pid("grandchild", 1).is_some()
+    })
+    .await;
+    let running: Vec<String> = (0..2)
+        .flat_map(|n| [pid("grandchild", n), pid("child", n)])
+        .map(|p| p.expect("pid written"))
+        .collect();
+    assert!(running.iter().all(|p| alive(p)));
+    let output = stop_with(&mut child, libc::SIGINT);
+    assert_eq!(output.status.code(), Some(130));
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    assert!(stdout.is_empty(), "no outputs are printed: {stdout}");
+    wait_for("the running items' process groups to die", || running.iter().all(|p| !alive(p)))
+        .await;
+    let later: Vec<usize> = (2..6).filter(|&n| pid("child", n).is_some()).collect();
+    assert!(later.is_empty(), "items started after Ctrl-C: {later:?}");
 }
