@@ -456,6 +456,8 @@ contract Ask {
     // Other inputs are another key.
     assert_eq!(outputs(&run("stop")), json!({"a": "alpha"}));
     assert_eq!(requests_with(&server, "first stop").await, 1);
+}
+
 /// Ctrl-C during a collection: the items running (each a child with a
 /// grandchild) are killed with their process groups, and no later item
 /// ever starts.
