@@ -1,0 +1,111 @@
+//! Effects-seam benchmarks. `cargo bench --bench effects`; figures go to
+//! BENCHMARKS.md.
+//!
+//! - journal: a contract of 1,000 fast tool calls (`returns` tools), run
+//!   live and with `--journal`'s store (one appended line per call),
+//!   alternating in one process on a noisy shared machine: compare the
+//!   ratio, not the times.
+//! - cache hit: one agent-call effect answered by the cache (a warm
+//!   `Cache` entry, through the same `Scope::perform` the runtime uses),
+//!   median and p90 of 2,000.
+
+#![allow(clippy::print_stdout, missing_docs)]
+
+mod support;
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use igniter::effects::{
+    Cache, CachePolicy, Effect, EffectKind, Effects, Outcome, Recording, RunHeader, Scope,
+};
+use igniter::runtime::RunOptions;
+use serde_json::{Map, Value, json};
+use support::{engine, median_run};
+
+fn main() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    journal(dir.path());
+    cache_hit(dir.path());
+}
+
+fn journal(dir: &std::path::Path) {
+    let calls = 1_000;
+    let mut text = String::from(
+        "tool Step {\n  param n: integer\n  returns n + 1\n}\n\ncontract Many {\n  input x: integer\n",
+    );
+    for i in 0..calls {
+        let _ = writeln!(text, "  compute c{i} = Step(n: x + {i})");
+    }
+    for i in 0..calls {
+        let _ = writeln!(text, "  output c{i}");
+    }
+    text.push_str("}\n");
+    let inputs: Map<String, Value> = [("x".to_owned(), Value::from(1))].into_iter().collect();
+    let options = RunOptions::default();
+    let live = engine(&text);
+    let (mut plain, mut journaled) = (Vec::new(), Vec::new());
+    for round in 0..9 {
+        plain.push(median_run(&live, &inputs, &options, 3));
+        let runs = dir.join(format!("runs{round}"));
+        let (store, _) = Recording::journal(&runs, RunHeader::default()).expect("journal");
+        let with = engine(&text).with_effects(Effects::live().with(Arc::new(store)));
+        journaled.push(median_run(&with, &inputs, &options, 1));
+    }
+    plain.sort();
+    journaled.sort();
+    let (plain, journaled) = (plain[4], journaled[4]);
+    println!("| benchmark | live | journaled | ratio |");
+    println!("| --- | ---: | ---: | ---: |");
+    println!(
+        "| {calls} tool calls | {:.2} ms | {:.2} ms | {:.2} |",
+        ms(plain),
+        ms(journaled),
+        journaled.as_secs_f64() / plain.as_secs_f64()
+    );
+}
+
+fn cache_hit(dir: &std::path::Path) {
+    let cache = Effects::live().with(Arc::new(Cache::new(dir.join("cache"))));
+    let scope = Scope::new(cache, "Bench > ask");
+    let request = json!({
+        "chain": [["anthropic", "claude"]],
+        "system": "Be brief.",
+        "prompt": "What is 2+2?",
+        "tools": []
+    });
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let ask = |scope: &Scope| {
+        let key = scope.next_key();
+        let effect = Effect {
+            key: &key,
+            kind: EffectKind::Agent,
+            name: "Ask",
+            route: "",
+            request: &request,
+            cache: Some(CachePolicy { ttl: None, definition: "agent Ask { ... }" }),
+        };
+        let live = async { Ok::<_, ()>(Outcome::Value(json!("four"))) };
+        let started = Instant::now();
+        let answer = runtime.block_on(scope.perform(&effect, live)).expect("effect");
+        let elapsed = started.elapsed();
+        assert_eq!(answer, Outcome::Value(json!("four")));
+        elapsed
+    };
+    ask(&scope);
+    let mut times: Vec<Duration> = (0..2_000).map(|_| ask(&scope)).collect();
+    times.sort();
+    println!();
+    println!("| benchmark | median | p90 |");
+    println!("| --- | ---: | ---: |");
+    println!(
+        "| agent call answered by the cache | {:.1} µs | {:.1} µs |",
+        times[1_000].as_secs_f64() * 1e6,
+        times[1_800].as_secs_f64() * 1e6
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
