@@ -13,6 +13,7 @@
 //! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`tools::ToolError`] |
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`llm::LlmError`] |
 //! | tests | [`testing`] | checked programs' `test` blocks | one result per test | [`testing::Failure`] |
+//! | serve | [`serve`] | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
 //! | command line | [`cli`] | arguments | exit code, printed reports | exit codes |
 //!
 //! [`compile`] runs the first three stages: reading and parsing report
@@ -30,6 +31,7 @@ pub mod load;
 pub mod lower;
 pub mod render;
 pub mod runtime;
+pub mod serve;
 pub mod shutdown;
 pub mod source;
 pub mod syntax;

@@ -21,6 +21,7 @@ mod check;
 mod graph;
 mod run;
 mod schema;
+mod serve;
 mod signals;
 mod test;
 mod tools;
@@ -35,6 +36,7 @@ pub use check::{CheckArgs, Format};
 pub use graph::GraphArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
+pub use serve::ServeArgs;
 pub use test::{TestArgs, TestFormat};
 pub use tools::ToolsArgs;
 
@@ -103,6 +105,8 @@ pub enum Command {
     Cache(CacheArgs),
     /// Run the `test` blocks of `.ign` files.
     Test(TestArgs),
+    /// Serve every top-level contract over HTTP.
+    Serve(ServeArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -117,6 +121,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Tools(args) => args.run(&global),
         Command::Cache(args) => args.run(&global),
         Command::Test(args) => args.run(&global),
+        Command::Serve(args) => args.run(&global),
     })
 }
 

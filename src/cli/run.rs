@@ -79,7 +79,7 @@ pub struct RunArgs {
 }
 
 /// `1048576`, `512K`, `8M`, `1G`.
-fn parse_size(text: &str) -> Result<usize, String> {
+pub(super) fn parse_size(text: &str) -> Result<usize, String> {
     let (digits, unit) = match text.trim().char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => (&text.trim()[..i], c.to_ascii_uppercase()),
         _ => (text.trim(), 'B'),

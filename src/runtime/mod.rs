@@ -172,7 +172,8 @@ impl Engine {
     }
 
     /// Contracts that no other contract composes, in declaration order.
-    fn roots(&self) -> Vec<ContractId> {
+    #[must_use]
+    pub fn roots(&self) -> Vec<ContractId> {
         let mut composed = vec![false; self.program.contracts.len()];
         for contract in &self.program.contracts {
             for node in &contract.nodes {

@@ -50,9 +50,14 @@ impl ToolView {
 /// The parameters object of `tool`: `{"type":"object","properties":{..},"required":[..]}`.
 #[must_use]
 pub fn parameters_schema(tool: &ir::Tool) -> Value {
+    params_schema(&tool.params)
+}
+
+/// The object schema of `params` (a tool's params, a contract's inputs).
+pub(crate) fn params_schema<'a>(params: impl IntoIterator<Item = &'a ir::Param>) -> Value {
     let mut properties = Map::new();
     let mut required = Vec::new();
-    for param in &tool.params {
+    for param in params {
         properties.insert(param.name.clone(), Value::Object(param_schema(param)));
         if param.required() {
             required.push(Value::String(param.name.clone()));

@@ -1,0 +1,435 @@
+//! Contracts as an HTTP service: the router behind `ignite serve`.
+//!
+//! Input: an [`Engine`] and [`Limits`]. Output: an axum server answering
+//!
+//! | request | answer |
+//! | --- | --- |
+//! | `POST /contracts/NAME` | the run's outputs (inputs are the JSON body) |
+//! | `GET /contracts` | every top-level contract with its input and output JSON Schemas |
+//! | `GET /openapi.json` | an OpenAPI 3.1 document of the above |
+//! | `GET /health` | `{"status": "ok", ...}` |
+//!
+//! Runs go through [`Engine::run`] exactly as `ignite run` does; errors are
+//! JSON objects carrying the CLI's diagnostic codes (see [`error_body`]).
+//! At most [`Limits::max_runs`] runs go at once (others wait for a turn,
+//! within the time limit); a run that outlasts [`Limits::timeout`] is
+//! answered 504 and left to finish in the background, still holding its
+//! turn. When the shutdown future resolves, new requests are answered 503,
+//! the server waits for every run in flight, then stops.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
+
+use crate::diagnostic::Code;
+use crate::ir::{Callee, ContractId, NodeKind};
+use crate::runtime::{Engine, RunError, RunOptions};
+use crate::tools::schema::{params_schema, type_schema};
+
+/// How much the server takes on.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The largest request body, in bytes.
+    pub max_body: usize,
+    /// How many runs may go at once.
+    pub max_runs: usize,
+    /// The longest a request may wait for its turn and run.
+    pub timeout: Duration,
+}
+
+/// The shared state of one server.
+pub struct Service {
+    engine: Arc<Engine>,
+    /// Top-level contracts by name, in declaration order.
+    contracts: Vec<(String, ContractId)>,
+    limits: Limits,
+    turns: Arc<Semaphore>,
+    draining: AtomicBool,
+}
+
+impl Service {
+    /// A service for every top-level contract of `engine`'s program.
+    #[must_use]
+    pub fn new(engine: Engine, limits: Limits) -> Self {
+        let contracts =
+            engine.roots().into_iter().map(|id| (engine.program()[id].name.clone(), id)).collect();
+        Self {
+            engine: Arc::new(engine),
+            contracts,
+            turns: Arc::new(Semaphore::new(limits.max_runs)),
+            limits,
+            draining: AtomicBool::new(false),
+        }
+    }
+
+    /// The contracts served with their schemas, as `GET /contracts` lists them.
+    #[must_use]
+    pub fn catalog(&self) -> Value {
+        Value::Array(
+            self.contracts
+                .iter()
+                .map(|(name, id)| {
+                    json!({
+                        "name": name,
+                        "inputs": self.input_schema(*id),
+                        "outputs": self.output_schema(*id),
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    fn input_schema(&self, id: ContractId) -> Value {
+        let mut schema = params_schema(self.engine.program()[id].inputs().map(|(_, p)| p));
+        if let Some(object) = schema.as_object_mut() {
+            object.insert("additionalProperties".into(), false.into());
+        }
+        schema
+    }
+
+    /// Outputs that read an input (or an agent's reply) whole have its
+    /// type; the others may be any JSON value.
+    fn output_schema(&self, id: ContractId) -> Value {
+        let program = self.engine.program();
+        let contract = &program[id];
+        let mut properties = Map::new();
+        for output in &contract.outputs {
+            let node = &contract.nodes[output.node.index()];
+            let mut schema = match &node.kind {
+                NodeKind::Input(param) if output.fields.is_empty() => type_schema(&param.ty),
+                NodeKind::Call(call)
+                    if output.fields.is_empty() && matches!(call.callee, Callee::Agent(_)) =>
+                {
+                    let mut schema = Map::new();
+                    schema.insert("type".into(), "string".into());
+                    schema
+                }
+                _ => Map::new(),
+            };
+            let mut from = node.name.clone();
+            for field in &output.fields {
+                from.push('.');
+                from.push_str(field);
+            }
+            schema.insert("description".into(), format!("from `{from}`").into());
+            properties.insert(output.name.clone(), Value::Object(schema));
+        }
+        let required = contract.outputs.iter().map(|o| Value::String(o.name.clone())).collect();
+        crate::tools::schema::object_schema(properties, required)
+    }
+
+    /// The OpenAPI 3.1 document of the server.
+    #[must_use]
+    pub fn openapi(&self) -> Value {
+        let error = json!({"$ref": "#/components/schemas/Error"});
+        let errors = |codes: &[&str]| {
+            let mut out = Map::new();
+            for code in codes {
+                out.insert(
+                    (*code).to_owned(),
+                    json!({
+                        "description": "An error with ignite's code",
+                        "content": {"application/json": {"schema": error}},
+                    }),
+                );
+            }
+            out
+        };
+        let mut paths = Map::new();
+        for (name, id) in &self.contracts {
+            let mut responses = Map::new();
+            responses.insert(
+                "200".into(),
+                json!({
+                    "description": "The contract's outputs",
+                    "content": {"application/json": {"schema": self.output_schema(*id)}},
+                }),
+            );
+            responses.extend(errors(&["400", "413", "422", "500", "503", "504"]));
+            paths.insert(
+                format!("/contracts/{name}"),
+                json!({"post": {
+                    "operationId": format!("run_{name}"),
+                    "summary": format!("Run contract `{name}`"),
+                    "requestBody": {
+                        "required": false,
+                        "content": {"application/json": {"schema": self.input_schema(*id)}},
+                    },
+                    "responses": responses,
+                }}),
+            );
+        }
+        let listing = json!({"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "inputs": {"type": "object"},
+                "outputs": {"type": "object"},
+            },
+            "required": ["name", "inputs", "outputs"],
+        }});
+        paths.insert(
+            "/contracts".into(),
+            json!({"get": {
+                "operationId": "list_contracts",
+                "summary": "The contracts served, with their input and output JSON Schemas",
+                "responses": {"200": {
+                    "description": "The contracts",
+                    "content": {"application/json": {"schema": listing}},
+                }},
+            }}),
+        );
+        paths.insert(
+            "/health".into(),
+            json!({"get": {
+                "operationId": "health",
+                "summary": "Whether the server takes runs",
+                "responses": {
+                    "200": {"description": "Serving", "content": {"application/json": {"schema": {
+                        "type": "object",
+                        "properties": {
+                            "status": {"type": "string"},
+                            "running": {"type": "integer"},
+                        },
+                    }}}},
+                    "503": errors(&["503"])["503"],
+                },
+            }}),
+        );
+        paths.insert(
+            "/openapi.json".into(),
+            json!({"get": {
+                "operationId": "openapi",
+                "summary": "This document",
+                "responses": {"200": {
+                    "description": "The OpenAPI document",
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                }},
+            }}),
+        );
+        json!({
+            "openapi": "3.1.0",
+            "info": {
+                "title": "ignite contracts",
+                "version": env!("CARGO_PKG_VERSION"),
+            },
+            "paths": paths,
+            "components": {"schemas": {"Error": {
+                "type": "object",
+                "properties": {"error": {
+                    "type": "object",
+                    "properties": {
+                        "code": {"type": "string"},
+                        "message": {"type": "string"},
+                        "path": {"type": "string"},
+                        "cause": {"type": ["string", "null"]},
+                        "help": {"type": ["string", "null"]},
+                        "diagnostics": {"type": "array", "items": {"type": "object"}},
+                    },
+                    "required": ["code", "message"],
+                }},
+                "required": ["error"],
+            }}},
+        })
+    }
+
+    /// Runs contract `name` on the JSON `body`.
+    async fn call(self: Arc<Self>, name: &str, body: &[u8]) -> Response {
+        let Some(&(_, contract)) = self.contracts.iter().find(|(n, _)| n == name) else {
+            let message = match self.engine.contract(Some(name)) {
+                Ok(_) => format!(
+                    "contract `{name}` is composed by other contracts and not served on its own; the served ones are `{}`",
+                    self.contracts.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join("`, `")
+                ),
+                Err(error) => error.to_string(),
+            };
+            return failure(StatusCode::NOT_FOUND, "ignite::serve::unknown_contract", message);
+        };
+        let inputs = match parse_inputs(body) {
+            Ok(inputs) => inputs,
+            Err(message) => {
+                return failure(StatusCode::BAD_REQUEST, "ignite::serve::bad_body", message);
+            }
+        };
+        let deadline = tokio::time::Instant::now() + self.limits.timeout;
+        let timed_out = || {
+            failure(
+                StatusCode::GATEWAY_TIMEOUT,
+                "ignite::serve::timeout",
+                format!("the run did not finish within {:?}", self.limits.timeout),
+            )
+        };
+        let turn = match tokio::time::timeout_at(deadline, self.turns.clone().acquire_owned()).await
+        {
+            Ok(Ok(turn)) => turn,
+            Ok(Err(_)) => return shutting_down(),
+            Err(_) => return timed_out(),
+        };
+        let engine = Arc::clone(&self.engine);
+        let run = tokio::task::spawn_blocking(move || {
+            let result = engine.run(contract, &inputs, &RunOptions::default());
+            drop(turn);
+            result
+        });
+        match tokio::time::timeout_at(deadline, run).await {
+            Err(_) => timed_out(),
+            Ok(Err(join)) => failure(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "ignite::serve::internal",
+                format!("the run stopped abnormally: {join}"),
+            ),
+            Ok(Ok(Ok(output))) => {
+                (StatusCode::OK, axum::Json(Value::Object(output.outputs))).into_response()
+            }
+            Ok(Ok(Err(error))) => self.run_error(&error),
+        }
+    }
+
+    /// A failed run as JSON: 422 for inputs (every problem listed) and
+    /// failed guards, 500 for other failed nodes.
+    fn run_error(&self, error: &RunError) -> Response {
+        let diagnostics = error
+            .diagnostics()
+            .map_or(Value::Array(Vec::new()), |d| d.to_json(&self.engine.program().sources));
+        let (status, code) = match error {
+            RunError::Inputs { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunInput.as_str()),
+            RunError::Output { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunOutput.as_str()),
+            RunError::Contract { .. } => (StatusCode::NOT_FOUND, "ignite::serve::unknown_contract"),
+            RunError::Node { code: Code::GuardFailed, .. } => {
+                (StatusCode::UNPROCESSABLE_ENTITY, Code::GuardFailed.as_str())
+            }
+            RunError::Node { code, .. } => (StatusCode::INTERNAL_SERVER_ERROR, code.as_str()),
+        };
+        let mut body = Map::new();
+        body.insert("code".into(), code.into());
+        body.insert("message".into(), error.to_string().into());
+        if let RunError::Node { path, cause, help, .. } = error {
+            body.insert("path".into(), path.clone().into());
+            body.insert("cause".into(), cause.clone().into());
+            body.insert("help".into(), help.clone().into());
+        }
+        body.insert("diagnostics".into(), diagnostics);
+        (status, axum::Json(json!({"error": body}))).into_response()
+    }
+
+    /// Runs in flight.
+    fn running(&self) -> usize {
+        self.limits.max_runs.saturating_sub(self.turns.available_permits())
+    }
+}
+
+/// The body as an inputs object; an empty body is no inputs.
+fn parse_inputs(body: &[u8]) -> Result<Map<String, Value>, String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(inputs)) => Ok(inputs),
+        Ok(other) => Err(format!(
+            "the body must be a JSON object of inputs, got {}",
+            crate::ir::value_kind(&other)
+        )),
+        Err(e) => Err(format!("the body is not valid JSON: {e}")),
+    }
+}
+
+/// `{"error": {"code": .., "message": ..}}` with `status`.
+fn failure(status: StatusCode, code: &str, message: String) -> Response {
+    (status, axum::Json(json!({"error": {"code": code, "message": message}}))).into_response()
+}
+
+fn shutting_down() -> Response {
+    failure(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "ignite::serve::shutting_down",
+        "the server is shutting down and takes no new runs".to_owned(),
+    )
+}
+
+/// The routes of `service`.
+pub fn router(service: Arc<Service>) -> Router {
+    let max_body = service.limits.max_body;
+    Router::new()
+        .route(
+            "/contracts",
+            get(|State(s): State<Arc<Service>>| async move { axum::Json(s.catalog()) }),
+        )
+        .route("/contracts/{name}", post(run_contract))
+        .route(
+            "/openapi.json",
+            get(|State(s): State<Arc<Service>>| async move { axum::Json(s.openapi()) }),
+        )
+        .route(
+            "/health",
+            get(|State(s): State<Arc<Service>>| async move {
+                axum::Json(json!({"status": "ok", "running": s.running()}))
+            }),
+        )
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(middleware::from_fn_with_state(Arc::clone(&service), refuse_when_draining))
+        .with_state(service)
+}
+
+async fn run_contract(
+    State(service): State<Arc<Service>>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match body {
+        Ok(body) => service.call(&name, &body).await,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => failure(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "ignite::serve::too_large",
+            format!("the body is larger than the limit of {} bytes", service.limits.max_body),
+        ),
+        Err(rejection) => {
+            failure(rejection.status(), "ignite::serve::bad_body", rejection.body_text())
+        }
+    }
+}
+
+async fn refuse_when_draining(
+    State(service): State<Arc<Service>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if service.draining.load(Ordering::SeqCst) {
+        return shutting_down();
+    }
+    next.run(request).await
+}
+
+/// Serves on `listener` until `stop` resolves, then refuses new requests
+/// (503), waits for the runs in flight and returns.
+///
+/// # Errors
+/// The listener failed.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    service: Arc<Service>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(Arc::clone(&service));
+    let drained = async move {
+        stop.await;
+        service.draining.store(true, Ordering::SeqCst);
+        let all = u32::try_from(service.limits.max_runs).unwrap_or(u32::MAX);
+        // Every turn back means no run is in flight; closing makes requests
+        // still waiting for a turn answer 503.
+        let _all_turns = service.turns.acquire_many(all).await;
+        service.turns.close();
+    };
+    axum::serve(listener, app).with_graceful_shutdown(drained).await
+}

@@ -1,0 +1,257 @@
+//! `ignite serve` end to end: the binary started on 127.0.0.1 with a free
+//! port, spoken to with reqwest.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// A running `ignite serve`; killed when dropped.
+struct Server {
+    child: Child,
+    base: String,
+    /// What it printed on stderr after its address.
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ignite"))
+            .arg("serve")
+            .args(args)
+            .args(["--port", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ignite starts");
+        let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
+        let base = loop {
+            let line = lines.next().expect("ignite prints its address").expect("stderr is text");
+            if let Some(address) = line.strip_prefix("listening on ") {
+                break address.to_owned();
+            }
+        };
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut log = sink.lock().expect("log lock");
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        Self { child, base, log }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn post(&self, contract: &str, body: Value) -> (u16, Value) {
+        let response = reqwest::Client::new()
+            .post(self.url(&format!("/contracts/{contract}")))
+            .json(&body)
+            .send()
+            .await
+            .expect("the server answers");
+        (response.status().as_u16(), response.json().await.expect("a JSON answer"))
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let response = reqwest::get(self.url(path)).await.expect("the server answers");
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.json().await.expect("a JSON answer")
+    }
+
+    /// Waits until `/health` reports `running` runs in flight.
+    async fn until_running(&self, running: u64) {
+        for _ in 0..500 {
+            if self.get("/health").await["running"] == json!(running) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the server never had {running} run(s) in flight");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const PRICING: &str = "contracts/pricing.ign";
+const SLOW: &str = "tests/serve/slow.ign";
+
+#[tokio::test]
+async fn runs_lists_and_reports_health() {
+    let server = Server::start(&[PRICING]);
+    assert_eq!(server.get("/health").await, json!({"status": "ok", "running": 0}));
+
+    let (status, outputs) = server.post("Checkout", json!({"prices": [10, 20]})).await;
+    assert_eq!(status, 200);
+    assert_eq!(outputs, json!({"total": 36.0, "summary": "Order of 2 items\n  total: 36.0"}));
+
+    // Only top-level contracts are served, each with its schemas.
+    let contracts = server.get("/contracts").await;
+    assert_eq!(contracts.as_array().map(Vec::len), Some(1));
+    assert_eq!(contracts[0]["name"], "Checkout");
+    assert_eq!(contracts[0]["inputs"]["required"], json!(["prices"]));
+    assert_eq!(contracts[0]["inputs"]["properties"]["prices"]["items"], json!({"type": "number"}));
+    assert_eq!(contracts[0]["outputs"]["required"], json!(["total", "summary"]));
+}
+
+#[tokio::test]
+async fn input_problems_are_422_with_every_problem() {
+    let server = Server::start(&[PRICING]);
+    let (status, body) = server.post("Checkout", json!({"price": [1], "discount_pct": "x"})).await;
+    assert_eq!(status, 422);
+    let error = &body["error"];
+    assert_eq!(error["code"], "ignite::run::input");
+    let messages: Vec<&str> = error["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|d| d["message"].as_str().expect("a message"))
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "unknown input `price`",
+            "missing required input `prices` (array<float>)",
+            "input `discount_pct` must be float, got string \"x\"",
+        ]
+    );
+    assert_eq!(error["diagnostics"][0]["help"], "did you mean `prices`?");
+    assert_eq!(error["diagnostics"][1]["line"], 17);
+}
+
+#[tokio::test]
+async fn failed_nodes_name_their_path() {
+    let server = Server::start(&[PRICING]);
+    let (status, body) = server.post("Checkout", json!({"prices": []})).await;
+    assert_eq!(status, 422);
+    assert_eq!(body["error"]["code"], "ignite::run::guard_failed");
+    assert_eq!(body["error"]["path"], "Checkout > has_items");
+    assert_eq!(body["error"]["diagnostics"][0]["file"], PRICING);
+
+    let (status, body) = server.post("PriceContract", json!({})).await;
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["code"], "ignite::serve::unknown_contract");
+    assert!(
+        body["error"]["message"].as_str().is_some_and(|m| m.contains("served ones are `Checkout`")),
+        "{body}"
+    );
+    let (status, body) = server.post("Checkot", json!({})).await;
+    assert_eq!(
+        (status, &body["error"]["message"]),
+        (404, &json!("no contract `Checkot`; did you mean `Checkout`?"))
+    );
+
+    let (status, body) = server.post("Checkout", json!([1, 2])).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], "ignite::serve::bad_body");
+    assert_eq!(body["error"]["message"], "the body must be a JSON object of inputs, got array");
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_413() {
+    let server = Server::start(&[PRICING, "--max-body", "1K"]);
+    let prices: Vec<u32> = (0..1000).collect();
+    let (status, body) = server.post("Checkout", json!({"prices": prices})).await;
+    assert_eq!(status, 413);
+    assert_eq!(body["error"]["code"], "ignite::serve::too_large");
+    let (status, _) = server.post("Checkout", json!({"prices": [1]})).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn openapi_document_is_valid_openapi_3_1() {
+    let server = Server::start(&[PRICING]);
+    let document = server.get("/openapi.json").await;
+    assert_eq!(document["openapi"], "3.1.0");
+    let schema = &document["paths"]["/contracts/Checkout"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"];
+    assert_eq!(*schema, server.get("/contracts").await[0]["inputs"]);
+    let file = tempfile::NamedTempFile::new().expect("a temp file");
+    std::fs::write(file.path(), document.to_string()).expect("written");
+    // The validator is installed by `pip install -r scripts/requirements-test.txt` (`.ci/run` does).
+    let out = Command::new("python3")
+        .args(["-m", "openapi_spec_validator"])
+        .arg(file.path())
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "openapi-spec-validator rejects the document (install it with `pip install -r scripts/requirements-test.txt`):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn runs_past_the_time_limit_are_504() {
+    let server = Server::start(&[SLOW, "--timeout", "1"]);
+    let (status, body) = server.post("Slow", json!({"seconds": 5})).await;
+    assert_eq!(status, 504);
+    assert_eq!(body["error"]["code"], "ignite::serve::timeout");
+}
+
+#[tokio::test]
+async fn runs_beyond_the_limit_wait_for_a_turn() {
+    let server = Arc::new(Server::start(&[SLOW, "--max-runs", "1"]));
+    let first = tokio::spawn({
+        let server = Arc::clone(&server);
+        async move {
+            let answer = server.post("Slow", json!({"seconds": 1})).await;
+            (answer, Instant::now())
+        }
+    });
+    server.until_running(1).await;
+    let second = server.post("Slow", json!({"seconds": 0})).await;
+    let second_done = Instant::now();
+    let (first, first_done) = first.await.expect("the first request ends");
+    assert_eq!((first.0, second.0), (200, 200));
+    assert!(second_done >= first_done, "the second run went before the first finished");
+}
+
+#[tokio::test]
+async fn sigterm_finishes_runs_in_flight_and_refuses_new_ones() {
+    let mut server = Server::start(&[SLOW]);
+    let url = server.url("/contracts/Slow");
+    let in_flight = tokio::spawn(async move {
+        let response = reqwest::Client::new()
+            .post(url)
+            .json(&json!({"seconds": 1.5}))
+            .send()
+            .await
+            .expect("the server answers");
+        (response.status().as_u16(), response.json::<Value>().await.expect("JSON"))
+    });
+    server.until_running(1).await;
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let mut refused = None;
+    for _ in 0..200 {
+        let (status, body) = server.post("Slow", json!({"seconds": 0})).await;
+        if status == 503 {
+            refused = Some(body);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let refused = refused.expect("a request after SIGTERM is refused");
+    assert_eq!(refused["error"]["code"], "ignite::serve::shutting_down");
+    assert_eq!(in_flight.await.expect("ends"), (200, json!({"rested": "rested"})));
+    let status = server.child.wait().expect("ignite exits");
+    assert!(status.success(), "{status}");
+    assert!(server.log.lock().expect("log").contains("every run in flight finished"));
+}
