@@ -124,7 +124,7 @@ async fn input_problems_are_422_with_every_problem() {
         [
             "unknown input `price`",
             "missing required input `prices` (array<float>)",
-            "input `discount_pct` must be float, got string \"x\"",
+            "input `discount_pct`: expected float, got string \"x\"",
         ]
     );
     assert_eq!(error["diagnostics"][0]["help"], "did you mean `prices`?");

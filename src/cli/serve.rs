@@ -71,6 +71,9 @@ impl ServeArgs {
                 return ExitCode::from(2);
             }
         };
+        // The engine owns a runtime of its own, which may not be dropped in
+        // async code: `service` outlives `runtime` and every task in it.
+        let serving = Arc::clone(&service);
         runtime.block_on(async move {
             let address = (self.host.as_str(), self.port);
             let listener = match tokio::net::TcpListener::bind(address).await {
@@ -84,7 +87,7 @@ impl ServeArgs {
                 Ok(bound) => eprintln!("listening on http://{bound}"),
                 Err(e) => eprintln!("listening (address unknown: {e})"),
             }
-            match crate::serve::serve(listener, service, stop_signal()).await {
+            match crate::serve::serve(listener, serving, stop_signal()).await {
                 Ok(()) => {
                     eprintln!("stopped: every run in flight finished");
                     ExitCode::SUCCESS
