@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
 use crate::diagnostic::Code;
-use crate::ir::{Callee, ContractId, NodeKind};
+use crate::ir::{Call, Callee, ContractId, NodeKind};
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::tools::schema::{params_schema, type_schema};
 
@@ -99,8 +99,9 @@ impl Service {
         schema
     }
 
-    /// Outputs that read an input (or an agent's reply) whole have its
-    /// type; the others may be any JSON value.
+    /// Outputs that read an input or an agent's answer whole have its type
+    /// (an agent without `result` answers a string); the others may be any
+    /// JSON value.
     fn output_schema(&self, id: ContractId) -> Value {
         let program = self.engine.program();
         let contract = &program[id];
@@ -109,12 +110,17 @@ impl Service {
             let node = &contract.nodes[output.node.index()];
             let mut schema = match &node.kind {
                 NodeKind::Input(param) if output.fields.is_empty() => type_schema(&param.ty),
-                NodeKind::Call(call)
-                    if output.fields.is_empty() && matches!(call.callee, Callee::Agent(_)) =>
+                NodeKind::Call(Call { callee: Callee::Agent(agent), .. })
+                    if output.fields.is_empty() =>
                 {
-                    let mut schema = Map::new();
-                    schema.insert("type".into(), "string".into());
-                    schema
+                    match &program[*agent].result {
+                        Some(ty) => type_schema(ty),
+                        None => {
+                            let mut schema = Map::new();
+                            schema.insert("type".into(), "string".into());
+                            schema
+                        }
+                    }
                 }
                 _ => Map::new(),
             };

@@ -255,3 +255,15 @@ async fn sigterm_finishes_runs_in_flight_and_refuses_new_ones() {
     assert!(status.success(), "{status}");
     assert!(server.log.lock().expect("log").contains("every run in flight finished"));
 }
+
+#[tokio::test]
+async fn an_agent_answer_output_has_its_result_type() {
+    let server = Server::start(&["contracts/extraction.ign"]);
+    let outputs = &server.get("/contracts").await[0]["outputs"]["properties"];
+    assert_eq!(outputs["ticket"]["type"], "object");
+    assert_eq!(
+        outputs["ticket"]["properties"]["priority"]["enum"],
+        json!(["low", "normal", "high", "urgent"])
+    );
+    assert_eq!(outputs["queue"], json!({"description": "from `queue`"}));
+}
