@@ -13,8 +13,9 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod binary;
+
 use std::fmt::Write as _;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -22,16 +23,7 @@ const TESTS: usize = 1_000;
 const RUNS: usize = 10;
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let binary = root.join("target/release/ignite");
-    if !binary.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--release", "--bin", "ignite"])
-            .current_dir(root)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "release build failed");
-    }
+    let binary = binary::release_binary();
     let dir = std::env::temp_dir().join(format!("ignite-bench-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("shop.ign");

@@ -125,6 +125,14 @@ pub fn run(cli: Cli) -> ExitCode {
     })
 }
 
+/// An engine over `program` with live providers (from the environment)
+/// and tools, both capped at `max_bytes` per result.
+fn live_engine(program: crate::ir::Program, max_bytes: usize) -> crate::runtime::Engine {
+    crate::runtime::Engine::new(program)
+        .with_llm(crate::llm::Llm::from_env().with_max_bytes(max_bytes))
+        .with_toolbox(crate::tools::Toolbox::new().with_max_bytes(max_bytes))
+}
+
 /// Compiles `file`, printing its diagnostics on stderr; the program, or
 /// the exit code: 2 when there is no such file, 1 when it has errors.
 fn compile(file: &std::path::Path, global: &GlobalArgs) -> Result<crate::ir::Program, ExitCode> {

@@ -11,9 +11,7 @@ use serde_json::{Map, Value};
 
 use super::{GlobalArgs, WIDTH};
 use crate::effects::{Cache, Effects, Recording, RunHeader};
-use crate::llm::Llm;
 use crate::runtime::{Engine, RunError, RunOptions};
-use crate::tools::Toolbox;
 use crate::trace::Trace;
 
 /// Arguments of `ignite run`.
@@ -135,9 +133,7 @@ impl RunArgs {
             Ok(program) => program,
             Err(code) => return code,
         };
-        let engine = Engine::new(program)
-            .with_llm(Llm::from_env().with_max_bytes(self.max_bytes))
-            .with_toolbox(Toolbox::new().with_max_bytes(self.max_bytes));
+        let engine = super::live_engine(program, self.max_bytes);
         let options = RunOptions {
             outputs: self.outputs.clone(),
             jobs: if self.batch.is_some() { None } else { self.jobs.map(usize::from) },

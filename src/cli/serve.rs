@@ -8,10 +8,7 @@ use std::time::Duration;
 
 use super::GlobalArgs;
 use super::run::parse_size;
-use crate::llm::Llm;
-use crate::runtime::Engine;
 use crate::serve::{Limits, Service};
-use crate::tools::Toolbox;
 
 /// Stack of the threads runs go on: evaluating deep expressions recurses.
 const RUN_STACK: usize = 64 << 20;
@@ -51,9 +48,7 @@ impl ServeArgs {
             Ok(program) => program,
             Err(code) => return code,
         };
-        let engine = Engine::new(program)
-            .with_llm(Llm::from_env().with_max_bytes(self.max_bytes))
-            .with_toolbox(Toolbox::new().with_max_bytes(self.max_bytes));
+        let engine = super::live_engine(program, self.max_bytes);
         let limits = Limits {
             max_body: self.max_body,
             max_runs: self.max_runs as usize,
