@@ -16,6 +16,7 @@
 
 #![allow(clippy::print_stdout, clippy::expect_used, missing_docs)]
 
+mod server;
 mod support;
 
 use std::time::Duration;
@@ -63,18 +64,7 @@ fn main() {
 
 fn http_collection() {
     let runtime = tokio::runtime::Runtime::new().expect("tokio");
-    let server = runtime.block_on(async {
-        let server = wiremock::MockServer::start().await;
-        wiremock::Mock::given(wiremock::matchers::any())
-            .respond_with(
-                wiremock::ResponseTemplate::new(200)
-                    .set_body_json(serde_json::json!({"ok": true}))
-                    .set_delay(Duration::from_millis(50)),
-            )
-            .mount(&server)
-            .await;
-        server
-    });
+    let server = server::slow_server(&runtime, Duration::from_millis(50));
     let text = format!(
         "tool Slow {{\n  description \"answers in 50 ms\"\n  param i: integer\n  http get \"{}/slow\"\n}}\ncontract Many {{\n  input items: array<integer>\n  compute out = for i in items: Slow(i)\n  output out\n}}\n",
         server.uri()

@@ -14,6 +14,7 @@
 
 #![allow(clippy::print_stdout, missing_docs)]
 
+mod server;
 mod support;
 
 use std::fmt::Write as _;
@@ -55,18 +56,7 @@ fn median_of(text: &str, runs: usize) -> Duration {
 
 fn io_fan_outs() {
     let runtime = tokio::runtime::Runtime::new().expect("tokio");
-    let server = runtime.block_on(async {
-        let server = wiremock::MockServer::start().await;
-        wiremock::Mock::given(wiremock::matchers::any())
-            .respond_with(
-                wiremock::ResponseTemplate::new(200)
-                    .set_body_json(serde_json::json!({"ok": true}))
-                    .set_delay(Duration::from_millis(200)),
-            )
-            .mount(&server)
-            .await;
-        server
-    });
+    let server = server::slow_server(&runtime, Duration::from_millis(200));
     let agents_server = runtime.block_on(async {
         let server = wiremock::MockServer::start().await;
         let reply = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]});
