@@ -288,8 +288,32 @@ pub struct Provider {
     pub timeouts: Vec<Setting<Expr>>,
     /// `retries` statements.
     pub retries: Vec<Setting<Expr>>,
+    /// `rate_limit N per UNIT` statements.
+    pub rate_limits: Vec<Setting<Rate>>,
+    /// `token_limit N per UNIT` statements.
+    pub token_limits: Vec<Setting<Rate>>,
+    /// `price input X output Y` statements.
+    pub prices: Vec<Setting<Price>>,
     /// The whole declaration.
     pub span: Span,
+}
+
+/// `N per UNIT` of `rate_limit` and `token_limit`, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rate {
+    /// How many.
+    pub count: Expr,
+    /// The unit after `per` (`second`, `minute`, `hour`), checked by lowering.
+    pub per: Ident,
+}
+
+/// `input X output Y` of `price`: USD per million tokens, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Price {
+    /// The price of a million input tokens.
+    pub input: Expr,
+    /// The price of a million output tokens.
+    pub output: Expr,
 }
 
 impl Provider {
@@ -303,6 +327,9 @@ impl Provider {
             api_keys: Vec::new(),
             timeouts: Vec::new(),
             retries: Vec::new(),
+            rate_limits: Vec::new(),
+            token_limits: Vec::new(),
+            prices: Vec::new(),
             span,
         }
     }

@@ -166,17 +166,33 @@ fn dump(program: &Program) -> String {
     for provider in &program.providers {
         let _ = writeln!(
             out,
-            "provider {} kind {} base_url {:?} api_key_env {:?} timeout {:?} retries {:?}",
+            "provider {} kind {} base_url {:?} api_key_env {:?} timeout {:?} retries {:?}{}",
             provider.name,
             provider.kind.name(),
             provider.base_url,
             provider.api_key_env,
             provider.timeout,
-            provider.retries
+            provider.retries,
+            limits(provider)
         );
     }
     for contract in &program.contracts {
         dump_contract(program, contract, &mut out);
+    }
+    out
+}
+
+/// A provider's limits and price, when it sets any.
+fn limits(provider: &igniter::ir::Provider) -> String {
+    let mut out = String::new();
+    for (what, rate) in [("rate_limit", provider.rate_limit), ("token_limit", provider.token_limit)]
+    {
+        if let Some(rate) = rate {
+            let _ = write!(out, " {what} {} per {:?}", rate.count, rate.period);
+        }
+    }
+    if let Some(price) = provider.price {
+        let _ = write!(out, " price input {} output {}", price.input, price.output);
     }
     out
 }
@@ -277,6 +293,9 @@ fn syntax() {
             .unwrap_or_else(|e| panic!("{} does not parse: {e:?}", path.display()));
         let mut out = String::new();
         for item in &file.items {
+            if let ast::Item::Provider(provider) = item {
+                dump_provider(provider, &mut out);
+            }
             let ast::Item::Contract(contract) = item else { continue };
             let _ = writeln!(out, "contract {}", contract.name.name);
             for node in &contract.nodes {
@@ -291,6 +310,23 @@ fn syntax() {
         }
         insta::assert_snapshot!(out);
     });
+}
+
+/// A provider's limits and price as parsed.
+fn dump_provider(provider: &ast::Provider, out: &mut String) {
+    let _ = writeln!(out, "provider {}", provider.name.name);
+    for (what, rates) in
+        [("rate_limit", &provider.rate_limits), ("token_limit", &provider.token_limits)]
+    {
+        for rate in rates {
+            let (count, per) = (sexpr(&rate.value.count), &rate.value.per.name);
+            let _ = writeln!(out, "  {what} {count} per {per}");
+        }
+    }
+    for price in &provider.prices {
+        let (input, output) = (sexpr(&price.value.input), sexpr(&price.value.output));
+        let _ = writeln!(out, "  price input {input} output {output}");
+    }
 }
 
 /// An expression as an S-expression: `(+ a (* b c))`.

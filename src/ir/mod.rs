@@ -242,8 +242,40 @@ pub struct Provider {
     pub timeout: Option<Duration>,
     /// Retries after the first attempt.
     pub retries: Option<u32>,
+    /// `rate_limit`: the most request starts per period, spaced evenly.
+    pub rate_limit: Option<Rate>,
+    /// `token_limit`: the most tokens per period.
+    pub token_limit: Option<Rate>,
+    /// `price`: what tokens cost.
+    pub price: Option<Price>,
     /// The declaration.
     pub span: Span,
+}
+
+/// `N per UNIT`: at most `count` in every `period`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rate {
+    /// How many (at least 1).
+    pub count: u32,
+    /// A second, a minute or an hour.
+    pub period: Duration,
+}
+
+/// `price input X output Y`: USD per million tokens (finite, not negative).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    /// USD per million input tokens.
+    pub input: f64,
+    /// USD per million output tokens.
+    pub output: f64,
+}
+
+impl Price {
+    /// The cost in USD of `input` and `output` tokens.
+    #[must_use]
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input + output as f64 * self.output) / 1_000_000.0
+    }
 }
 
 /// A contract: a DAG of nodes with outputs.

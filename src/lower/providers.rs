@@ -1,5 +1,6 @@
 //! `provider Name { ... }` declarations: a wire protocol (`kind`), a base
-//! URL, the environment variable of the API key, timeout and retries.
+//! URL, the environment variable of the API key, timeout and retries, the
+//! process-wide `rate_limit` and `token_limit`, and the `price` of tokens.
 
 use std::time::Duration;
 
@@ -8,6 +9,9 @@ use super::suggest::{did_you_mean, list};
 use crate::ast::{self, ExprKind};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, ProviderKind};
+
+/// The units of `rate_limit` and `token_limit`.
+const UNITS: [&str; 3] = ["second", "minute", "hour"];
 
 impl Lowerer<'_> {
     /// Lowers every `provider` declaration.
@@ -53,6 +57,17 @@ impl Lowerer<'_> {
         let retries = self
             .single(&provider.retries, |s| s.span, "retries")
             .and_then(|s| self.whole_number(&s.value, "retries", 0));
+        let rate_limit = self
+            .single(&provider.rate_limits, |s| s.span, "rate_limit")
+            .and_then(|s| self.rate(&s.value, "rate_limit"));
+        let token_limit = self
+            .single(&provider.token_limits, |s| s.span, "token_limit")
+            .and_then(|s| self.rate(&s.value, "token_limit"));
+        let price = self.single(&provider.prices, |s| s.span, "price").and_then(|s| {
+            let input = self.price(&s.value.input, "input");
+            let output = self.price(&s.value.output, "output");
+            Some(ir::Price { input: input?, output: output? })
+        });
         ir::Provider {
             name: provider.name.name.clone(),
             kind,
@@ -60,8 +75,63 @@ impl Lowerer<'_> {
             api_key_env,
             timeout,
             retries,
+            rate_limit,
+            token_limit,
+            price,
             span: provider.span,
         }
+    }
+
+    /// `N per UNIT` of `rate_limit` or `token_limit`.
+    fn rate(&mut self, rate: &ast::Rate, what: &str) -> Option<ir::Rate> {
+        let count = match rate.count.kind {
+            ExprKind::Integer(n) => u32::try_from(n).ok().filter(|&n| n > 0),
+            _ => None,
+        };
+        if count.is_none() {
+            let counted = if what == "rate_limit" { "requests" } else { "tokens" };
+            self.push(
+                self.bad_value(
+                    rate.count.span,
+                    format!("`{what}` must be a positive whole number"),
+                )
+                .help(format!(
+                    "count the {counted} allowed in each {}: `{what} 60 per minute`",
+                    rate.per.name
+                )),
+            );
+        }
+        let period = match rate.per.name.as_str() {
+            "second" => Some(Duration::from_secs(1)),
+            "minute" => Some(Duration::from_secs(60)),
+            "hour" => Some(Duration::from_secs(3600)),
+            other => {
+                self.push(
+                    self.bad_value(rate.per.span, format!("unknown unit `{other}` of `{what}`"))
+                        .help(did_you_mean(other, UNITS).unwrap_or_else(|| {
+                            format!("the units are {}: `{what} 60 per minute`", list(&UNITS))
+                        })),
+                );
+                None
+            }
+        };
+        Some(ir::Rate { count: count?, period: period? })
+    }
+
+    /// One price of `price`: USD per million tokens, not negative.
+    fn price(&mut self, expr: &ast::Expr, what: &str) -> Option<f64> {
+        let usd = Self::number(expr);
+        if usd.is_finite() && usd >= 0.0 {
+            return Some(usd);
+        }
+        self.push(
+            self.bad_value(
+                expr.span,
+                format!("the `{what}` price must be a number of USD, not negative"),
+            )
+            .help("write USD per million tokens: `price input 3.0 output 15.0`"),
+        );
+        None
     }
 
     /// A wire protocol name.

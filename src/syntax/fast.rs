@@ -25,8 +25,8 @@ use super::expr::{dedent, push_text};
 use crate::ast::{
     Agent, Arg, BinaryOp, Contract, EnumDecl, Expr, ExprKind, File, For, Ident, Implementation,
     Item, MatchArm, MockAnswer, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE,
-    Param, Pattern, PatternKind, Provider, ProviderRef, RESERVED, Runner, Setting, StringPart,
-    Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
+    Param, Pattern, PatternKind, Price, Provider, ProviderRef, RESERVED, Rate, Runner, Setting,
+    StringPart, Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
 
@@ -442,6 +442,17 @@ impl<'t> Parser<'t> {
                 "api_key" => provider.api_keys.push(p.setting(s, Self::expr)?),
                 "timeout" => provider.timeouts.push(p.setting(s, Self::number)?),
                 "retries" => provider.retries.push(p.setting(s, Self::number)?),
+                "rate_limit" => provider.rate_limits.push(p.setting(s, Self::rate)?),
+                "token_limit" => provider.token_limits.push(p.setting(s, Self::rate)?),
+                "price" => {
+                    let price = p.setting(s, |p| {
+                        p.keyword("input").then_some(())?;
+                        let input = p.expr()?;
+                        p.keyword("output").then_some(())?;
+                        Some(Price { input, output: p.expr()? })
+                    })?;
+                    provider.prices.push(price);
+                }
                 _ => return None,
             }
             Some(())
@@ -583,6 +594,13 @@ impl<'t> Parser<'t> {
             names.push(self.ident()?);
         }
         Some(names)
+    }
+
+    /// `N per UNIT` of `rate_limit` and `token_limit`.
+    fn rate(&mut self) -> Option<Rate> {
+        let count = self.expr()?;
+        self.keyword("per").then_some(())?;
+        Some(Rate { count, per: self.ident()? })
     }
 
     fn provider_ref(&mut self) -> Option<ProviderRef> {

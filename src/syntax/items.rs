@@ -5,7 +5,8 @@ use pest::iterators::Pair;
 use super::{Rule, span};
 use crate::ast::{
     Agent, Contract, EnumDecl, File, Ident, Implementation, Item, MockAnswer, Node, Output, Param,
-    Provider, ProviderRef, Runner, Setting, Test, TestStmt, Tool, TypeDecl, TypeExpr, Use,
+    Price, Provider, ProviderRef, Rate, Runner, Setting, Test, TestStmt, Tool, TypeDecl, TypeExpr,
+    Use,
 };
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
@@ -103,6 +104,25 @@ impl<'t> Builder<'t> {
     fn setting(&mut self, pair: Pair<'_, Rule>) -> Setting<Expr> {
         let span = span(self.file, &pair);
         Setting { value: self.first_expr(pair), span }
+    }
+
+    /// `rate_limit N per UNIT` or `token_limit N per UNIT`.
+    fn rate(&mut self, pair: Pair<'_, Rule>) -> Setting<Rate> {
+        let span = span(self.file, &pair);
+        let rate = Self::operands(pair).next().unwrap_or_else(|| unreachable!("rate"));
+        let mut parts = Self::operands(rate);
+        let count = self.expr(parts.next().unwrap_or_else(|| unreachable!("rate count")));
+        let per = self.ident(parts.next().unwrap_or_else(|| unreachable!("rate unit")));
+        Setting { value: Rate { count, per }, span }
+    }
+
+    /// `price input X output Y`.
+    fn price(&mut self, pair: Pair<'_, Rule>) -> Setting<Price> {
+        let span = span(self.file, &pair);
+        let mut values = Self::operands(pair);
+        let mut next = || values.next().unwrap_or_else(|| unreachable!("price"));
+        let (input, output) = (next(), next());
+        Setting { value: Price { input: self.expr(input), output: self.expr(output) }, span }
     }
 
     fn use_decl(&mut self, pair: Pair<'_, Rule>) -> Use {
@@ -292,6 +312,9 @@ impl<'t> Builder<'t> {
                 Rule::api_key_stmt => provider.api_keys.push(self.setting(stmt)),
                 Rule::timeout_stmt => provider.timeouts.push(self.setting(stmt)),
                 Rule::retries_stmt => provider.retries.push(self.setting(stmt)),
+                Rule::rate_limit_stmt => provider.rate_limits.push(self.rate(stmt)),
+                Rule::token_limit_stmt => provider.token_limits.push(self.rate(stmt)),
+                Rule::price_stmt => provider.prices.push(self.price(stmt)),
                 rule => unreachable!("provider statement {rule:?}"),
             }
         }
@@ -440,6 +463,10 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_base_url
             | Rule::kw_api_key
             | Rule::kw_retries
+            | Rule::kw_rate_limit
+            | Rule::kw_token_limit
+            | Rule::kw_per
+            | Rule::kw_price
             | Rule::kw_cache
             | Rule::kw_runner
             | Rule::kw_compute

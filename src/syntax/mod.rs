@@ -136,6 +136,9 @@ provider Local {   # trailing
   api_key env("KEY")
   timeout 2.5e1
   retries 3
+  rate_limit 5 * 100 per minute
+  token_limit 2e5 per hour  # lowering reports the float
+  price input 0.15 output -0.6
 }
 tool T {
   param a: array<integer>? = [1, -2, 3,] "the \"a\"\n\t{x}"
@@ -367,6 +370,8 @@ test "empty" {}
                     "\n  result R\n", "\ntype T {\n  a: string\n}\n", "enum E { a, b }",
                     "\n  result_retries 1\n", " type ", " enum ", "\u{feff}",
                     " returns ", " fails ", " calls",
+                    " per ", " per minute", "\n  rate_limit 3 per second\n",
+                    "\n  price input 1 output 2\n", " input ", " output ",
                     "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "test ",
                 ]).prop_map(str::to_owned),
             ],
