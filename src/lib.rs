@@ -9,7 +9,7 @@
 //! | read + import | [`load`] | a root path | [`Sources`] + one [`ast::File`] per file | [`Diagnostics`] (`ignite::io`, `ignite::import`) |
 //! | parse | [`syntax`] | one file's text | [`ast::File`] | [`Diagnostics`] (`ignite::syntax`) |
 //! | lower + check | [`lower`] | the files' ASTs | [`ir::Program`] | [`Diagnostics`] (`ignite::lower`) |
-//! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] | [`runtime::RunError`] |
+//! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] + [`usage::UsageTotals`] | [`runtime::RunError`] |
 //! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`tools::ToolError`] |
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`llm::LlmError`] |
 //! | tests | [`testing`] | checked programs' `test` blocks | one result per test | [`testing::Failure`] |
@@ -38,6 +38,7 @@ pub mod syntax;
 pub mod testing;
 pub mod tools;
 pub mod trace;
+pub mod usage;
 
 use std::path::Path;
 

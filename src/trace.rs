@@ -1,13 +1,16 @@
 //! Run traces: what ran, for how long, with what result.
 //!
 //! The runtime records one entry per node; agents add one per model call
-//! (with retries and token usage) and per tool call. `ignite run --trace`
+//! (with retries and token usage), per wait for a provider's limits and
+//! per tool call. Model calls also add to the run's [`UsageTotals`]. `ignite run --trace`
 //! prints [`Trace::render`] on stderr, also when the run fails. Recording is
 //! a no-op when disabled.
 
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use crate::usage::{ModelCall, UsageTotals};
 
 /// One recorded step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +35,8 @@ pub struct Trace {
     enabled: bool,
     origin: Instant,
     entries: Mutex<Vec<Entry>>,
-    /// Tokens in and out of every model call that answered.
-    tokens: Mutex<Option<(u64, u64)>>,
+    /// What the model calls that answered spent.
+    usage: Mutex<UsageTotals>,
 }
 
 impl Trace {
@@ -44,7 +47,7 @@ impl Trace {
             enabled,
             origin: Instant::now(),
             entries: Mutex::new(Vec::new()),
-            tokens: Mutex::new(None),
+            usage: Mutex::new(UsageTotals::default()),
         }
     }
 
@@ -70,33 +73,22 @@ impl Trace {
         self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
     }
 
-    /// Records a model call that answered, spending `tokens` (in, out), which
-    /// are added to the run's totals (also when the trace is disabled).
-    pub fn record_model(
-        &self,
-        path: &str,
-        started: Instant,
-        detail: String,
-        (input, output): (u64, u64),
-    ) {
-        // Totals are kept even when the timeline is not (batch progress).
-        {
-            let mut tokens = self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let (total_in, total_out) = tokens.get_or_insert((0, 0));
-            *total_in += input;
-            *total_out += output;
-        }
+    /// Records a model call that answered and adds what it spent to the
+    /// run's usage (also when the timeline is disabled).
+    pub fn record_model(&self, path: &str, started: Instant, detail: String, call: &ModelCall<'_>) {
+        self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner).add(call);
         if self.enabled {
-            let detail = format!("{detail}, tokens {input} in / {output} out");
+            let (input, output) = (call.usage.input_tokens, call.usage.output_tokens);
+            let reused = if call.reused { ", reused" } else { "" };
+            let detail = format!("{detail}, tokens {input} in / {output} out{reused}");
             self.record(path, "model", "ok", started, detail);
         }
     }
 
-    /// The tokens (in, out) spent by the model calls that answered; `None`
-    /// when no model answered.
+    /// What the model calls that answered spent, per provider and model.
     #[must_use]
-    pub fn tokens(&self) -> Option<(u64, u64)> {
-        *self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub fn usage(&self) -> UsageTotals {
+        self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// The entries, ordered by start time then path.
@@ -109,7 +101,7 @@ impl Trace {
     }
 
     /// A timeline table: start, duration, status, kind, path, detail; then
-    /// the tokens spent, when a model answered.
+    /// the usage table, when a model answered.
     #[must_use]
     pub fn render(&self) -> String {
         let mut out = String::from("   start  duration  status  kind       node\n");
@@ -125,9 +117,7 @@ impl Trace {
                 if e.detail.is_empty() { String::new() } else { format!("  ({})", e.detail) }
             );
         }
-        if let Some((input, output)) = self.tokens() {
-            let _ = writeln!(out, "tokens: {input} in / {output} out");
-        }
+        out.push_str(&self.usage().render());
         out
     }
 }

@@ -7,7 +7,8 @@
 //! "error": {"code", "message", "node"}}`. Rows whose number RESULTS
 //! already holds are skipped, so running the same command again resumes; a
 //! line a kill cut short is removed first. A progress bar (rows, failures,
-//! rate, ETA, tokens) is drawn on stderr when it is a terminal.
+//! rate, ETA, tokens, cost) is drawn on stderr when it is a terminal; the
+//! usage of the rows run (per model, with costs) follows the summary.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -21,6 +22,7 @@ use serde_json::Value;
 use crate::ir::ContractId;
 use crate::runtime::batch::{Row, RowDone, run_batch};
 use crate::runtime::{Engine, RunOptions};
+use crate::usage::UsageTotals;
 
 /// Where results go.
 enum Sink {
@@ -53,7 +55,8 @@ pub(super) fn run(
     };
     let total = if rows == "-" { None } else { count_rows(rows) };
     let bar = progress(total.map(|t| t.saturating_sub(done.len() as u64)));
-    let (mut failed, mut ran, mut tokens, mut write_error) = (0u64, 0u64, 0u64, None);
+    let (mut failed, mut ran, mut usage, mut write_error) =
+        (0u64, 0u64, UsageTotals::default(), None);
     let pending = reader
         .lines()
         .enumerate()
@@ -65,13 +68,15 @@ pub(super) fn run(
     run_batch(engine, contract, pending, jobs, options, |row: RowDone| {
         ran += 1;
         failed += u64::from(row.failed);
-        tokens += row.tokens.0 + row.tokens.1;
+        usage.merge(&row.usage);
         if write_error.is_none() {
             write_error = write_line(&mut sink, &row.line).err();
         }
         if let Some(bar) = &bar {
             bar.inc(1);
-            bar.set_message(format!("{failed} failed, {tokens} tokens"));
+            let (input, output) = usage.tokens();
+            let cost = usage.cost_usd().map(|c| format!(", {c:.4} USD")).unwrap_or_default();
+            bar.set_message(format!("{failed} failed, {} tokens{cost}", input + output));
         }
     });
     if let Some(bar) = bar {
@@ -82,7 +87,8 @@ pub(super) fn run(
     }
     let skipped =
         if done.is_empty() { String::new() } else { format!(", {} already done", done.len()) };
-    eprintln!("batch: {ran} rows run, {failed} failed{skipped}; {tokens} tokens");
+    eprintln!("batch: {ran} rows run, {failed} failed{skipped}");
+    eprint!("{}", usage.render());
     if failed > 0 { ExitCode::from(3) } else { ExitCode::SUCCESS }
 }
 

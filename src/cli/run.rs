@@ -168,9 +168,12 @@ impl RunArgs {
         }
         let result = chosen.and_then(|chosen| engine.run_traced(chosen, &given, &options, &trace));
         let saved = engine.effects().finish();
-        // The timeline and the tokens spent, whether the run succeeded or not.
+        // The timeline (which ends with the usage) or the usage alone,
+        // whether the run succeeded or not.
         if self.trace {
             eprint!("{}", trace.render());
+        } else {
+            eprint!("{}", trace.usage().render());
         }
         let code = report(result, &engine, global.color_stderr());
         if let Err(message) = saved {

@@ -7,19 +7,24 @@
 //! effect (see [`crate::effects`]): a store may answer it (a replay, a
 //! resumed journal) and every store keeps what the network answered.
 //! When a store answers everything, nobody sleeps before a retry.
+//! An attempt that goes to the network first waits for the declaration's
+//! limiter (`rate_limit`, `token_limit`; see `limits.rs`), and its reply's
+//! usage settles the token estimate it took.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::client::{BoxFuture, CallContext, ModelClient};
 use super::error::LlmError;
+use super::limits::estimate_tokens;
 use super::message::{ModelReply, ModelRequest};
 use super::providers::Auth;
 use super::retry::{Backoff, parse_retry_after, retryable_status};
 use super::settings::Endpoint;
 use super::wire;
 use crate::effects::{self, Effect, EffectError, EffectKind};
+use crate::usage::ModelCall;
 
 /// What every HTTP provider of one [`Llm`](super::Llm) shares.
 #[derive(Debug, Clone)]
@@ -48,7 +53,13 @@ enum Unkept {
 
 /// The result of one attempt.
 enum Outcome {
-    Response { status: u16, text: String, retry_after: Option<std::time::Duration> },
+    /// A response; `live` when it came from the network (not from a store).
+    Response {
+        status: u16,
+        text: String,
+        retry_after: Option<std::time::Duration>,
+        live: bool,
+    },
     Transport(String),
 }
 
@@ -74,6 +85,8 @@ impl HttpModel {
     ) -> Result<ModelReply, LlmError> {
         let body = wire::request_body(self.endpoint.kind, request, self.endpoint.server());
         let url = self.endpoint.url(&request.model);
+        let limiter = self.endpoint.limiter.as_deref();
+        let estimate = limiter.filter(|l| l.counts_tokens()).map_or(0, |_| estimate_tokens(&body));
         let attempts = self.endpoint.retries.saturating_add(1);
         let trace_path = format!("{} > model", cx.path);
         let mut attempt = 0;
@@ -84,15 +97,24 @@ impl HttpModel {
                 "provider {}, model {}, attempt {attempt}/{attempts}",
                 self.endpoint.label, request.model
             );
-            let (status, message, retryable, retry_after) = match self.send(&body, &url, cx).await?
-            {
-                Outcome::Response { status, text, .. } if (200..300).contains(&status) => {
+            let sent = self.send(&body, &url, estimate, cx).await?;
+            let (status, message, retryable, retry_after) = match sent {
+                Outcome::Response { status, text, live, .. } if (200..300).contains(&status) => {
                     return match wire::parse_reply(self.endpoint.kind, &text) {
                         Ok(reply) => {
-                            let usage = &reply.usage;
-                            let tokens = (usage.input_tokens, usage.output_tokens);
+                            let usage = reply.usage;
+                            if let (Some(limiter), true) = (limiter, live) {
+                                limiter.settle(estimate, usage.input_tokens + usage.output_tokens);
+                            }
+                            let call = ModelCall {
+                                provider: &self.endpoint.label,
+                                model: &request.model,
+                                usage,
+                                price: self.endpoint.price,
+                                reused: !live,
+                            };
                             let detail = detail + &usage.cache_note();
-                            cx.trace.record_model(&trace_path, started, detail, tokens);
+                            cx.trace.record_model(&trace_path, started, detail, &call);
                             Ok(reply)
                         }
                         Err(message) => {
@@ -105,7 +127,7 @@ impl HttpModel {
                         }
                     };
                 }
-                Outcome::Response { status, text, retry_after } => (
+                Outcome::Response { status, text, retry_after, .. } => (
                     Some(status),
                     wire::error_message(&text),
                     retryable_status(status),
@@ -138,11 +160,13 @@ impl HttpModel {
     }
 
     /// One attempt to `url`, as an effect: from a store, or the network
-    /// (and then kept by the stores, the key redacted from the body).
+    /// (and then kept by the stores, the key redacted from the body) once
+    /// the limiter lets a request of `estimate` tokens start.
     async fn send(
         &self,
         body: &Value,
         url: &str,
+        estimate: u64,
         cx: CallContext<'_>,
     ) -> Result<Outcome, LlmError> {
         let endpoint = &self.endpoint;
@@ -155,8 +179,18 @@ impl HttpModel {
             request: body,
             cache: None,
         };
-        let mut retry_after = None;
-        let live = async {
+        let (mut retry_after, mut live) = (None, false);
+        let work = async {
+            live = true;
+            if let Some(limiter) = &endpoint.limiter {
+                let started = Instant::now();
+                let waited = limiter.acquire(estimate).await;
+                if waited >= Duration::from_millis(1) {
+                    let detail = format!("provider {}, limits of the declaration", endpoint.label);
+                    let path = format!("{} > model", cx.path);
+                    cx.trace.record(&path, "limit", "wait", started, detail);
+                }
+            }
             let (status, text, after) = self.post(body, url).await?;
             retry_after = after;
             let response = match serde_json::from_str::<Value>(&text) {
@@ -169,7 +203,7 @@ impl HttpModel {
                 effects::Outcome::Failed(response)
             })
         };
-        let response = match cx.scope.perform(&effect, live).await {
+        let response = match cx.scope.perform(&effect, work).await {
             Ok(effects::Outcome::Value(r) | effects::Outcome::Failed(r)) => r,
             Err(EffectError::Live(Unkept::Transport(message))) => {
                 return Ok(Outcome::Transport(message));
@@ -189,7 +223,7 @@ impl HttpModel {
             Value::Null => response["response_text"].as_str().unwrap_or_default().to_owned(),
             json => json.to_string(),
         };
-        Ok(Outcome::Response { status, text, retry_after })
+        Ok(Outcome::Response { status, text, retry_after, live })
     }
 
     /// Posts `body` to `url`: the status, the body with the key redacted

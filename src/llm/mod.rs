@@ -4,8 +4,9 @@
 //! Input: a checked [`Program`], an agent id and its (checked, defaulted)
 //! inputs. Output: the final text of the agent's conversation, or an
 //! [`LlmError`]. One [`Llm`] is shared by every agent node of a run: it
-//! holds the environment captured once, the connection pool and the
-//! backoff settings. Record, replay, journals and the cache are effect
+//! holds the environment captured once, the connection pool, the backoff
+//! settings and the limiters of `provider` declarations (its clones share
+//! them, so all agents of a process do). Record, replay, journals and the cache are effect
 //! stores (see [`crate::effects`]) reached through the [`Scope`] of each
 //! call. Nothing here blocks a thread: all waiting is async (tokio), so
 //! many agents wait concurrently.
@@ -19,6 +20,7 @@
 //! | `wire.rs` | request, reply and error body through the table |
 //! | `http.rs` | the reqwest client: timeouts, retries; each attempt an effect |
 //! | `retry.rs` | what is retried and how long to wait |
+//! | `limits.rs` | `rate_limit` and `token_limit`: one limiter per provider declaration |
 //! | `script.rs` | scripted replies from a JSON file |
 //! | `settings.rs` | environment, `provider` declarations, fallback chains |
 //! | `agent_loop.rs` | the tool-use loop |
@@ -34,6 +36,7 @@ mod client;
 mod error;
 pub mod gemini;
 mod http;
+mod limits;
 mod message;
 pub mod ollama;
 pub mod openai;
@@ -66,6 +69,7 @@ use crate::tools::Toolbox;
 use crate::trace::Trace;
 use agent_loop::Run;
 use http::{HttpModel, Shared};
+use limits::Limiters;
 use script::ScriptModel;
 use settings::{Env, Link};
 
@@ -74,6 +78,8 @@ use settings::{Env, Link};
 pub struct Llm {
     env: Arc<Env>,
     shared: Shared,
+    /// The limiters of `provider` declarations, shared by every clone.
+    limiters: Arc<Limiters>,
 }
 
 impl fmt::Debug for Llm {
@@ -110,6 +116,7 @@ impl Llm {
                 backoff: Backoff::default(),
                 max_bytes: crate::tools::DEFAULT_MAX_BYTES,
             },
+            limiters: Arc::default(),
         }
     }
 
@@ -151,7 +158,7 @@ impl Llm {
         let (system, prompt) = agent_loop::prompts(agent, inputs)?;
         let keys_required = !scope.effects().offline();
         let mut chain: Vec<(Box<dyn ModelClient>, String)> = Vec::new();
-        for link in settings::chain(&self.env, program, agent, keys_required)? {
+        for link in settings::chain(&self.env, &self.limiters, program, agent, keys_required)? {
             chain.push(match link {
                 Link::Http(endpoint, model) => {
                     (Box::new(HttpModel { endpoint, shared: self.shared.clone() }), model)

@@ -31,6 +31,7 @@ use serde_json::Value;
 use super::client::{BoxFuture, CallContext, ModelClient};
 use super::error::LlmError;
 use super::message::{ModelReply, ModelRequest, StopReason, ToolCall, Usage};
+use crate::usage::ModelCall;
 
 /// One scripted reply.
 #[derive(Debug, Clone, Deserialize)]
@@ -154,12 +155,8 @@ impl ScriptModel {
             output_tokens: u.output_tokens,
             ..Usage::default()
         });
-        cx.trace.record_model(
-            &trace_path,
-            started,
-            detail,
-            (usage.input_tokens, usage.output_tokens),
-        );
+        let call = ModelCall { provider: "script", model, usage, price: None, reused: false };
+        cx.trace.record_model(&trace_path, started, detail, &call);
         Ok(ModelReply { text: reply.text.clone(), tool_calls, stop, usage, echo: None })
     }
 }

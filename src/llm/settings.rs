@@ -9,11 +9,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::LlmError;
+use super::limits::{Limiter, Limiters};
 use super::providers::{Auth, ProviderKind, Server};
-use crate::ir::{Agent, Program, ProviderChoice};
+use crate::ir::{Agent, Price, Program, ProviderChoice};
 
 /// Request time limit when the provider declares none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -69,6 +71,10 @@ pub(crate) struct Endpoint {
     pub(crate) key: Option<(Secret, Auth)>,
     pub(crate) timeout: Duration,
     pub(crate) retries: u32,
+    /// The declaration's `rate_limit` and `token_limit`, shared process-wide.
+    pub(crate) limiter: Option<Arc<Limiter>>,
+    /// The declaration's `price`.
+    pub(crate) price: Option<Price>,
 }
 
 impl Endpoint {
@@ -154,6 +160,7 @@ pub(crate) enum Link {
 /// last entry. With `keys_required` false (replay) missing keys are fine.
 pub(crate) fn chain(
     env: &Env,
+    limiters: &Limiters,
     program: &Program,
     agent: &Agent,
     keys_required: bool,
@@ -169,7 +176,7 @@ pub(crate) fn chain(
         let link = match choice {
             ProviderChoice::Script(path) => Link::Script(path.clone(), model.unwrap_or_default()),
             _ => {
-                let endpoint = endpoint(env, program, choice, keys_required)?;
+                let endpoint = endpoint(env, limiters, program, choice, keys_required)?;
                 let model = model.ok_or_else(|| {
                     LlmError::config(format!(
                         "agent `{}` has no model for provider `{}`",
@@ -186,6 +193,7 @@ pub(crate) fn chain(
 
 fn endpoint(
     env: &Env,
+    limiters: &Limiters,
     program: &Program,
     choice: &ProviderChoice,
     keys_required: bool,
@@ -193,6 +201,7 @@ fn endpoint(
     let official = |kind: ProviderKind| -> Vec<(String, Auth)> {
         kind.spec().keys.iter().map(|k| (k.var.to_owned(), k.auth)).collect()
     };
+    let (mut limiter, mut price) = (None, None);
     let (label, kind, base, key_vars, explicit, timeout, retries) = match choice {
         ProviderChoice::Kind(kind) => {
             (kind.name().to_owned(), *kind, None, official(*kind), false, None, None)
@@ -210,6 +219,7 @@ fn endpoint(
             };
             let explicit = decl.api_key_env.is_some();
             let base = decl.base_url.clone();
+            (limiter, price) = (limiters.of(decl), decl.price);
             (decl.name.clone(), decl.kind, base, vars, explicit, decl.timeout, decl.retries)
         }
         ProviderChoice::Script(_) => {
@@ -242,6 +252,8 @@ fn endpoint(
         key,
         timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
         retries: retries.unwrap_or(DEFAULT_RETRIES),
+        limiter,
+        price,
     })
 }
 
@@ -279,6 +291,8 @@ mod tests {
             key: None,
             timeout: DEFAULT_TIMEOUT,
             retries: 0,
+            limiter: None,
+            price: None,
         };
         assert_eq!(endpoint(default).server(), Server::Official);
         assert_eq!(endpoint("http://localhost:8000/v1").server(), Server::Compatible);

@@ -21,6 +21,7 @@ use super::{Engine, RunError, RunOptions};
 use crate::diagnostic::Code;
 use crate::ir::ContractId;
 use crate::trace::Trace;
+use crate::usage::UsageTotals;
 
 /// One row to run.
 #[derive(Debug)]
@@ -38,8 +39,8 @@ pub struct RowDone {
     pub line: Value,
     /// True when the row failed.
     pub failed: bool,
-    /// Tokens (in, out) its model calls spent.
-    pub tokens: (u64, u64),
+    /// What its model calls spent.
+    pub usage: UsageTotals,
 }
 
 /// Runs `contract` once per row, up to `jobs` rows at once, and calls
@@ -105,11 +106,11 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
         Ok(inputs) => engine.run_traced(contract, &inputs, options, &trace),
         Err(message) => Err(RunError::Contract { message }),
     };
-    let tokens = trace.tokens().unwrap_or_default();
+    let usage = trace.usage();
     let number = row.number;
     match result {
         Ok(outputs) => {
-            RowDone { line: json!({"row": number, "outputs": outputs}), failed: false, tokens }
+            RowDone { line: json!({"row": number, "outputs": outputs}), failed: false, usage }
         }
         Err(error) => {
             let (code, node) = match &error {
@@ -129,7 +130,7 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
             RowDone {
                 line: json!({"row": number, "error": {"code": code, "message": message, "node": node}}),
                 failed: true,
-                tokens,
+                usage,
             }
         }
     }

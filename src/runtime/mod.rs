@@ -27,6 +27,7 @@ use crate::ir::{ContractId, Program};
 use crate::llm::Llm;
 use crate::tools::Toolbox;
 use crate::trace::Trace;
+use crate::usage::UsageTotals;
 
 pub use error::RunError;
 
@@ -48,6 +49,9 @@ pub struct RunOutput {
     pub outputs: Map<String, Value>,
     /// The timeline (empty unless asked for).
     pub trace: Arc<Trace>,
+    /// What the run's model calls spent, per provider and model (also
+    /// [`Trace::usage`] of a run that failed).
+    pub usage: UsageTotals,
 }
 
 /// A program ready to run, with the tools and the LLM client its nodes use.
@@ -200,7 +204,7 @@ impl Engine {
     ) -> Result<RunOutput, RunError> {
         let trace = Arc::new(Trace::new(options.trace));
         let outputs = self.run_traced(contract, inputs, options, &trace)?;
-        Ok(RunOutput { outputs, trace })
+        Ok(RunOutput { outputs, usage: trace.usage(), trace })
     }
 
     /// Like [`Engine::run`], recording into `trace` (whatever

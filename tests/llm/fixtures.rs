@@ -133,6 +133,9 @@ pub(crate) fn declared(
         api_key_env: Some("TEST_KEY".into()),
         timeout: Some(Duration::from_millis(timeout_ms)),
         retries: Some(retries),
+        rate_limit: None,
+        token_limit: None,
+        price: None,
         span: span(),
     }
 }
