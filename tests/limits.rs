@@ -133,6 +133,52 @@ async fn rate_limit_spaces_the_requests_of_every_row_of_a_batch() {
     assert_spaced(&offsets, Duration::from_millis(200));
 }
 
+/// A child process killed when dropped (also when a test fails).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `ignite serve` has one limiter for all its requests: three at once
+/// start 200 ms apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_spaces_the_requests_of_a_server() {
+    use std::io::{BufRead as _, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let (server, arrivals) = server(vec![reply("ok", (3, 1))]).await;
+    program(dir.path(), &server, "  rate_limit 300 per minute", "Fake");
+    let mut child = Killed(
+        ignite(dir.path())
+            .args(["serve", "ask.ign", "--port", "0"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let base = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stderr).lines();
+        lines.find_map(|l| l.unwrap().strip_prefix("listening on ").map(str::to_owned)).unwrap()
+    })
+    .await
+    .unwrap();
+    let client = reqwest::Client::new();
+    let ask = |i: usize| {
+        let request =
+            client.post(format!("{base}/contracts/Asked")).json(&json!({"q": format!("q{i}")}));
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    let statuses = futures_util::future::join_all((0..3).map(ask)).await;
+    assert_eq!(statuses, [200, 200, 200]);
+    let offsets = offsets(&arrivals);
+    assert_eq!(offsets.len(), 3);
+    assert_spaced(&offsets, Duration::from_millis(200));
+}
+
 /// A retry (the server says to retry at once) and a fallback to another
 /// model of the same provider are requests too: each waits its turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,9 @@
 //!   reports what the call really used (input and output), the difference
 //!   is settled by the next request of that provider (it takes more, or
 //!   less). A request larger than the bucket waits for a full bucket and
-//!   leaves the rest to the next one. Over time the provider never sees
-//!   more than `N` tokens per `P` beyond the first full bucket.
+//!   leaves the rest to the next one. Over a long run the provider sees at
+//!   most `N` tokens per `P`; one `P` may see a bucket more (it starts
+//!   full) and what requests in flight use beyond their estimates.
 //!
 //! Every attempt counts: retries and the links of a fallback chain each
 //! wait for their provider's limiter. Only requests that go to the network
