@@ -227,7 +227,7 @@ async fn sigterm_finishes_runs_in_flight_and_refuses_new_ones() {
     let in_flight = tokio::spawn(async move {
         let response = reqwest::Client::new()
             .post(url)
-            .json(&json!({"seconds": 1.5}))
+            .json(&json!({"seconds": 4}))
             .send()
             .await
             .expect("the server answers");
