@@ -30,6 +30,8 @@ pub mod llm;
 pub mod load;
 pub mod lower;
 pub mod render;
+#[cfg(feature = "restate")]
+pub mod restate;
 pub mod runtime;
 pub mod serve;
 pub mod shutdown;

@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
 use crate::diagnostic::Code;
-use crate::ir::{Call, Callee, ContractId, NodeKind};
+use crate::ir::{Call, Callee, ContractId, NodeKind, Program};
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::tools::schema::{params_schema, type_schema};
 
@@ -92,48 +92,11 @@ impl Service {
     }
 
     fn input_schema(&self, id: ContractId) -> Value {
-        let mut schema = params_schema(self.engine.program()[id].inputs().map(|(_, p)| p));
-        if let Some(object) = schema.as_object_mut() {
-            object.insert("additionalProperties".into(), false.into());
-        }
-        schema
+        input_schema(self.engine.program(), id)
     }
 
-    /// Outputs that read an input or an agent's answer whole have its type
-    /// (an agent without `result` answers a string); the others may be any
-    /// JSON value.
     fn output_schema(&self, id: ContractId) -> Value {
-        let program = self.engine.program();
-        let contract = &program[id];
-        let mut properties = Map::new();
-        for output in &contract.outputs {
-            let node = &contract.nodes[output.node.index()];
-            let mut schema = match &node.kind {
-                NodeKind::Input(param) if output.fields.is_empty() => type_schema(&param.ty),
-                NodeKind::Call(Call { callee: Callee::Agent(agent), .. })
-                    if output.fields.is_empty() =>
-                {
-                    match &program[*agent].result {
-                        Some(ty) => type_schema(ty),
-                        None => {
-                            let mut schema = Map::new();
-                            schema.insert("type".into(), "string".into());
-                            schema
-                        }
-                    }
-                }
-                _ => Map::new(),
-            };
-            let mut from = node.name.clone();
-            for field in &output.fields {
-                from.push('.');
-                from.push_str(field);
-            }
-            schema.insert("description".into(), format!("from `{from}`").into());
-            properties.insert(output.name.clone(), Value::Object(schema));
-        }
-        let required = contract.outputs.iter().map(|o| Value::String(o.name.clone())).collect();
-        crate::tools::schema::object_schema(properties, required)
+        output_schema(self.engine.program(), id)
     }
 
     /// The OpenAPI 3.1 document of the server.
@@ -303,31 +266,9 @@ impl Service {
         }
     }
 
-    /// A failed run as JSON: 422 for inputs (every problem listed) and
-    /// failed guards, 500 for other failed nodes.
     fn run_error(&self, error: &RunError) -> Response {
-        let diagnostics = error
-            .diagnostics()
-            .map_or(Value::Array(Vec::new()), |d| d.to_json(&self.engine.program().sources));
-        let (status, code) = match error {
-            RunError::Inputs { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunInput.as_str()),
-            RunError::Output { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunOutput.as_str()),
-            RunError::Contract { .. } => (StatusCode::NOT_FOUND, "ignite::serve::unknown_contract"),
-            RunError::Node { code: Code::GuardFailed, .. } => {
-                (StatusCode::UNPROCESSABLE_ENTITY, Code::GuardFailed.as_str())
-            }
-            RunError::Node { code, .. } => (StatusCode::INTERNAL_SERVER_ERROR, code.as_str()),
-        };
-        let mut body = Map::new();
-        body.insert("code".into(), code.into());
-        body.insert("message".into(), error.to_string().into());
-        if let RunError::Node { path, cause, help, .. } = error {
-            body.insert("path".into(), path.clone().into());
-            body.insert("cause".into(), cause.clone().into());
-            body.insert("help".into(), help.clone().into());
-        }
-        body.insert("diagnostics".into(), diagnostics);
-        (status, axum::Json(json!({"error": body}))).into_response()
+        let (status, body) = run_error(self.engine.program(), error);
+        (status, axum::Json(body)).into_response()
     }
 
     /// Runs in flight.
@@ -336,8 +277,79 @@ impl Service {
     }
 }
 
+/// A failed run as a status and a JSON body: 422 for inputs (every
+/// problem listed) and failed guards, 500 for other failed nodes.
+pub(crate) fn run_error(program: &Program, error: &RunError) -> (StatusCode, Value) {
+    let diagnostics =
+        error.diagnostics().map_or(Value::Array(Vec::new()), |d| d.to_json(&program.sources));
+    let (status, code) = match error {
+        RunError::Inputs { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunInput.as_str()),
+        RunError::Output { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunOutput.as_str()),
+        RunError::Contract { .. } => (StatusCode::NOT_FOUND, "ignite::serve::unknown_contract"),
+        RunError::Node { code: Code::GuardFailed, .. } => {
+            (StatusCode::UNPROCESSABLE_ENTITY, Code::GuardFailed.as_str())
+        }
+        RunError::Node { code, .. } => (StatusCode::INTERNAL_SERVER_ERROR, code.as_str()),
+    };
+    let mut body = Map::new();
+    body.insert("code".into(), code.into());
+    body.insert("message".into(), error.to_string().into());
+    if let RunError::Node { path, cause, help, .. } = error {
+        body.insert("path".into(), path.clone().into());
+        body.insert("cause".into(), cause.clone().into());
+        body.insert("help".into(), help.clone().into());
+    }
+    body.insert("diagnostics".into(), diagnostics);
+    (status, json!({"error": body}))
+}
+
+/// The JSON Schema of contract `id`'s inputs (no other properties).
+pub(crate) fn input_schema(program: &Program, id: ContractId) -> Value {
+    let mut schema = params_schema(program[id].inputs().map(|(_, p)| p));
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("additionalProperties".into(), false.into());
+    }
+    schema
+}
+
+/// The JSON Schema of contract `id`'s outputs. Outputs that read an input
+/// or an agent's answer whole have its type (an agent without `result`
+/// answers a string); the others may be any JSON value.
+pub(crate) fn output_schema(program: &Program, id: ContractId) -> Value {
+    let contract = &program[id];
+    let mut properties = Map::new();
+    for output in &contract.outputs {
+        let node = &contract.nodes[output.node.index()];
+        let mut schema = match &node.kind {
+            NodeKind::Input(param) if output.fields.is_empty() => type_schema(&param.ty),
+            NodeKind::Call(Call { callee: Callee::Agent(agent), .. })
+                if output.fields.is_empty() =>
+            {
+                match &program[*agent].result {
+                    Some(ty) => type_schema(ty),
+                    None => {
+                        let mut schema = Map::new();
+                        schema.insert("type".into(), "string".into());
+                        schema
+                    }
+                }
+            }
+            _ => Map::new(),
+        };
+        let mut from = node.name.clone();
+        for field in &output.fields {
+            from.push('.');
+            from.push_str(field);
+        }
+        schema.insert("description".into(), format!("from `{from}`").into());
+        properties.insert(output.name.clone(), Value::Object(schema));
+    }
+    let required = contract.outputs.iter().map(|o| Value::String(o.name.clone())).collect();
+    crate::tools::schema::object_schema(properties, required)
+}
+
 /// The body as an inputs object; an empty body is no inputs.
-fn parse_inputs(body: &[u8]) -> Result<Map<String, Value>, String> {
+pub(crate) fn parse_inputs(body: &[u8]) -> Result<Map<String, Value>, String> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }

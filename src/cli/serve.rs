@@ -37,6 +37,12 @@ pub struct ServeArgs {
     /// The most one tool call or provider reply may bring in, as for `ignite run`.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "8M")]
     pub max_bytes: usize,
+    /// Serve the contracts as Restate services (a deployment to register
+    /// with a Restate server) instead of plain HTTP; needs the `restate`
+    /// cargo feature. The Restate server sets body size, concurrency and
+    /// timeouts.
+    #[arg(long, conflicts_with_all = ["max_body", "max_runs", "timeout"])]
+    pub restate: bool,
 }
 
 impl ServeArgs {
@@ -49,39 +55,21 @@ impl ServeArgs {
             Err(code) => return code,
         };
         let engine = super::live_engine(program, self.max_bytes);
+        if self.restate {
+            return self.serve_restate(engine);
+        }
         let limits = Limits {
             max_body: self.max_body,
             max_runs: self.max_runs as usize,
             timeout: Duration::from_secs(self.timeout),
         };
         let service = Arc::new(Service::new(engine, limits));
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .thread_stack_size(RUN_STACK)
-            .build()
-        {
-            Ok(runtime) => runtime,
-            Err(e) => {
-                eprintln!("error: cannot start the server's runtime: {e}");
-                return ExitCode::from(2);
-            }
-        };
+        let Some(runtime) = runtime() else { return ExitCode::from(2) };
         // The engine owns a runtime of its own, which may not be dropped in
         // async code: `service` outlives `runtime` and every task in it.
         let serving = Arc::clone(&service);
         runtime.block_on(async move {
-            let address = (self.host.as_str(), self.port);
-            let listener = match tokio::net::TcpListener::bind(address).await {
-                Ok(listener) => listener,
-                Err(e) => {
-                    eprintln!("error: cannot listen on {}:{}: {e}", self.host, self.port);
-                    return ExitCode::from(2);
-                }
-            };
-            match listener.local_addr() {
-                Ok(bound) => eprintln!("listening on http://{bound}"),
-                Err(e) => eprintln!("listening (address unknown: {e})"),
-            }
+            let Some(listener) = self.bind().await else { return ExitCode::from(2) };
             match crate::serve::serve(listener, serving, stop_signal()).await {
                 Ok(()) => {
                     eprintln!("stopped: every run in flight finished");
@@ -93,6 +81,71 @@ impl ServeArgs {
                 }
             }
         })
+    }
+}
+
+impl ServeArgs {
+    /// `--restate`: the contracts as a Restate deployment until SIGTERM or
+    /// Ctrl-C (runs in flight are left to Restate, which retries them on a
+    /// worker). Exit 2 when the address cannot be bound.
+    #[cfg(feature = "restate")]
+    fn serve_restate(self, engine: crate::runtime::Engine) -> ExitCode {
+        let engine = Arc::new(engine);
+        let endpoint = match crate::restate::endpoint(&engine) {
+            Ok(endpoint) => endpoint,
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(1);
+            }
+        };
+        let Some(runtime) = runtime() else { return ExitCode::from(2) };
+        // As for plain serving: `engine` outlives `runtime`.
+        runtime.block_on(async move {
+            let Some(listener) = self.bind().await else { return ExitCode::from(2) };
+            crate::restate::serve(listener, endpoint, stop_signal()).await;
+            eprintln!("stopped");
+            ExitCode::SUCCESS
+        })
+    }
+
+    #[cfg(not(feature = "restate"))]
+    fn serve_restate(self, _engine: crate::runtime::Engine) -> ExitCode {
+        eprintln!(
+            "error: this ignite was built without Restate support; build it with `cargo build --release --features restate`"
+        );
+        ExitCode::from(2)
+    }
+
+    /// Listens on `--host` and `--port`, printing the address on stderr;
+    /// `None` (after saying why) when that fails.
+    async fn bind(&self) -> Option<tokio::net::TcpListener> {
+        let listener = match tokio::net::TcpListener::bind((self.host.as_str(), self.port)).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                eprintln!("error: cannot listen on {}:{}: {e}", self.host, self.port);
+                return None;
+            }
+        };
+        match listener.local_addr() {
+            Ok(bound) => eprintln!("listening on http://{bound}"),
+            Err(e) => eprintln!("listening (address unknown: {e})"),
+        }
+        Some(listener)
+    }
+}
+
+/// The server's runtime; `None` (after saying why) when it cannot start.
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(RUN_STACK)
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(e) => {
+            eprintln!("error: cannot start the server's runtime: {e}");
+            None
+        }
     }
 }
 

@@ -16,9 +16,17 @@
 //! //!
 //! Stores are asked in order; the first hit wins and the work is not done.
 //! A store that refuses (a replay that has no such call) fails the effect.
-//! After live work every store records the outcome. A later durable
-//! backend (one journaled step per effect, named by its key) or a test
-//! runner's mocks are further [`EffectStore`]s, not new code paths.
+//! After live work every store records the outcome. A test runner's mocks
+//! are further [`EffectStore`]s, not new code paths.
+//!
+//! A durable [`Journal`] (Restate, for `ignite serve --restate`) wraps all
+//! of that: each tool call and model exchange becomes one journaled step
+//! named by its key ([`EffectKey`]'s display), whose work is the lookup in
+//! the stores or the live work. A step the journal already holds is not
+//! run again; a transient failure (a connection error, a tool failure its
+//! `retries` allow again) is retried by the journal, a bounded number of
+//! times. Whole-agent effects (the cache's) are not steps: their model
+//! exchanges and tool calls are.
 //!
 //! Keys: an effect is named by its node path (`Root.child > node`), the
 //! item index of a `for` (none today) and its sequence number among the
@@ -34,6 +42,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -52,6 +61,17 @@ pub struct EffectKey {
     pub item: Option<u32>,
     /// The effect's number among its node's effects, from 0.
     pub seq: u32,
+}
+
+/// `Root.child > node[item]#seq`: a journal step's name.
+impl std::fmt::Display for EffectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.node)?;
+        if let Some(item) = self.item {
+            write!(f, "[{item}]")?;
+        }
+        write!(f, "#{}", self.seq)
+    }
 }
 
 /// What kind of work an effect is.
@@ -141,6 +161,34 @@ pub trait EffectStore: Send + Sync {
     }
 }
 
+/// One step of a durable [`Journal`].
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// `Root > node#seq tool:name`: the key, the kind and the name.
+    pub name: String,
+    /// How many more times the journal may run the work after a transient
+    /// failure (a tool's `retries`); 0 keeps the first failure.
+    pub retries: u32,
+}
+
+/// A durable journal that runs every tool call and model exchange as one
+/// named step (Restate). Steps of one run arrive one at a time, in an order
+/// that depends only on the run's inputs and the steps' results.
+pub trait Journal: Send + Sync {
+    /// The step's result: from the journal when it holds one, else from
+    /// `work`, which the journal keeps before answering. `work` fails with
+    /// a message when the failure is transient (worth another attempt).
+    ///
+    /// # Errors
+    /// The work's last transient failure once `step.retries` are used up
+    /// (kept by the journal too), or why the journal cannot go on.
+    fn step<'a>(
+        &'a self,
+        step: Step,
+        work: BoxFuture<'a, Result<Outcome, String>>,
+    ) -> BoxFuture<'a, Result<Outcome, String>>;
+}
+
 /// Why an effect did not produce an [`Outcome`].
 #[derive(Debug)]
 pub enum EffectError<L> {
@@ -150,17 +198,25 @@ pub enum EffectError<L> {
     Store(String),
     /// The live work failed in a way no store keeps (a connection error).
     Live(L),
+    /// The durable journal's step failed for good: the last transient
+    /// failure once its retries were used up.
+    Journal(String),
 }
 
-/// The stores of a run, in lookup order; cheap to clone.
+/// The stores of a run, in lookup order, and its durable journal if any;
+/// cheap to clone.
 #[derive(Clone, Default)]
 pub struct Effects {
     stores: Arc<Vec<Arc<dyn EffectStore>>>,
+    journal: Option<Arc<dyn Journal>>,
 }
 
 impl std::fmt::Debug for Effects {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Effects").field("stores", &self.stores.len()).finish()
+        f.debug_struct("Effects")
+            .field("stores", &self.stores.len())
+            .field("journal", &self.journal.is_some())
+            .finish()
     }
 }
 
@@ -178,6 +234,19 @@ impl Effects {
         self
     }
 
+    /// Runs every tool call and model exchange as a step of `journal`.
+    #[must_use]
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// True when a durable journal runs the effects (and retries tools).
+    #[must_use]
+    pub fn journaled(&self) -> bool {
+        self.journal.is_some()
+    }
+
     /// True when a store answers everything (a replay).
     #[must_use]
     pub fn offline(&self) -> bool {
@@ -193,7 +262,39 @@ impl Effects {
     }
 
     /// The outcome, and whether a store answered (rather than live work).
-    async fn perform<L>(
+    /// With a journal, tool calls and model exchanges are its steps, which
+    /// may run again `retries` times after a transient failure (`Err` from
+    /// `live`).
+    async fn perform<L: std::fmt::Display>(
+        &self,
+        effect: &Effect<'_>,
+        retries: u32,
+        live: impl Future<Output = Result<Outcome, L>> + Send,
+    ) -> Result<(Outcome, bool), EffectError<L>> {
+        let Some(journal) = self.journal.as_ref().filter(|_| effect.kind != EffectKind::Agent)
+        else {
+            return self.perform_here(effect, live).await;
+        };
+        let kind = match effect.kind {
+            EffectKind::Tool => "tool",
+            EffectKind::Model => "model",
+            EffectKind::Agent => "agent",
+        };
+        let step = Step { name: format!("{} {kind}:{}", effect.key, effect.name), retries };
+        let work = Box::pin(async move {
+            match self.perform_here(effect, live).await {
+                Ok((outcome, _)) => Ok(outcome),
+                Err(EffectError::Live(error)) => Err(error.to_string()),
+                Err(
+                    EffectError::Refused(why) | EffectError::Store(why) | EffectError::Journal(why),
+                ) => Err(why),
+            }
+        });
+        journal.step(step, work).await.map(|outcome| (outcome, false)).map_err(EffectError::Journal)
+    }
+
+    /// [`Effects::perform`] without the journal: the stores, else `live`.
+    async fn perform_here<L>(
         &self,
         effect: &Effect<'_>,
         live: impl Future<Output = Result<Outcome, L>>,
@@ -285,13 +386,24 @@ impl Scope {
     ///
     /// # Errors
     /// A store refused or could not record, or `live` failed.
-    pub async fn perform<L>(
+    pub async fn perform<L: std::fmt::Display>(
         &self,
         effect: &Effect<'_>,
-        live: impl Future<Output = Result<Outcome, L>>,
+        live: impl Future<Output = Result<Outcome, L>> + Send,
+    ) -> Result<Outcome, EffectError<L>> {
+        self.perform_retried(effect, 0, live).await
+    }
+
+    /// [`Scope::perform`] where a journal may run `live` again `retries`
+    /// times after it fails.
+    async fn perform_retried<L: std::fmt::Display>(
+        &self,
+        effect: &Effect<'_>,
+        retries: u32,
+        live: impl Future<Output = Result<Outcome, L>> + Send,
     ) -> Result<Outcome, EffectError<L>> {
         let started = Instant::now();
-        let (outcome, stored) = self.effects.perform(effect, live).await?;
+        let (outcome, stored) = self.effects.perform(effect, retries, live).await?;
         if let (Some(trace), Some(_)) = (&self.trace, effect.cache) {
             let status = if stored { "hit" } else { "miss" };
             trace.record(&self.path, "cache", status, started, effect.name.to_owned());
@@ -327,17 +439,28 @@ impl Scope {
                 .zip(definition.as_deref())
                 .map(|(ttl, definition)| CachePolicy { ttl, definition }),
         };
+        // Under a journal the journal retries (each attempt is a step's
+        // attempt); else the toolbox does.
+        let journaled = self.effects.journaled();
+        let http = matches!(declared.implementation, crate::ir::Implementation::Http { .. });
         let live = async {
-            Ok::<_, std::convert::Infallible>(
-                match toolbox.call(program, tool, args.clone()).await {
-                    Ok(value) => Outcome::Value(value),
-                    Err(e) => Outcome::Failed(CallError::of(&e).to_value()),
-                },
-            )
+            match toolbox.call_with(program, tool, args.clone(), !journaled).await {
+                Ok(value) => Ok(Outcome::Value(value)),
+                Err(e) if journaled && declared.retries > 0 && e.retryable(http) => {
+                    Err(CallError::of(&e))
+                }
+                Err(e) => Ok(Outcome::Failed(CallError::of(&e).to_value())),
+            }
         };
-        match self.perform(&effect, live).await {
+        match self.perform_retried(&effect, declared.retries, live).await {
             Ok(Outcome::Value(value)) => Ok(value),
             Ok(Outcome::Failed(failure)) => Err(CallError::from_value(failure)),
+            Err(EffectError::Live(error)) => Err(error),
+            Err(EffectError::Journal(message)) => Err(CallError {
+                message,
+                code: Some("ignite::effects::journal".to_owned()),
+                help: Some(format!("the call failed {} time(s)", declared.retries + 1)),
+            }),
             Err(EffectError::Refused(hint)) => Err(CallError {
                 message: format!("no recorded call matches: {hint}"),
                 code: Some("ignite::effects::replay".to_owned()),
@@ -348,7 +471,6 @@ impl Scope {
                 code: Some("ignite::effects::store".to_owned()),
                 help: None,
             }),
-            Err(EffectError::Live(never)) => match never {},
         }
     }
 }

@@ -51,6 +51,15 @@ enum Unkept {
     Error(LlmError),
 }
 
+impl std::fmt::Display for Unkept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Transport(message) => f.write_str(message),
+            Self::Error(error) => write!(f, "{error}"),
+        }
+    }
+}
+
 /// The result of one attempt.
 enum Outcome {
     /// A response; `live` when it came from the network (not from a store).
@@ -205,7 +214,8 @@ impl HttpModel {
         };
         let response = match cx.scope.perform(&effect, work).await {
             Ok(effects::Outcome::Value(r) | effects::Outcome::Failed(r)) => r,
-            Err(EffectError::Live(Unkept::Transport(message))) => {
+            // A journal keeps a transport failure as a failed step.
+            Err(EffectError::Live(Unkept::Transport(message)) | EffectError::Journal(message)) => {
                 return Ok(Outcome::Transport(message));
             }
             Err(EffectError::Live(Unkept::Error(error))) => return Err(error),

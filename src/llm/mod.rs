@@ -203,9 +203,11 @@ impl Llm {
                 message: format!("the cache holds no answer of agent `{}`: {other}", agent.name),
             }),
             Err(EffectError::Live(error)) => Err(error),
-            Err(EffectError::Refused(message) | EffectError::Store(message)) => {
-                Err(LlmError::Recording { message })
-            }
+            Err(
+                EffectError::Refused(message)
+                | EffectError::Store(message)
+                | EffectError::Journal(message),
+            ) => Err(LlmError::Recording { message }),
         }
     }
 

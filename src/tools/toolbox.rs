@@ -165,6 +165,21 @@ impl Toolbox {
         tool: ir::ToolId,
         args: Value,
     ) -> Result<Value, ToolError> {
+        self.call_with(program, tool, args, true).await
+    }
+
+    /// [`Toolbox::call`], trying the tool once when `retry` is false (a
+    /// durable journal retries it instead).
+    ///
+    /// # Errors
+    /// As [`Toolbox::call`].
+    pub async fn call_with(
+        &self,
+        program: &ir::Program,
+        tool: ir::ToolId,
+        args: Value,
+        retry: bool,
+    ) -> Result<Value, ToolError> {
         let tool = program.tools.get(tool.index()).ok_or_else(|| {
             ToolError::Failed(format!("no tool with id {} in this program", tool.index()))
         })?;
@@ -180,7 +195,7 @@ impl Toolbox {
         } else {
             fill_declared(&tool.params, args)
         };
-        let mut value = self.run(program, tool, args).await?;
+        let mut value = self.run(program, tool, args, retry).await?;
         if let Some(ty) = &tool.result {
             ty.fill_defaults(&mut value);
             let problems = ty.problems(&value, "result");
@@ -236,19 +251,21 @@ impl Toolbox {
         }
     }
 
-    /// Runs the tool, retrying an `exec` or `http` tool up to its
-    /// `retries` after a failure worth retrying, with [`TOOL_BACKOFF`].
+    /// Runs the tool, retrying (when `retry`) an `exec` or `http` tool up
+    /// to its `retries` after a failure worth retrying, with [`TOOL_BACKOFF`].
     async fn run(
         &self,
         program: &ir::Program,
         tool: &ir::Tool,
         args: Map<String, Value>,
+        retry: bool,
     ) -> Result<Value, ToolError> {
         let http = matches!(tool.implementation, Implementation::Http { .. });
+        let retries = if retry { tool.retries } else { 0 };
         let mut attempt = 0;
         loop {
             match self.run_once(program, tool, args.clone()).await {
-                Err(error) if attempt < tool.retries && error.retryable(http) => {
+                Err(error) if attempt < retries && error.retryable(http) => {
                     tokio::time::sleep(TOOL_BACKOFF.delay(attempt, None)).await;
                     attempt += 1;
                 }

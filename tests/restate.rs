@@ -1,0 +1,403 @@
+//! `ignite serve --restate` end to end (cargo feature `restate`): the
+//! official Restate server started by `scripts/restate-server.sh` on
+//! 127.0.0.1, real `ignite` workers, a local fake provider that counts
+//! requests and `exec` tools with side effects on files.
+//!
+//! `cargo test --features restate --test restate` (`.ci/run` does).
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// A Restate server with its data in a temporary folder; stopped when dropped.
+struct Restate {
+    pid: i32,
+    ingress: String,
+    admin: String,
+    _data: tempfile::TempDir,
+}
+
+impl Restate {
+    fn start() -> Self {
+        let data = tempfile::tempdir().unwrap();
+        let output = Command::new(script())
+            .arg("start")
+            .arg(data.path())
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "the Restate server did not start");
+        let line = String::from_utf8(output.stdout).unwrap();
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix(&format!("{name}=")))
+                .unwrap_or_else(|| panic!("no {name} in {line:?}"))
+                .to_owned()
+        };
+        Self {
+            pid: field("pid").parse().unwrap(),
+            ingress: field("ingress"),
+            admin: field("admin"),
+            _data: data,
+        }
+    }
+
+    /// Registers the deployment at `uri` (workers behind it).
+    fn register(&self, uri: &str) -> Value {
+        let output = Command::new(script()).args(["register", &self.admin, uri]).output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    /// Calls contract `name` through the ingress: the status and the body.
+    async fn call(&self, name: &str, inputs: &Value, key: Option<&str>) -> (u16, Value) {
+        call(&self.ingress, name, inputs, key).await
+    }
+}
+
+/// Calls contract `name` through the ingress at `ingress`, with an
+/// idempotency key if given: the status and the body.
+async fn call(ingress: &str, name: &str, inputs: &Value, key: Option<&str>) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{ingress}/{name}/run"))
+        .timeout(Duration::from_secs(120))
+        .json(inputs);
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+impl Drop for Restate {
+    fn drop(&mut self) {
+        // SAFETY: a plain kill(2) of the server this test started.
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+    }
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/restate-server.sh")
+}
+
+/// A running `ignite serve --restate`; killed when dropped.
+struct Worker {
+    child: Child,
+    address: String,
+}
+
+impl Worker {
+    fn start(dir: &Path, file: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ignite"))
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .env("FAKE_KEY", "sk-fake")
+            .args(["serve", file, "--restate", "--port", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = loop {
+            let line = lines.next().expect("the worker prints its address").unwrap();
+            if let Some(url) = line.strip_prefix("listening on http://") {
+                break url.to_owned();
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, address }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One address for several workers, as a load balancer would give them:
+/// each connection goes to the next worker that accepts it.
+async fn forwarder(workers: Vec<String>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let next = Arc::new(AtomicUsize::new(0));
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let (workers, next) = (workers.clone(), Arc::clone(&next));
+            tokio::spawn(async move {
+                let first = next.fetch_add(1, Ordering::SeqCst);
+                for i in 0..workers.len() {
+                    let worker = &workers[(first + i) % workers.len()];
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(worker).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+const STEPS: &str = r#"
+provider Fake {
+  kind openai
+  base_url "BASE/v1"
+  api_key env("FAKE_KEY")
+  retries 0
+}
+
+tool Append {
+  description "Appends a line to log.txt, with the worker's process ID"
+  param line: string
+  exec "sh" "-c" "read -r args; echo \"$PPID $args\" >> log.txt; echo appended"
+}
+
+agent Scribe {
+  provider Fake
+  model "m"
+  tools Append
+  input topic: string
+  prompt "write about {topic}"
+}
+
+contract Steps {
+  input topic: string
+  compute text = Scribe(topic: topic)
+  output text
+}
+
+tool Flaky {
+  description "Fails until its third call"
+  param n: int
+  exec "sh" "-c" "echo x >> flaky.txt; test $(wc -l < flaky.txt) -ge 3 && echo fine"
+  retries 2
+}
+
+tool Broken {
+  description "Always fails"
+  exec "sh" "-c" "echo x >> broken.txt; echo broken >&2; exit 1"
+  retries 1
+}
+
+contract Retried {
+  input n: int
+  compute value = Flaky(n: n)
+  output value
+}
+
+contract Failing {
+  compute value = Broken()
+  output value
+}
+"#;
+
+/// The fake provider: the model asks for `TURNS` tool calls, one per turn,
+/// then answers. Requests are counted per turn (the number of tool results
+/// in the request); the first request of turn `slow` waits a minute.
+struct Scribe {
+    seen: Mutex<BTreeMap<usize, usize>>,
+    slow: Option<usize>,
+}
+
+const TURNS: usize = 3;
+
+impl Respond for Scribe {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let turn =
+            body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
+        let first = {
+            let mut seen = self.seen.lock().unwrap();
+            let count = seen.entry(turn).or_default();
+            *count += 1;
+            *count == 1
+        };
+        let usage = json!({"prompt_tokens": 3, "completion_tokens": 1});
+        let reply = if turn < TURNS {
+            let arguments = json!({"line": format!("step {}", turn + 1)}).to_string();
+            ResponseTemplate::new(200).set_body_json(json!({
+                "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{
+                    "id": format!("call_{turn}"), "type": "function",
+                    "function": {"name": "append", "arguments": arguments},
+                }]}, "finish_reason": "tool_calls"}],
+                "usage": usage,
+            }))
+        } else {
+            ResponseTemplate::new(200).set_body_json(json!({
+                "choices": [{"message": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}],
+                "usage": usage,
+            }))
+        };
+        if first && self.slow == Some(turn) {
+            reply.set_delay(Duration::from_secs(60))
+        } else {
+            reply
+        }
+    }
+}
+
+/// The fake provider, its requests per turn, and the folder with the program.
+async fn setup(slow: Option<usize>) -> (MockServer, Arc<Scribe>, tempfile::TempDir) {
+    let server = MockServer::start().await;
+    let scribe = Arc::new(Scribe { seen: Mutex::new(BTreeMap::new()), slow });
+    let responder = Arc::clone(&scribe);
+    Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(move |request: &Request| responder.respond(request))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("steps.ign"), STEPS.replace("BASE", &server.uri())).unwrap();
+    (server, scribe, dir)
+}
+
+fn seen(scribe: &Scribe) -> Vec<(usize, usize)> {
+    scribe.seen.lock().unwrap().iter().map(|(turn, count)| (*turn, *count)).collect()
+}
+
+/// The lines of `log.txt`: the worker's process ID and the step.
+fn log(dir: &Path) -> Vec<(u32, String)> {
+    std::fs::read_to_string(dir.join("log.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let (pid, args) = line.split_once(' ').unwrap();
+            let args: Value = serde_json::from_str(args).unwrap();
+            (pid.parse().unwrap(), args["line"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// Polls `done` every 20 ms for up to 60 s.
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..3000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_survives_its_worker_and_repeats_no_finished_call() {
+    let (_server, scribe, dir) = setup(Some(2)).await;
+    let restate = Restate::start();
+    let first = Worker::start(dir.path(), "steps.ign");
+    let second = Worker::start(dir.path(), "steps.ign");
+    let uri = forwarder(vec![first.address.clone(), second.address.clone()]).await;
+    let registered = restate.register(&uri);
+    let services: Vec<&str> = registered["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(services.len(), 3, "{registered}");
+    for name in ["Steps", "Retried", "Failing"] {
+        assert!(services.contains(&name), "{registered}");
+    }
+
+    let ingress = restate.ingress.clone();
+    let call =
+        tokio::spawn(
+            async move { call(&ingress, "Steps", &json!({"topic": "rivers"}), None).await },
+        );
+    // Two tool calls done, the third model request on its way: the worker
+    // running the invocation is killed without warning.
+    wait_for("the third model request", || seen(&scribe).len() == 3).await;
+    let steps = log(dir.path());
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    let running = steps[0].0;
+    assert_eq!(steps[1].0, running, "one worker runs the invocation");
+    let (mut killed, survivor) =
+        if running == first.pid() { (first, second) } else { (second, first) };
+    assert_eq!(killed.pid(), running);
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+
+    let (status, outputs) = call.await.unwrap();
+    assert_eq!((status, outputs), (200, json!({"text": "done"})));
+    // Every tool call ran once; the third on the other worker.
+    let steps = log(dir.path());
+    let lines: Vec<&str> = steps.iter().map(|(_, line)| line.as_str()).collect();
+    assert_eq!(lines, ["step 1", "step 2", "step 3"]);
+    assert_eq!(steps[2].0, survivor.pid());
+    // Every model request once, but the one cut off by the kill.
+    assert_eq!(seen(&scribe), [(0, 1), (1, 1), (2, 2), (3, 1)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_runs_the_effects_once() {
+    let (_server, scribe, dir) = setup(None).await;
+    let restate = Restate::start();
+    let worker = Worker::start(dir.path(), "steps.ign");
+    restate.register(&format!("http://{}", worker.address));
+    let inputs = json!({"topic": "lakes"});
+    let first = restate.call("Steps", &inputs, Some("order-17")).await;
+    assert_eq!(first, (200, json!({"text": "done"})));
+    let again = restate.call("Steps", &inputs, Some("order-17")).await;
+    assert_eq!(again, first);
+    assert_eq!(seen(&scribe), [(0, 1), (1, 1), (2, 1), (3, 1)]);
+    assert_eq!(log(dir.path()).len(), TURNS);
+    // Another key is another run.
+    let other = restate.call("Steps", &inputs, Some("order-18")).await;
+    assert_eq!(other, first);
+    assert_eq!(seen(&scribe), [(0, 2), (1, 2), (2, 2), (3, 2)]);
+    assert_eq!(log(dir.path()).len(), 2 * TURNS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_are_the_steps_and_errors_are_terminal() {
+    let (_server, _scribe, dir) = setup(None).await;
+    let restate = Restate::start();
+    let worker = Worker::start(dir.path(), "steps.ign");
+    restate.register(&format!("http://{}", worker.address));
+    let count = |name: &str| {
+        std::fs::read_to_string(dir.path().join(name)).unwrap_or_default().lines().count()
+    };
+
+    // `retries 2`: two failed attempts, then the third succeeds.
+    let (status, outputs) = restate.call("Retried", &json!({"n": 1}), None).await;
+    assert_eq!((status, outputs), (200, json!({"value": "fine"})));
+    assert_eq!(count("flaky.txt"), 3);
+
+    // `retries 1`: two attempts, then a terminal error with the CLI's code
+    // and the node's path.
+    let (status, body) = restate.call("Failing", &json!({}), None).await;
+    assert_eq!(status, 500, "{body}");
+    let error = error_of(&body);
+    assert_eq!(error["code"], "ignite::run::tool_failed", "{body}");
+    assert_eq!(error["path"], "Failing > value", "{body}");
+    assert_eq!(count("broken.txt"), 2);
+
+    // Inputs that do not fit: 422 with every problem.
+    let (status, body) = restate.call("Retried", &json!({"n": "one", "m": 2}), None).await;
+    assert_eq!(status, 422, "{body}");
+    let error = error_of(&body);
+    assert_eq!(error["code"], "ignite::run::input", "{body}");
+    assert_eq!(error["diagnostics"].as_array().unwrap().len(), 2, "{body}");
+}
+
+/// The `error` object of ignite inside a Restate failure's message.
+fn error_of(body: &Value) -> Value {
+    let message = body["message"].as_str().unwrap_or_else(|| panic!("no message in {body}"));
+    serde_json::from_str::<Value>(message).unwrap()["error"].clone()
+}
