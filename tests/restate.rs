@@ -186,7 +186,7 @@ contract Steps {
 
 tool Flaky {
   description "Fails until its third call"
-  param n: int
+  param n: integer
   exec "sh" "-c" "echo x >> flaky.txt; test $(wc -l < flaky.txt) -ge 3 && echo fine"
   retries 2
 }
@@ -198,7 +198,7 @@ tool Broken {
 }
 
 contract Retried {
-  input n: int
+  input n: integer
   compute value = Flaky(n: n)
   output value
 }
