@@ -86,7 +86,7 @@ fn cache_hit(dir: &std::path::Path) {
             request: &request,
             cache: Some(CachePolicy { ttl: None, definition: "agent Ask { ... }" }),
         };
-        let live = async { Ok::<_, ()>(Outcome::Value(json!("four"))) };
+        let live = async { Ok::<_, std::convert::Infallible>(Outcome::Value(json!("four"))) };
         let started = Instant::now();
         let answer = runtime.block_on(scope.perform(&effect, live)).expect("effect");
         let elapsed = started.elapsed();
