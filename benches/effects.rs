@@ -21,6 +21,7 @@ use igniter::effects::{
     Cache, CachePolicy, Effect, EffectKind, Effects, Outcome, Recording, RunHeader, Scope,
 };
 use igniter::runtime::RunOptions;
+use igniter::telemetry::Span;
 use serde_json::{Map, Value, json};
 use support::{engine, median_run};
 
@@ -88,7 +89,7 @@ fn cache_hit(dir: &std::path::Path) {
         };
         let live = async { Ok::<_, std::convert::Infallible>(Outcome::Value(json!("four"))) };
         let started = Instant::now();
-        let answer = runtime.block_on(scope.perform(&effect, live)).expect("effect");
+        let answer = runtime.block_on(scope.perform(&effect, &Span::none(), live)).expect("effect");
         let elapsed = started.elapsed();
         assert_eq!(answer, Outcome::Value(json!("four")));
         elapsed

@@ -37,6 +37,7 @@ pub mod serve;
 pub mod shutdown;
 pub mod source;
 pub mod syntax;
+pub mod telemetry;
 pub mod testing;
 pub mod tools;
 pub mod trace;

@@ -26,7 +26,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -36,6 +36,7 @@ use tokio::sync::Semaphore;
 use crate::diagnostic::Code;
 use crate::ir::{Call, Callee, ContractId, NodeKind, Program};
 use crate::runtime::{Engine, RunError, RunOptions};
+use crate::telemetry::RunSpan;
 use crate::tools::schema::{params_schema, type_schema};
 
 /// How much the server takes on.
@@ -215,7 +216,7 @@ impl Service {
     }
 
     /// Runs contract `name` on the JSON `body`.
-    async fn call(self: Arc<Self>, name: &str, body: &[u8]) -> Response {
+    async fn call(self: Arc<Self>, name: &str, body: &[u8], span: RunSpan) -> Response {
         let Some(&(_, contract)) = self.contracts.iter().find(|(n, _)| n == name) else {
             let message = match self.engine.contract(Some(name)) {
                 Ok(_) => format!(
@@ -248,7 +249,8 @@ impl Service {
         };
         let engine = Arc::clone(&self.engine);
         let run = tokio::task::spawn_blocking(move || {
-            let result = engine.run(contract, &inputs, &RunOptions::default());
+            let result =
+                engine.run(contract, &inputs, &RunOptions { span, ..RunOptions::default() });
             drop(turn);
             result
         });
@@ -403,10 +405,11 @@ pub fn router(service: Arc<Service>) -> Router {
 async fn run_contract(
     State(service): State<Arc<Service>>,
     Path(name): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     match body {
-        Ok(body) => service.call(&name, &body).await,
+        Ok(body) => service.call(&name, &body, RunSpan::from_headers(&headers)).await,
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => failure(
             StatusCode::PAYLOAD_TOO_LARGE,
             "ignite::serve::too_large",

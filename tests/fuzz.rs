@@ -244,7 +244,7 @@ proptest! {
             let Ok(id) = engine.contract(Some(&format!("C{contract}"))) else { continue };
             let inputs: Map<String, Value> =
                 declared.iter().map(|(name, ty)| (name.clone(), value(&mut rng, ty))).collect();
-            let options = RunOptions { outputs: Vec::new(), jobs: Some(2), trace: true };
+            let options = RunOptions { jobs: Some(2), trace: true, ..RunOptions::default() };
             if let Err(error) = engine.run(id, &inputs, &options) {
                 // Errors render without panicking too.
                 let _ = error.to_string();

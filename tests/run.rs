@@ -32,7 +32,7 @@ fn run(path: &Path) -> (String, bool) {
         )
     });
     let engine = Engine::new(program);
-    let options = RunOptions { outputs: Vec::new(), jobs: None, trace: true };
+    let options = RunOptions { trace: true, ..RunOptions::default() };
     let result = engine.contract(None).and_then(|contract| engine.run(contract, &inputs, &options));
     match result {
         Ok(output) => {
@@ -109,7 +109,7 @@ fn run_one_turn(
     let compilation = igniter::compile(&file);
     let engine = Engine::new(compilation.program.expect("compiles"));
     let contract = engine.contract(None).unwrap();
-    let options = RunOptions { outputs: Vec::new(), jobs, trace: true };
+    let options = RunOptions { jobs, trace: true, ..RunOptions::default() };
     let output = engine.run(contract, &Map::new(), &options).unwrap();
     assert_eq!(output.outputs["reply"], "done");
     (dir, output)
@@ -253,7 +253,7 @@ contract Buy {{
     let contract = engine.contract(None).unwrap();
     let inputs: Map<String, Value> =
         [("sku".to_owned(), Value::from("SKU-1"))].into_iter().collect();
-    let only_order = RunOptions { outputs: vec!["order".to_owned()], jobs: None, trace: false };
+    let only_order = RunOptions { outputs: vec!["order".to_owned()], ..RunOptions::default() };
     let output = engine.run(contract, &inputs, &only_order).unwrap();
     assert_eq!(output.outputs["order"], "order 7 accepted");
     let error = engine.run(contract, &inputs, &RunOptions::default()).unwrap_err().to_string();

@@ -113,7 +113,13 @@ pub enum Command {
 #[must_use]
 pub fn run(cli: Cli) -> ExitCode {
     let Cli { global, command } = cli;
-    crate::on_big_stack(move || match command {
+    let runs = matches!(command, Command::Run(_) | Command::Test(_) | Command::Serve(_));
+    let exporting = runs
+        && crate::telemetry::init().unwrap_or_else(|message| {
+            eprintln!("warning: {message}; no spans are exported");
+            false
+        });
+    let code = crate::on_big_stack(move || match command {
         Command::Check(args) => args.run(&global),
         Command::Run(args) => (*args).run(&global),
         Command::Graph(args) => args.run(&global),
@@ -122,7 +128,14 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Cache(args) => args.run(&global),
         Command::Test(args) => args.run(&global),
         Command::Serve(args) => args.run(&global),
-    })
+    });
+    // Spans still queued go out before the process ends, whatever the outcome.
+    if exporting {
+        if let Err(message) = crate::telemetry::shutdown() {
+            eprintln!("warning: {message}");
+        }
+    }
+    code
 }
 
 /// An engine over `program` with live providers (from the environment)

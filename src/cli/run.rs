@@ -138,6 +138,7 @@ impl RunArgs {
             outputs: self.outputs.clone(),
             jobs: if self.batch.is_some() { None } else { self.jobs.map(usize::from) },
             trace: self.trace,
+            ..RunOptions::default()
         };
         let trace = Arc::new(Trace::new(self.trace));
         let chosen = engine.contract(contract.as_deref()).inspect(|&chosen| {

@@ -15,6 +15,8 @@ pub(super) fn stop_on_signals(note: String) {
             crate::shutdown::halt();
             let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
             eprintln!("ignite: stopped by {name}{note}");
+            // The spans that ended (finished calls) still go out.
+            crate::telemetry::flush();
             std::process::exit(128 + signal);
         }
     });

@@ -97,6 +97,10 @@ impl Cache {
 }
 
 impl EffectStore for Cache {
+    fn label(&self) -> &'static str {
+        "cache"
+    }
+
     fn lookup(&self, effect: &Effect<'_>) -> Lookup {
         let Some(policy) = effect.cache else { return Lookup::Miss };
         let key = Self::key(effect, policy.definition);

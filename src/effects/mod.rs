@@ -38,14 +38,18 @@ mod cache;
 mod recording;
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use opentelemetry::KeyValue;
+use opentelemetry::trace::SpanKind;
+
+use crate::telemetry::{self, Span};
 use crate::trace::Trace;
 
 pub use cache::{Cache, CacheStats};
@@ -145,6 +149,12 @@ pub trait EffectStore: Send + Sync {
     /// # Errors
     /// The store could not keep it (a write failed): the message says why.
     fn record(&self, effect: &Effect<'_>, outcome: &Outcome) -> Result<(), String>;
+
+    /// What the store is, in traces when it answered an effect
+    /// (`ignite.effect.source`): `cache`, `replay`, `journal`, ...
+    fn label(&self) -> &'static str {
+        "store"
+    }
 
     /// True when this store answers every effect itself (a replay): no key
     /// or network is needed, and nobody waits before a retry.
@@ -261,7 +271,8 @@ impl Effects {
         self.stores.iter().try_for_each(|s| s.finish())
     }
 
-    /// The outcome, and whether a store answered (rather than live work).
+    /// The outcome, and what answered instead of live work: a store's
+    /// label, or `restate` when the durable journal held the step.
     /// With a journal, tool calls and model exchanges are its steps, which
     /// may run again `retries` times after a transient failure (`Err` from
     /// `live`).
@@ -270,7 +281,7 @@ impl Effects {
         effect: &Effect<'_>,
         retries: u32,
         live: impl Future<Output = Result<Outcome, L>> + Send,
-    ) -> Result<(Outcome, bool), EffectError<L>> {
+    ) -> Result<(Outcome, Option<&'static str>), EffectError<L>> {
         let Some(journal) = self.journal.as_ref().filter(|_| effect.kind != EffectKind::Agent)
         else {
             return self.perform_here(effect, live).await;
@@ -281,16 +292,22 @@ impl Effects {
             EffectKind::Agent => "agent",
         };
         let step = Step { name: format!("{} {kind}:{}", effect.key, effect.name), retries };
-        let work = Box::pin(async move {
+        // Set when the work runs: unset after the step, the journal answered.
+        let ran = OnceLock::new();
+        let work = Box::pin(async {
             match self.perform_here(effect, live).await {
-                Ok((outcome, _)) => Ok(outcome),
+                Ok((outcome, source)) => {
+                    let _ = ran.set(source);
+                    Ok(outcome)
+                }
                 Err(EffectError::Live(error)) => Err(error.to_string()),
                 Err(
                     EffectError::Refused(why) | EffectError::Store(why) | EffectError::Journal(why),
                 ) => Err(why),
             }
         });
-        journal.step(step, work).await.map(|outcome| (outcome, false)).map_err(EffectError::Journal)
+        let outcome = journal.step(step, work).await.map_err(EffectError::Journal)?;
+        Ok((outcome, ran.get().copied().unwrap_or(Some("restate"))))
     }
 
     /// [`Effects::perform`] without the journal: the stores, else `live`.
@@ -298,10 +315,10 @@ impl Effects {
         &self,
         effect: &Effect<'_>,
         live: impl Future<Output = Result<Outcome, L>>,
-    ) -> Result<(Outcome, bool), EffectError<L>> {
+    ) -> Result<(Outcome, Option<&'static str>), EffectError<L>> {
         for store in self.stores.iter() {
             match store.lookup(effect) {
-                Lookup::Hit(outcome) => return Ok((outcome, true)),
+                Lookup::Hit(outcome) => return Ok((outcome, Some(store.label()))),
                 Lookup::Miss => {}
                 Lookup::Refuse(why) => return Err(EffectError::Refused(why)),
             }
@@ -310,7 +327,7 @@ impl Effects {
         for store in self.stores.iter() {
             store.record(effect, &outcome).map_err(EffectError::Store)?;
         }
-        Ok((outcome, false))
+        Ok((outcome, None))
     }
 }
 
@@ -325,6 +342,8 @@ pub struct Scope {
     next: AtomicU32,
     /// Where cache hits and misses are noted.
     trace: Option<Arc<Trace>>,
+    /// The node's span: effect spans are its children.
+    span: Span,
 }
 
 impl Scope {
@@ -332,7 +351,28 @@ impl Scope {
     #[must_use]
     pub fn new(effects: Effects, node: impl Into<String>) -> Self {
         let node = node.into();
-        Self { effects, path: node.clone(), node, item: None, next: AtomicU32::new(0), trace: None }
+        Self {
+            effects,
+            path: node.clone(),
+            node,
+            item: None,
+            next: AtomicU32::new(0),
+            trace: None,
+            span: Span::none(),
+        }
+    }
+
+    /// Makes the effect spans of this scope children of `span` (the node's).
+    #[must_use]
+    pub fn with_span(mut self, span: Span) -> Self {
+        self.span = span;
+        self
+    }
+
+    /// The node's span.
+    #[must_use]
+    pub fn span(&self) -> &Span {
+        &self.span
     }
 
     /// Notes each cached effect's hit or miss in `trace` (as `cache`).
@@ -382,16 +422,20 @@ impl Scope {
     }
 
     /// Looks `effect` up in the stores, or runs `live` and records its
-    /// outcome. A cached effect's hit or miss goes to the trace.
+    /// outcome. A cached effect's hit or miss goes to the trace; `span`
+    /// (the effect's, a child of [`Scope::span`]) learns where the outcome
+    /// came from (`ignite.effect.source`) and whether it failed. A `live`
+    /// failure is the caller's to note on the span.
     ///
     /// # Errors
     /// A store refused or could not record, or `live` failed.
     pub async fn perform<L: std::fmt::Display>(
         &self,
         effect: &Effect<'_>,
+        span: &Span,
         live: impl Future<Output = Result<Outcome, L>> + Send,
     ) -> Result<Outcome, EffectError<L>> {
-        self.perform_retried(effect, 0, live).await
+        self.perform_retried(effect, span, 0, live).await
     }
 
     /// [`Scope::perform`] where a journal may run `live` again `retries`
@@ -399,31 +443,69 @@ impl Scope {
     async fn perform_retried<L: std::fmt::Display>(
         &self,
         effect: &Effect<'_>,
+        span: &Span,
         retries: u32,
         live: impl Future<Output = Result<Outcome, L>> + Send,
     ) -> Result<Outcome, EffectError<L>> {
         let started = Instant::now();
-        let (outcome, stored) = self.effects.perform(effect, retries, live).await?;
+        let result = self.effects.perform(effect, retries, live).await;
+        if span.is_recording() {
+            match &result {
+                Ok((outcome, source)) => {
+                    let source = source.unwrap_or("live");
+                    span.set(|| vec![KeyValue::new("ignite.effect.source", source)]);
+                    if let Outcome::Failed(failure) = outcome {
+                        span.fail(&telemetry::failure_type(failure));
+                    }
+                }
+                Err(EffectError::Refused(_)) => span.fail("ignite::effects::replay"),
+                Err(EffectError::Store(_)) => span.fail("ignite::effects::store"),
+                Err(EffectError::Journal(_)) => span.fail("ignite::effects::journal"),
+                Err(EffectError::Live(_)) => {}
+            }
+        }
+        let (outcome, stored) = result?;
         if let (Some(trace), Some(_)) = (&self.trace, effect.cache) {
-            let status = if stored { "hit" } else { "miss" };
+            let status = if stored.is_some() { "hit" } else { "miss" };
             trace.record(&self.path, "cache", status, started, effect.name.to_owned());
         }
         Ok(outcome)
     }
 
-    /// Calls `tool` of `program` with `args` through the stores.
+    /// Calls `tool` of `program` with `args` through the stores, in an
+    /// `execute_tool` span (`call_id`: the model's id of the call, for an
+    /// agent's tool call).
     ///
     /// # Errors
     /// The tool's error, or why a store refused the call.
     pub async fn call_tool(
         &self,
         key: &EffectKey,
+        call_id: Option<&str>,
         toolbox: &crate::tools::Toolbox,
         program: &crate::ir::Program,
         tool: crate::ir::ToolId,
         args: Value,
     ) -> Result<Value, CallError> {
         let declared = &program[tool];
+        let span = self.span.child(
+            SpanKind::Internal,
+            || format!("execute_tool {}", declared.tool_name),
+            || {
+                let mut attributes = vec![
+                    KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                    KeyValue::new("gen_ai.tool.name", declared.tool_name.clone()),
+                    KeyValue::new("gen_ai.tool.type", "function"),
+                ];
+                if let Some(id) = call_id {
+                    attributes.push(KeyValue::new("gen_ai.tool.call.id", id.to_owned()));
+                }
+                if telemetry::capture_content() {
+                    attributes.push(telemetry::json_attribute("gen_ai.tool.call.arguments", &args));
+                }
+                attributes
+            },
+        );
         // A tool's declaration (and the folder it runs in) is its implementation.
         let definition = declared.cache.map(|_| {
             format!("{}\n{}", declared.dir.display(), program.sources.slice(declared.span))
@@ -452,7 +534,18 @@ impl Scope {
                 Err(e) => Ok(Outcome::Failed(CallError::of(&e).to_value())),
             }
         };
-        match self.perform_retried(&effect, declared.retries, live).await {
+        let result = self.perform_retried(&effect, &span, declared.retries, live).await;
+        match &result {
+            Ok(Outcome::Value(value)) if telemetry::capture_content() => {
+                span.set(|| vec![telemetry::json_attribute("gen_ai.tool.call.result", value)]);
+            }
+            Err(EffectError::Live(error)) => {
+                span.fail(error.code.as_deref().unwrap_or("ignite::tools::failed"));
+            }
+            _ => {}
+        }
+        span.end(None);
+        match result {
             Ok(Outcome::Value(value)) => Ok(value),
             Ok(Outcome::Failed(failure)) => Err(CallError::from_value(failure)),
             Err(EffectError::Live(error)) => Err(error),

@@ -235,6 +235,14 @@ impl EffectStore for Recording {
         })
     }
 
+    fn label(&self) -> &'static str {
+        match self.mode {
+            Mode::Record => "record",
+            Mode::Replay => "replay",
+            Mode::Journal => "journal",
+        }
+    }
+
     fn offline(&self) -> bool {
         self.mode == Mode::Replay
     }

@@ -240,7 +240,14 @@ impl Run<'_> {
             Some(id) => self
                 .cx
                 .scope
-                .call_tool(key, self.toolbox, self.program, id, call.arguments.clone())
+                .call_tool(
+                    key,
+                    Some(&call.id),
+                    self.toolbox,
+                    self.program,
+                    id,
+                    call.arguments.clone(),
+                )
                 .await
                 .map(|value| {
                     let mut text = String::new();

@@ -13,6 +13,7 @@
 
 use std::time::{Duration, Instant};
 
+use miette::Diagnostic as _;
 use serde_json::{Value, json};
 
 use super::client::{BoxFuture, CallContext, ModelClient};
@@ -22,8 +23,9 @@ use super::message::{ModelReply, ModelRequest};
 use super::providers::Auth;
 use super::retry::{Backoff, parse_retry_after, retryable_status};
 use super::settings::Endpoint;
-use super::wire;
+use super::{semconv, wire};
 use crate::effects::{self, Effect, EffectError, EffectKind};
+use crate::telemetry::{self, Span};
 use crate::usage::ModelCall;
 
 /// What every HTTP provider of one [`Llm`](super::Llm) shares.
@@ -106,8 +108,13 @@ impl HttpModel {
                 "provider {}, model {}, attempt {attempt}/{attempts}",
                 self.endpoint.label, request.model
             );
-            let sent = self.send(&body, &url, estimate, cx).await?;
-            let (status, message, retryable, retry_after) = match sent {
+            let span =
+                semconv::chat_span(cx.scope.span(), self.endpoint.kind.name(), request, &url);
+            let sent = self.send(&body, &url, estimate, cx, &span).await;
+            // Every way out of this attempt ends its span.
+            let (status, message, retryable, retry_after) = match sent.inspect_err(|e| {
+                span.end(e.code().map(|c| c.to_string()).as_deref());
+            })? {
                 Outcome::Response { status, text, live, .. } if (200..300).contains(&status) => {
                     return match wire::parse_reply(self.endpoint.kind, &text) {
                         Ok(reply) => {
@@ -124,11 +131,14 @@ impl HttpModel {
                             };
                             let detail = detail + &usage.cache_note();
                             cx.trace.record_model(&trace_path, started, detail, &call);
+                            semconv::note_reply(&span, &reply);
+                            span.end(None);
                             Ok(reply)
                         }
                         Err(message) => {
                             let note = format!("{detail}, malformed reply: {message}");
                             cx.trace.record(&trace_path, "model", "failed", started, note);
+                            span.end(Some("malformed_reply"));
                             Err(LlmError::Malformed {
                                 provider: self.endpoint.label.clone(),
                                 message,
@@ -142,8 +152,12 @@ impl HttpModel {
                     retryable_status(status),
                     retry_after,
                 ),
-                Outcome::Transport(message) => (None, message, true, None),
+                Outcome::Transport(message) => {
+                    span.fail("transport");
+                    (None, message, true, None)
+                }
             };
+            span.end(None);
             let what = status.map_or_else(|| message.clone(), |s| format!("status {s}: {message}"));
             if retryable && attempt < attempts {
                 cx.trace.record(
@@ -177,6 +191,7 @@ impl HttpModel {
         url: &str,
         estimate: u64,
         cx: CallContext<'_>,
+        span: &Span,
     ) -> Result<Outcome, LlmError> {
         let endpoint = &self.endpoint;
         let key = cx.scope.next_key();
@@ -212,7 +227,7 @@ impl HttpModel {
                 effects::Outcome::Failed(response)
             })
         };
-        let response = match cx.scope.perform(&effect, work).await {
+        let response = match cx.scope.perform(&effect, span, work).await {
             Ok(effects::Outcome::Value(r) | effects::Outcome::Failed(r)) => r,
             // A journal keeps a transport failure as a failed step.
             Err(EffectError::Live(Unkept::Transport(message)) | EffectError::Journal(message)) => {
@@ -228,6 +243,7 @@ impl HttpModel {
             }
             Err(EffectError::Store(message)) => return Err(LlmError::Recording { message }),
         };
+        span.set(|| telemetry::response_attributes(&response["response"]));
         let status = response["status"].as_u64().and_then(|s| u16::try_from(s).ok()).unwrap_or(0);
         let text = match &response["response"] {
             Value::Null => response["response_text"].as_str().unwrap_or_default().to_owned(),

@@ -43,6 +43,7 @@ pub mod openai;
 pub mod providers;
 mod retry;
 mod script;
+mod semconv;
 mod settings;
 mod structured;
 pub mod wire;
@@ -51,6 +52,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use miette::Diagnostic as _;
 use serde_json::{Map, Value, json};
 
 pub use client::{BoxFuture, CallContext, ModelClient};
@@ -197,7 +199,23 @@ impl Llm {
             let answer = Run { program, agent, toolbox, cx, chain }.run(system, prompt).await?;
             Ok(Outcome::Value(answer))
         };
-        match scope.perform(&effect, live).await {
+        let span = scope.span().child(
+            opentelemetry::trace::SpanKind::Internal,
+            || format!("invoke_agent {}", agent.name),
+            || {
+                vec![
+                    opentelemetry::KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+                    opentelemetry::KeyValue::new("gen_ai.agent.name", agent.name.clone()),
+                ]
+            },
+        );
+        let result: Result<_, EffectError<LlmError>> = scope.perform(&effect, &span, live).await;
+        let failure = match &result {
+            Err(EffectError::Live(error)) => error.code().map(|c| c.to_string()),
+            _ => None,
+        };
+        span.end(failure.as_deref());
+        match result {
             Ok(Outcome::Value(answer)) => Ok(answer),
             Ok(Outcome::Failed(other)) => Err(LlmError::Recording {
                 message: format!("the cache holds no answer of agent `{}`: {other}", agent.name),

@@ -102,12 +102,19 @@ pub fn run_batch(
 
 fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions) -> RowDone {
     let trace = Arc::new(Trace::new(false));
+    let number = row.number;
+    let span = options.span.with(|| {
+        vec![opentelemetry::KeyValue::new(
+            "ignite.batch.row",
+            i64::try_from(number).unwrap_or(i64::MAX),
+        )]
+    });
+    let options = RunOptions { span, ..options.clone() };
     let result = match row.inputs {
-        Ok(inputs) => engine.run_traced(contract, &inputs, options, &trace),
+        Ok(inputs) => engine.run_traced(contract, &inputs, &options, &trace),
         Err(message) => Err(RunError::Contract { message }),
     };
     let usage = trace.usage();
-    let number = row.number;
     match result {
         Ok(outputs) => {
             RowDone { line: json!({"row": number, "outputs": outputs}), failed: false, usage }

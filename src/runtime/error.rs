@@ -53,6 +53,17 @@ pub enum RunError {
 }
 
 impl RunError {
+    /// The failure's diagnostic code; `None` for a contract that is not there.
+    #[must_use]
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            RunError::Inputs { .. } => Some(Code::RunInput),
+            RunError::Contract { .. } => None,
+            RunError::Output { .. } => Some(Code::RunOutput),
+            RunError::Node { code, .. } => Some(*code),
+        }
+    }
+
     /// The error as diagnostics with source spans, when it has any.
     #[must_use]
     pub fn diagnostics(&self) -> Option<Diagnostics> {

@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// Record a per-node timeline.
     pub trace: bool,
+    /// The run span's parent and attributes, when spans are exported.
+    pub span: crate::telemetry::RunSpan,
 }
 
 /// A finished run.

@@ -47,19 +47,34 @@ use crate::ir::{
     Body, BranchKind, Call, Callee, ContractId, Expr, ExprKind, NodeId, NodeKind, Param, Pattern,
     Program, Runner,
 };
-use crate::source::Span;
+use crate::source::Span as SourceSpan;
+use crate::telemetry::Span;
 use crate::trace::Trace;
 
 /// Ready pure nodes at or above this count are evaluated in parallel.
 const PARALLEL_BATCH: usize = 64;
 
-/// Runs `contract` and returns its requested outputs.
+/// Runs `contract` and returns its requested outputs, in a run span.
 pub(super) fn run(
     engine: &Engine,
     contract: ContractId,
     given: &Map<String, Value>,
     options: &RunOptions,
     trace: &Arc<Trace>,
+) -> Result<Map<String, Value>, RunError> {
+    let span = Span::run(&engine.program()[contract].name, &options.span);
+    let result = run_in(engine, contract, given, options, trace, &span);
+    span.end(result.as_ref().err().map(|e| e.code().map_or("no_contract", Code::as_str)));
+    result
+}
+
+fn run_in(
+    engine: &Engine,
+    contract: ContractId,
+    given: &Map<String, Value>,
+    options: &RunOptions,
+    trace: &Arc<Trace>,
+    span: &Span,
 ) -> Result<Map<String, Value>, RunError> {
     let program = engine.program();
     let root = &program[contract];
@@ -99,7 +114,7 @@ pub(super) fn run(
         failures: Vec::new(),
         result: None,
     };
-    scheduler.start(contract, values, outputs, None, root.name.clone());
+    scheduler.start(contract, values, outputs, None, root.name.clone(), span.clone());
     let result = scheduler.drive();
     for task in &scheduler.tasks {
         task.abort();
@@ -158,6 +173,8 @@ struct Exec {
     gathers: HashMap<NodeId, Gather>,
     /// Abandoned: a `try` above caught its failure; late results are dropped.
     dead: bool,
+    /// The parent of its nodes' spans: the run's, or the `compose` node's.
+    span: Span,
 }
 
 /// A `for` node's items and results while its calls run.
@@ -165,6 +182,8 @@ struct Gather {
     items: Vec<Value>,
     results: Vec<Value>,
     left: usize,
+    /// The `for` node's span, the parent of its items'.
+    span: Span,
 }
 
 /// A node of an execution, and the item for a `for` node's call.
@@ -203,13 +222,18 @@ impl Cause {
             help: error.help().map(|h| h.to_string()),
         }
     }
+
+    /// Its code, as a span's `error.type`.
+    fn error_type(&self) -> &str {
+        self.code.as_deref().unwrap_or("failed")
+    }
 }
 
 /// A node (or item) that failed.
 struct Failure {
     job: Job,
     message: String,
-    span: Span,
+    span: SourceSpan,
     code: Code,
     /// The code of the tool or agent error behind it.
     cause: Option<String>,
@@ -298,6 +322,7 @@ impl Scheduler<'_> {
         outputs: Vec<usize>,
         parent: Option<Job>,
         path: String,
+        span: Span,
     ) {
         let c = &self.program[contract];
         let n = c.nodes.len();
@@ -322,6 +347,7 @@ impl Scheduler<'_> {
             chosen: HashMap::new(),
             gathers: HashMap::new(),
             dead: false,
+            span,
         });
         let mut roots: Vec<NodeId> = outputs.iter().map(|&o| c.outputs[o].node).collect();
         roots.extend(
@@ -502,14 +528,40 @@ impl Scheduler<'_> {
         }
     }
 
-    /// Records a job that ran on this thread, when tracing.
+    /// Records a job that ran on this thread, when tracing; a node (not
+    /// an item of a pure `for`) also as a span.
     fn record(&self, job: Job, ok: bool, started: Instant) {
+        let e = &self.execs[job.exec];
+        let label = self.program[e.contract][job.node].kind.label();
+        if job.item.is_none() {
+            let error = (!ok).then_some(Code::NodeFailed.as_str());
+            e.span.node_since(started, || self.path_of(job), label).end(error);
+        }
         if self.trace.enabled() {
-            let e = &self.execs[job.exec];
-            let label = self.program[e.contract][job.node].kind.label();
             let status = if ok { "ok" } else { "failed" };
             self.trace.record(&self.path_of(job), label, status, started, String::new());
         }
+    }
+
+    /// The span of `job` from now on, under its execution's span (an
+    /// item's: under its `for` node's).
+    fn span(&self, job: Job) -> Span {
+        let e = &self.execs[job.exec];
+        let parent = match job.item.and_then(|_| e.gathers.get(&job.node)) {
+            Some(gather) => &gather.span,
+            None => &e.span,
+        };
+        if !parent.is_recording() {
+            return Span::none();
+        }
+        let callee = self.call_of(job).map(|call| call.callee);
+        let label =
+            callee.map_or_else(|| self.program[e.contract][job.node].kind.label(), Callee::label);
+        let agent = match callee {
+            Some(Callee::Agent(agent)) => Some(self.program[agent].name.as_str()),
+            _ => None,
+        };
+        parent.node(|| self.path_of(job), label, agent)
     }
 
     /// A branch chose `arm`: what the arm reads is now needed.
@@ -570,7 +622,8 @@ impl Scheduler<'_> {
                     return self.finish(job, Value::Array(Vec::new()));
                 }
                 let items = items.into_owned();
-                let gather = Gather { items, results: vec![Value::Null; count], left: count };
+                let span = self.span(job);
+                let gather = Gather { items, results: vec![Value::Null; count], left: count, span };
                 self.execs[job.exec].gathers.insert(job.node, gather);
                 for i in 0..count {
                     self.push(Job { item: u32::try_from(i).ok(), ..job });
@@ -624,7 +677,8 @@ impl Scheduler<'_> {
                     None => format!("{}.{}", e.path, node.name),
                 };
                 let outputs = (0..child.outputs.len()).collect();
-                self.start(contract, values, outputs, Some(job), path);
+                let span = self.span(job);
+                self.start(contract, values, outputs, Some(job), path, span);
             }
             Err(failure) => self.deliver(job, Err(failure)),
         }
@@ -650,16 +704,21 @@ impl Scheduler<'_> {
         let program = Arc::clone(&self.engine.program);
         let toolbox = self.engine.toolbox.clone();
         let e = &self.execs[job.exec];
+        let span = self.span(job);
         let scope =
             effects::Scope::new(self.engine.effects.clone(), format!("{} > {}", e.path, node.name))
                 .with_item(job.item)
-                .with_trace(Arc::clone(self.trace));
+                .with_trace(Arc::clone(self.trace))
+                .with_span(span.clone());
         let task = match call.callee {
             Callee::Tool(tool) => io.spawn(async move {
                 let key = scope.next_key();
-                let result =
-                    scope.call_tool(&key, &toolbox, &program, tool, Value::Object(given)).await;
-                let _ = tx.send(Done { job, started, result: result.map_err(|e| Cause::of(&e)) });
+                let result = scope
+                    .call_tool(&key, None, &toolbox, &program, tool, Value::Object(given))
+                    .await
+                    .map_err(|e| Cause::of(&e));
+                span.end(result.as_ref().err().map(Cause::error_type));
+                let _ = tx.send(Done { job, started, result });
             }),
             Callee::Agent(agent) => {
                 let params = &self.program[agent].inputs;
@@ -678,6 +737,7 @@ impl Scheduler<'_> {
                     let result =
                         llm.run_agent(&program, agent, &given, &toolbox, &trace, &scope).await;
                     let result = result.map_err(|e| Cause::of(&e));
+                    span.end(result.as_ref().err().map(Cause::error_type));
                     let _ = tx.send(Done { job, started, result });
                 })
             }
@@ -746,7 +806,9 @@ impl Scheduler<'_> {
         gather.left -= 1;
         if gather.left == 0 {
             let results = std::mem::take(&mut gather.results);
-            e.gathers.remove(&job.node);
+            if let Some(done) = e.gathers.remove(&job.node) {
+                done.span.end(None);
+            }
             self.finish(Job::node(job.exec, job.node), Value::Array(results));
         }
     }
@@ -759,6 +821,8 @@ impl Scheduler<'_> {
         }
         let mut exec = failure.job.exec;
         while let Some(parent) = self.execs[exec].parent {
+            // The `compose` node whose execution failed.
+            self.execs[exec].span.fail(failure.code.as_str());
             if self.call_of(parent).is_some_and(|call| call.catch) {
                 self.execs[exec].dead = true;
                 return self.deliver(parent, Err(failure));
@@ -864,6 +928,9 @@ impl Scheduler<'_> {
         }
         // A finished child's table is no longer read.
         e.values = Vec::new();
+        if e.parent.is_some() {
+            e.span.end(None);
+        }
         let (started, parent) = (e.started, e.parent);
         if let (Some(started), Some(parent)) = (started, parent) {
             self.trace.record(&self.path_of(parent), "compose", "ok", started, String::new());
@@ -913,7 +980,7 @@ fn waits_on(contract: &crate::ir::Contract, e: &Exec, dependent: NodeId, dep: No
 }
 
 impl Failure {
-    fn new(job: Job, message: String, span: Span, code: Code) -> Self {
+    fn new(job: Job, message: String, span: SourceSpan, code: Code) -> Self {
         Failure { job, message, span, code, cause: None, help: None }
     }
 
@@ -933,7 +1000,7 @@ fn evaluate(
 ) -> Option<Result<Value, Failure>> {
     let e = &execs[job.exec];
     let node = &program[e.contract][job.node];
-    let started = trace.enabled().then(Instant::now);
+    let started = (trace.enabled() || e.span.is_recording()).then(Instant::now);
     let result = match &node.kind {
         NodeKind::Compute(expr) => eval_node(expr, e.values.as_slice(), job),
         NodeKind::Guard { condition, message } => {
@@ -943,7 +1010,9 @@ fn evaluate(
     };
     if let Some(started) = started {
         let path = format!("{} > {}", e.path, node.name);
-        let status = if result.is_ok() { "ok" } else { "failed" };
+        let error = result.as_ref().err().map(|f| f.code.as_str());
+        e.span.node_since(started, || path.clone(), node.kind.label()).end(error);
+        let status = if error.is_none() { "ok" } else { "failed" };
         trace.record(&path, node.kind.label(), status, started, String::new());
     }
     Some(result)
@@ -1018,7 +1087,7 @@ fn guard(
     message: Option<&Expr>,
     values: &[Value],
     job: Job,
-    span: Span,
+    span: SourceSpan,
     name: &str,
 ) -> Result<Value, Failure> {
     match eval_node(condition, values, job)? {
@@ -1045,7 +1114,7 @@ fn guard(
 fn bind_call(
     params: &[Param],
     given: &Map<String, Value>,
-    span: Span,
+    span: SourceSpan,
     job: Job,
 ) -> Result<Vec<Value>, Failure> {
     inputs::bind(params, given, span).map_err(|problems| {

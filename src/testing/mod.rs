@@ -242,7 +242,10 @@ fn run_test(suite: &Suite, test: &Test, options: &Options) -> TestResult {
     match prepare(suite, test, options) {
         Err(why) => result.failures.push(Failure::Setup(why)),
         Ok(Prepared { engine, inputs, store }) => {
-            let run = engine.run(test.contract, &inputs, &RunOptions::default());
+            let span = crate::telemetry::RunSpan::default()
+                .with(|| vec![opentelemetry::KeyValue::new("ignite.test", test.name.clone())]);
+            let run =
+                engine.run(test.contract, &inputs, &RunOptions { span, ..RunOptions::default() });
             if let Err(why) = engine.effects().finish() {
                 result.failures.push(Failure::Setup(why));
             }

@@ -93,6 +93,10 @@ impl TestStore {
 }
 
 impl EffectStore for TestStore {
+    fn label(&self) -> &'static str {
+        "mock"
+    }
+
     fn lookup(&self, effect: &Effect<'_>) -> Lookup {
         match effect.kind {
             EffectKind::Tool => {
