@@ -139,6 +139,13 @@ fn ignite(dir: &Path, receiver: &MockServer) -> Command {
     command
 }
 
+/// `ignite run FILE --input q=hi`, exporting to `receiver`.
+fn run_ask(dir: &Path, receiver: &MockServer, file: &Path) -> Command {
+    let mut command = ignite(dir, receiver);
+    command.arg("run").arg(file).args(["--input", "q=hi"]);
+    command
+}
+
 /// What the receiver got: the spans, and every request body as bytes.
 struct Exported {
     spans: Vec<Span>,
@@ -239,12 +246,7 @@ async fn a_run_exports_its_span_tree_with_genai_attributes() {
     let dir = tempfile::tempdir().unwrap();
     let (provider, receiver) = (provider().await, receiver().await);
     let file = program(dir.path(), &provider.uri());
-    let output = ignite(dir.path(), &receiver)
-        .arg("run")
-        .arg(&file)
-        .args(["--input", "q=hi"])
-        .output()
-        .unwrap();
+    let output = run_ask(dir.path(), &receiver, &file).output().unwrap();
     succeeded(&output);
     let outputs: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(outputs, json!({"size": 4, "mark": "SHOUTED"}));
@@ -328,11 +330,8 @@ async fn message_content_is_exported_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let (provider, receiver) = (provider().await, receiver().await);
     let file = program(dir.path(), &provider.uri());
-    let output = ignite(dir.path(), &receiver)
+    let output = run_ask(dir.path(), &receiver, &file)
         .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
-        .arg("run")
-        .arg(&file)
-        .args(["--input", "q=hi"])
         .output()
         .unwrap();
     succeeded(&output);
@@ -368,12 +367,7 @@ async fn a_failed_run_marks_its_spans_and_still_exports_them() {
         .mount(&provider)
         .await;
     let file = program(dir.path(), &provider.uri());
-    let output = ignite(dir.path(), &receiver)
-        .arg("run")
-        .arg(&file)
-        .args(["--input", "q=hi"])
-        .output()
-        .unwrap();
+    let output = run_ask(dir.path(), &receiver, &file).output().unwrap();
     assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     let got = exported(&receiver).await;
     let failed = |span: &Span| {
@@ -412,12 +406,7 @@ async fn batch_rows_and_test_blocks_get_a_run_span_each_and_stored_calls_say_so(
     let record = ignite(dir.path(), &receiver).arg("test").arg(&file).arg("--record").output();
     succeeded(&record.unwrap());
     let asked = provider.received_requests().await.unwrap().len();
-    receiver.reset().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/traces"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&receiver)
-        .await;
+    let receiver = self::receiver().await;
     let output = ignite(dir.path(), &receiver).arg("test").arg(&file).output().unwrap();
     succeeded(&output);
     assert_eq!(provider.received_requests().await.unwrap().len(), asked, "replayed offline");
