@@ -432,11 +432,12 @@ pub enum Runner {
     ThreadPool(Vec<Arg>, Span),
 }
 
-/// A node of a contract.
+/// A node of a contract. The rarer, larger parts are boxed, so a node
+/// takes the room of a `compute` (a contract can hold a million of them).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
     /// `input name: type = default`.
-    Input(Param),
+    Input(Box<Param>),
     /// `compute name = expr`.
     Compute(Ident, Expr, Span),
     /// `compose name = Contract(...)`.
@@ -448,7 +449,7 @@ pub enum Node {
         /// The condition.
         condition: Expr,
         /// The message when false.
-        message: Option<Expr>,
+        message: Option<Box<Expr>>,
         /// The statement.
         span: Span,
     },

@@ -1,4 +1,5 @@
-//! A contract's dependency graph, built on petgraph.
+//! A contract's dependency graph; petgraph finds the cycles of a graph
+//! that has some.
 
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -7,11 +8,29 @@ use super::NodeId;
 
 /// Edges from each node to the nodes that read it, with a topological
 /// order computed once. Built only for acyclic graphs.
+///
+/// Both directions are stored flat (compressed rows): node `i`'s list is
+/// `targets[starts[i]..starts[i + 1]]`, four bytes per edge and per node
+/// instead of a vector per node.
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
-    deps: Vec<Vec<NodeId>>,
-    dependents: Vec<Vec<NodeId>>,
+    deps: Adjacency,
+    dependents: Adjacency,
     order: Vec<NodeId>,
+}
+
+/// One direction of the edges, as compressed rows.
+#[derive(Debug, Clone, Default)]
+struct Adjacency {
+    starts: Vec<u32>,
+    targets: Vec<NodeId>,
+}
+
+impl Adjacency {
+    fn of(&self, node: NodeId) -> &[NodeId] {
+        let (from, to) = (self.starts[node.index()], self.starts[node.index() + 1]);
+        &self.targets[from as usize..to as usize]
+    }
 }
 
 impl Graph {
@@ -20,52 +39,54 @@ impl Graph {
     ///
     /// # Errors
     /// Every cycle, each once.
-    pub fn new(deps: Vec<Vec<NodeId>>) -> Result<Graph, Vec<Vec<NodeId>>> {
-        let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(deps.len(), deps.len());
-        for _ in 0..deps.len() {
-            graph.add_node(());
+    pub fn new(deps: &[Vec<NodeId>]) -> Result<Graph, Vec<Vec<NodeId>>> {
+        let edges = deps.iter().map(Vec::len).sum::<usize>();
+        let mut forward = Adjacency {
+            starts: Vec::with_capacity(deps.len() + 1),
+            targets: Vec::with_capacity(edges),
+        };
+        forward.starts.push(0);
+        for node_deps in deps {
+            forward.targets.extend_from_slice(node_deps);
+            forward.starts.push(edge_count(forward.targets.len()));
         }
+        // Dependents by counting: each node's list in node order, as its
+        // dependents were declared.
+        let mut starts = vec![0u32; deps.len() + 1];
+        for dep in &forward.targets {
+            starts[dep.index() + 1] += 1;
+        }
+        for i in 0..deps.len() {
+            starts[i + 1] += starts[i];
+        }
+        let mut next = starts.clone();
+        let mut targets = vec![NodeId(0); edges];
         for (node, node_deps) in deps.iter().enumerate() {
             for dep in node_deps {
-                graph.add_edge(NodeIndex::new(dep.index()), NodeIndex::new(node), ());
+                let at = &mut next[dep.index()];
+                targets[*at as usize] = NodeId::from_index(node);
+                *at += 1;
             }
         }
-        // Tarjan yields strongly connected components in reverse
-        // topological order; any component of more than one node, or a node
-        // reading itself, is a cycle.
-        let components = tarjan_scc(&graph);
-        let mut cycles = Vec::new();
-        for component in &components {
-            let self_loop = component.len() == 1
-                && deps[component[0].index()].iter().any(|d| d.index() == component[0].index());
-            if component.len() > 1 || self_loop {
-                cycles.push(cycle_path(&deps, component));
-            }
+        drop(next);
+        let dependents = Adjacency { starts, targets };
+        let order = stable_order(&forward, &dependents);
+        if order.len() < deps.len() {
+            return Err(cycles(deps));
         }
-        if !cycles.is_empty() {
-            cycles.sort();
-            return Err(cycles);
-        }
-        let mut dependents = vec![Vec::new(); deps.len()];
-        for (node, node_deps) in deps.iter().enumerate() {
-            for dep in node_deps {
-                dependents[dep.index()].push(NodeId::from_index(node));
-            }
-        }
-        let order = stable_order(&deps, &dependents);
-        Ok(Graph { deps, dependents, order })
+        Ok(Graph { deps: forward, dependents, order })
     }
 
     /// The nodes `node` reads.
     #[must_use]
     pub fn deps(&self, node: NodeId) -> &[NodeId] {
-        &self.deps[node.index()]
+        self.deps.of(node)
     }
 
     /// The nodes that read `node`.
     #[must_use]
     pub fn dependents(&self, node: NodeId) -> &[NodeId] {
-        &self.dependents[node.index()]
+        self.dependents.of(node)
     }
 
     /// Every node, dependencies before dependents.
@@ -77,33 +98,65 @@ impl Graph {
     /// How many nodes there are.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.deps.len()
+        self.order.len()
     }
 
     /// True for a contract without nodes.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.deps.is_empty()
+        self.order.is_empty()
     }
 }
 
-/// A topological order of an acyclic graph that prefers declaration order:
-/// of the nodes whose dependencies are all placed, the first declared goes
-/// next (Kahn's algorithm with a min-heap), so a file written top-down
-/// keeps its order.
-fn stable_order(deps: &[Vec<NodeId>], dependents: &[Vec<NodeId>]) -> Vec<NodeId> {
+/// An edge count as a row start.
+fn edge_count(n: usize) -> u32 {
+    u32::try_from(n).expect("fewer than 2^32 edges")
+}
+
+/// Every cycle of a graph that has some. Tarjan yields strongly connected
+/// components in reverse topological order; any component of more than
+/// one node, or a node reading itself, is a cycle.
+fn cycles(deps: &[Vec<NodeId>]) -> Vec<Vec<NodeId>> {
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(deps.len(), deps.len());
+    for _ in 0..deps.len() {
+        graph.add_node(());
+    }
+    for (node, node_deps) in deps.iter().enumerate() {
+        for dep in node_deps {
+            graph.add_edge(NodeIndex::new(dep.index()), NodeIndex::new(node), ());
+        }
+    }
+    let mut cycles = Vec::new();
+    for component in &tarjan_scc(&graph) {
+        let self_loop = component.len() == 1
+            && deps[component[0].index()].iter().any(|d| d.index() == component[0].index());
+        if component.len() > 1 || self_loop {
+            cycles.push(cycle_path(deps, component));
+        }
+    }
+    cycles.sort();
+    cycles
+}
+
+/// A topological order that prefers declaration order: of the nodes whose
+/// dependencies are all placed, the first declared goes next (Kahn's
+/// algorithm with a min-heap), so a file written top-down keeps its
+/// order. Nodes on or after a cycle are never placed: the order is short
+/// exactly when the graph has a cycle.
+fn stable_order(deps: &Adjacency, dependents: &Adjacency) -> Vec<NodeId> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    let mut waiting: Vec<usize> = deps.iter().map(Vec::len).collect();
-    let mut ready: BinaryHeap<Reverse<usize>> =
-        (0..deps.len()).filter(|&i| waiting[i] == 0).map(Reverse).collect();
-    let mut order = Vec::with_capacity(deps.len());
+    let nodes = deps.starts.len() - 1;
+    let mut waiting: Vec<u32> = deps.starts.windows(2).map(|w| w[1] - w[0]).collect();
+    let mut ready: BinaryHeap<Reverse<NodeId>> =
+        (0..nodes).filter(|&i| waiting[i] == 0).map(|i| Reverse(NodeId::from_index(i))).collect();
+    let mut order = Vec::with_capacity(nodes);
     while let Some(Reverse(node)) = ready.pop() {
-        order.push(NodeId::from_index(node));
-        for dependent in &dependents[node] {
+        order.push(node);
+        for &dependent in dependents.of(node) {
             waiting[dependent.index()] -= 1;
             if waiting[dependent.index()] == 0 {
-                ready.push(Reverse(dependent.index()));
+                ready.push(Reverse(dependent));
             }
         }
     }

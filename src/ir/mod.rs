@@ -304,7 +304,7 @@ impl Contract {
     /// The inputs, in declaration order.
     pub fn inputs(&self) -> impl Iterator<Item = (NodeId, &Param)> {
         self.nodes.iter().enumerate().filter_map(|(i, n)| match &n.kind {
-            NodeKind::Input(param) => Some((NodeId::from_index(i), param)),
+            NodeKind::Input(param) => Some((NodeId::from_index(i), &**param)),
             _ => None,
         })
     }
@@ -351,10 +351,12 @@ pub struct Node {
 }
 
 /// What a node does. In expressions, `Var(i)` is the value of node `i`.
+/// The rarer, larger kinds are boxed, so a node takes the room of a
+/// `compute` (a contract can hold a million of them).
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeKind {
     /// A value supplied by the caller.
-    Input(Param),
+    Input(Box<Param>),
     /// A pure expression.
     Compute(Expr),
     /// `compute x = Tool(...)`, `compute x = Agent(...)` (the tool-use
@@ -366,13 +368,13 @@ pub enum NodeKind {
         /// Must be `true`.
         condition: Expr,
         /// Why the run fails when it is not.
-        message: Option<Expr>,
+        message: Option<Box<Expr>>,
     },
     /// `if c then A(..) else B(..)` or `match x { ... }` as the whole
     /// expression: only the chosen arm, and what only it reads, runs.
-    Branch(Branch),
+    Branch(Box<Branch>),
     /// `for item in items if cond: body`: the body once per item.
-    For(Collection),
+    For(Box<Collection>),
 }
 
 /// A call of a tool, agent or contract.
@@ -530,7 +532,7 @@ impl NodeKind {
             NodeKind::Compute(e) => Box::new(std::iter::once(e)),
             NodeKind::Call(call) => Box::new(call.args.iter().map(|(_, e)| e)),
             NodeKind::Guard { condition, message } => {
-                Box::new(std::iter::once(condition).chain(message.iter()))
+                Box::new(std::iter::once(condition).chain(message.as_deref()))
             }
             NodeKind::Branch(branch) => Box::new(
                 std::iter::once(&branch.on).chain(branch.arms.iter().flat_map(|a| a.body.exprs())),

@@ -82,9 +82,9 @@ impl Lowerer<'_> {
         let mut nodes = Vec::with_capacity(contract.nodes.len());
         for node in &contract.nodes {
             let kind = match node {
-                Node::Input(_) => NodeKind::Input(
+                Node::Input(_) => NodeKind::Input(Box::new(
                     inputs.next().unwrap_or_else(|| unreachable!("one lowered param per input")),
-                ),
+                )),
                 Node::Compute(_, expr, _) => {
                     self.lower_node_expr(expr, &scope, Stmt::Compute, composes)
                 }
@@ -93,7 +93,7 @@ impl Lowerer<'_> {
                 }
                 Node::Guard { condition, message, .. } => NodeKind::Guard {
                     condition: self.lower_expr(condition, &scope),
-                    message: message.as_ref().map(|m| self.lower_expr(m, &scope)),
+                    message: message.as_ref().map(|m| Box::new(self.lower_expr(m, &scope))),
                 },
             };
             nodes.push(ir::Node {

@@ -40,7 +40,12 @@ impl Lowerer<'_> {
                         span: body.span,
                     })
                     .collect();
-                NodeKind::Branch(Branch { kind: BranchKind::If, on, arms, deps: Vec::new() })
+                NodeKind::Branch(Box::new(Branch {
+                    kind: BranchKind::If,
+                    on,
+                    arms,
+                    deps: Vec::new(),
+                }))
             }
             ExprKind::Match(scrutinee, arms) => {
                 let on = self.lower_expr(scrutinee, scope);
@@ -54,7 +59,12 @@ impl Lowerer<'_> {
                         span: arm.span,
                     })
                     .collect();
-                NodeKind::Branch(Branch { kind: BranchKind::Match, on, arms, deps: Vec::new() })
+                NodeKind::Branch(Box::new(Branch {
+                    kind: BranchKind::Match,
+                    on,
+                    arms,
+                    deps: Vec::new(),
+                }))
             }
             ExprKind::For(each) => self.lower_for(each, scope, stmt, composes),
             _ => match self.lower_body(expr, scope, stmt, composes) {
@@ -122,7 +132,7 @@ impl Lowerer<'_> {
         if stmt == Stmt::Compose && matches!(body, Body::Pure(_)) {
             self.compose_needs_call(each.body.span);
         }
-        NodeKind::For(Collection { var, items, filter, body })
+        NodeKind::For(Box::new(Collection { var, items, filter, body }))
     }
 
     /// A `for` over a literal that is not an array, or over an input

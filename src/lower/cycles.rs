@@ -29,14 +29,24 @@ impl Lowerer<'_> {
         effectful: &[bool],
     ) {
         let mut deps = dependencies(&contract.nodes);
-        if let Err(cycles) = Graph::new(deps.clone()) {
-            for cycle in cycles {
-                self.report_cycle(decl, &cycle);
+        let graph = match Graph::new(&deps) {
+            Ok(graph) => graph,
+            Err(cycles) => {
+                for cycle in cycles {
+                    self.report_cycle(decl, &cycle);
+                }
+                return;
             }
-            return;
-        }
+        };
         let gated = gate(&contract.nodes, &mut deps, effectful);
-        let graph = Graph::new(deps).unwrap_or_else(|_| unreachable!("gates add no cycle"));
+        // Gates add edges: the graph is built again only when there are some.
+        let graph = if gated.is_empty() {
+            graph
+        } else {
+            drop(graph);
+            Graph::new(&deps).unwrap_or_else(|_| unreachable!("gates add no cycle"))
+        };
+        drop(deps);
         set_branch_deps(&mut contract.nodes, &gated);
         self.check_unused(decl, &contract.nodes, &contract.outputs, &graph);
         contract.graph = graph;
@@ -111,7 +121,7 @@ impl Lowerer<'_> {
                 children
             })
             .collect();
-        let Err(cycles) = Graph::new(deps) else { return };
+        let Err(cycles) = Graph::new(&deps) else { return };
         let decls = self.decls;
         let name = |id: NodeId| &decls.contracts[id.index()].name.name;
         let site = |from: NodeId, to: NodeId| {

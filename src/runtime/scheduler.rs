@@ -1004,7 +1004,7 @@ fn evaluate(
     let result = match &node.kind {
         NodeKind::Compute(expr) => eval_node(expr, e.values.as_slice(), job),
         NodeKind::Guard { condition, message } => {
-            guard(condition, message.as_ref(), &e.values, job, node.span, &node.name)
+            guard(condition, message.as_deref(), &e.values, job, node.span, &node.name)
         }
         _ => return None,
     };

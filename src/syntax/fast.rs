@@ -496,7 +496,8 @@ impl<'t> Parser<'t> {
                     let name = p.ident()?;
                     p.expect(b'=')?;
                     let condition = p.expr()?;
-                    let message = if p.keyword("else") { Some(p.string()?) } else { None };
+                    let message =
+                        if p.keyword("else") { Some(Box::new(p.string()?)) } else { None };
                     contract.nodes.push(Node::Guard {
                         name,
                         condition,
@@ -504,7 +505,7 @@ impl<'t> Parser<'t> {
                         span: p.span_from(s),
                     });
                 }
-                "input" => contract.nodes.push(Node::Input(p.param(s)?)),
+                "input" => contract.nodes.push(Node::Input(Box::new(p.param(s)?))),
                 "runner" => {
                     let runner = match p.take_word() {
                         "inline" => Runner::Inline(p.span_from(s)),

@@ -330,7 +330,9 @@ impl<'t> Builder<'t> {
             let stmt_span = super::span(self.file, &stmt);
             match stmt.as_rule() {
                 Rule::runner_stmt => contract.runners.push(self.runner(stmt)),
-                Rule::input_stmt => contract.nodes.push(Node::Input(self.param(stmt))),
+                Rule::input_stmt => {
+                    contract.nodes.push(Node::Input(Box::new(self.param(stmt))));
+                }
                 Rule::compute_stmt | Rule::compose_stmt => {
                     let compose = stmt.as_rule() == Rule::compose_stmt;
                     let mut inner = Self::operands(stmt);
@@ -349,7 +351,7 @@ impl<'t> Builder<'t> {
                         self.ident(inner.next().unwrap_or_else(|| unreachable!("guard name")));
                     let condition =
                         self.expr(inner.next().unwrap_or_else(|| unreachable!("guard")));
-                    let message = inner.next().map(|p| self.expr(p));
+                    let message = inner.next().map(|p| Box::new(self.expr(p)));
                     contract.nodes.push(Node::Guard { name, condition, message, span: stmt_span });
                 }
                 Rule::output_stmt => contract.outputs.push(self.output(stmt, stmt_span)),

@@ -1,0 +1,194 @@
+//! Memory of compiling: bytes per node of a long chain.
+//!
+//! Generates the chain of the `run` bench (`compute n{i} = n{i-1} + 1`)
+//! with 1,000,000 nodes and a one-node chain as the baseline, then:
+//!
+//! - per phase, in this process, with a counting allocator: the bytes
+//!   held after loading (source text and syntax trees), the peak while
+//!   lowering, and the bytes held by the checked program alone;
+//! - end to end, the peak resident size of the release binary's
+//!   `ignite check FILE` and `ignite run FILE --input x=1`, the one-node
+//!   baseline subtracted, divided by the nodes.
+//!
+//! Run with `cargo build --release && cargo bench --bench memory`. The
+//! target is at most 300 bytes per node for `check`.
+
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod binary;
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// mimalloc, as the `ignite` binary uses, counting the bytes asked for.
+struct Counting;
+
+static HELD: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to mimalloc with the same arguments;
+// the counters only observe sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let held = HELD.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(held, Ordering::Relaxed);
+        // SAFETY: the caller's layout, unchanged.
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` with this layout.
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size >= layout.size() {
+            let held = HELD.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size
+                - layout.size();
+            PEAK.fetch_max(held, Ordering::Relaxed);
+        } else {
+            HELD.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        // SAFETY: the caller's pointer, layout and size, unchanged.
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const NODES: usize = 1_000_000;
+
+fn main() {
+    eprintln!(
+        "SIZES ast::Node {} ast::Expr {} ast::Ident {} ir::Node {} ir::NodeKind {} ir::Expr {} ir::Type {} Value {} ir::Call {}",
+        std::mem::size_of::<igniter::ast::Node>(),
+        std::mem::size_of::<igniter::ast::Expr>(),
+        std::mem::size_of::<igniter::ast::Ident>(),
+        std::mem::size_of::<igniter::ir::Node>(),
+        std::mem::size_of::<igniter::ir::NodeKind>(),
+        std::mem::size_of::<igniter::ir::Expr>(),
+        std::mem::size_of::<igniter::ir::Type>(),
+        std::mem::size_of::<serde_json::Value>(),
+        std::mem::size_of::<igniter::ir::Call>()
+    );
+    // The binary first: a child's peak resident size starts from this
+    // process's own at the time it is started.
+    let binary = binary::release_binary();
+    let dir = std::env::temp_dir().join(format!("ignite-memory-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (small, big) = (dir.join("one.ign"), dir.join("chain.ign"));
+    write_chain(&small, 1);
+    write_chain(&big, NODES);
+    println!("| command | peak RSS, 1 node | peak RSS, {NODES} nodes | per node |");
+    println!("| --- | ---: | ---: | ---: |");
+    for (name, args) in [("check", &["check"][..]), ("run", &["run", "--input", "x=1"][..])] {
+        let base = peak_rss(&binary, args, &small);
+        let peak = peak_rss(&binary, args, &big);
+        println!(
+            "| `ignite {name}` | {:.1} MB | {:.1} MB | **{:.0} B** |",
+            mb(base),
+            mb(peak),
+            per_node(peak.saturating_sub(base))
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!();
+    // Lowering recurses per expression level: a big stack, as `compile`.
+    igniter::on_big_stack(phases);
+}
+
+/// Bytes asked of the allocator per phase of compiling the chain.
+fn phases() {
+    let text = chain(NODES);
+    let start = HELD.load(Ordering::Relaxed);
+    PEAK.store(start, Ordering::Relaxed);
+    let loaded = igniter::load::load_source("chain.ign", &text);
+    let after_load = HELD.load(Ordering::Relaxed) - start;
+    let load_peak = PEAK.load(Ordering::Relaxed) - start;
+    assert!(!loaded.diagnostics.has_errors(), "the chain parses");
+    let (program, diagnostics) = igniter::lower::lower(&loaded.sources, &loaded.files);
+    let lower_peak = PEAK.load(Ordering::Relaxed) - start;
+    assert!(diagnostics.is_empty(), "the chain checks cleanly");
+    let before_drop = HELD.load(Ordering::Relaxed);
+    drop(loaded);
+    let program_only = HELD.load(Ordering::Relaxed) - start;
+    let trees = before_drop - HELD.load(Ordering::Relaxed);
+    drop(program);
+    let source = text.len();
+    println!("Bytes asked of the allocator, {NODES}-node chain ({source} bytes of source):");
+    println!();
+    println!("| phase | bytes | per node |");
+    println!("| --- | ---: | ---: |");
+    let mut rows = String::new();
+    for (phase, bytes) in [
+        ("held after loading (a copy of the source, the syntax trees)", after_load),
+        ("peak while loading", load_peak),
+        ("peak while lowering (syntax trees, checked program, graph)", lower_peak),
+        ("loaded files freed after lowering", trees),
+        ("held by the checked program (its copy of the source included)", program_only),
+    ] {
+        let _ = writeln!(rows, "| {phase} | {:.1} MB | {:.0} B |", mb(bytes), per_node(bytes));
+    }
+    print!("{rows}");
+}
+
+/// The chain of the `run` bench with `nodes` nodes.
+fn chain(nodes: usize) -> String {
+    let mut text = Vec::new();
+    write_nodes(&mut text, nodes).unwrap();
+    String::from_utf8(text).unwrap()
+}
+
+/// Writes the chain to `path` without holding it in memory.
+fn write_chain(path: &Path, nodes: usize) {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    write_nodes(&mut file, nodes).unwrap();
+    file.flush().unwrap();
+}
+
+fn write_nodes(out: &mut impl Write, nodes: usize) -> std::io::Result<()> {
+    write!(out, "contract Chain {{\n  input x: integer\n  compute n0 = x + 1\n")?;
+    for i in 1..nodes {
+        writeln!(out, "  compute n{i} = n{} + 1", i - 1)?;
+    }
+    writeln!(out, "  output n{}\n}}", nodes - 1)
+}
+
+/// Peak resident bytes of `ignite ARGS FILE`, which must succeed.
+fn peak_rss(binary: &Path, args: &[&str], file: &Path) -> usize {
+    let (command, rest) = args.split_first().unwrap();
+    let child = Command::new(binary)
+        .arg(command)
+        .arg(file)
+        .args(rest)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed `rusage` is a valid value for `wait4` to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet waited for; both pointers are valid.
+    let waited = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "`ignite {command}` failed");
+    // Linux reports kilobytes.
+    usize::try_from(usage.ru_maxrss).unwrap() * 1024
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn mb(bytes: usize) -> f64 {
+    bytes as f64 / 1e6
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn per_node(bytes: usize) -> f64 {
+    bytes as f64 / NODES as f64
+}
