@@ -65,18 +65,6 @@ static ALLOCATOR: Counting = Counting;
 const NODES: usize = 1_000_000;
 
 fn main() {
-    eprintln!(
-        "SIZES ast::Node {} ast::Expr {} ast::Ident {} ir::Node {} ir::NodeKind {} ir::Expr {} ir::Type {} Value {} ir::Call {}",
-        std::mem::size_of::<igniter::ast::Node>(),
-        std::mem::size_of::<igniter::ast::Expr>(),
-        std::mem::size_of::<igniter::ast::Ident>(),
-        std::mem::size_of::<igniter::ir::Node>(),
-        std::mem::size_of::<igniter::ir::NodeKind>(),
-        std::mem::size_of::<igniter::ir::Expr>(),
-        std::mem::size_of::<igniter::ir::Type>(),
-        std::mem::size_of::<serde_json::Value>(),
-        std::mem::size_of::<igniter::ir::Call>()
-    );
     // The binary first: a child's peak resident size starts from this
     // process's own at the time it is started.
     let binary = binary::release_binary();
@@ -161,6 +149,7 @@ fn write_nodes(out: &mut impl Write, nodes: usize) -> std::io::Result<()> {
 }
 
 /// Peak resident bytes of `ignite ARGS FILE`, which must succeed.
+#[allow(clippy::zombie_processes, reason = "`wait4` reaps the child")]
 fn peak_rss(binary: &Path, args: &[&str], file: &Path) -> usize {
     let (command, rest) = args.split_first().unwrap();
     let child = Command::new(binary)
