@@ -3,32 +3,30 @@
 //! Argument counts are checked by the compiler; values are checked here
 //! and every failure says which function got what.
 
-use serde_json::Value;
-
-use super::{Num, describe, equal, push_display};
+use super::{Fields, Num, Val, describe, equal, push_display};
 use crate::ir::Function;
 
 /// Calls `function` with `args` (their count already checked).
-pub(super) fn call(function: Function, args: &[Value]) -> Result<Value, String> {
+pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
     let name = function.name();
-    let arg = |i: usize| args.get(i).unwrap_or(&Value::Null);
+    let arg = |i: usize| args.get(i).unwrap_or(&Val::Null);
     let text = |i: usize| expect_str(name, arg(i));
     let result = match function {
         Function::Len => match arg(0) {
-            Value::String(s) => Value::from(s.chars().count()),
-            Value::Array(items) => Value::from(items.len()),
-            Value::Object(map) => Value::from(map.len()),
+            Val::String(s) => count(s.chars().count()),
+            Val::Array(items) => count(items.len()),
+            Val::Object(map) => count(map.len()),
             other => return Err(wrong(name, "a string, array or object", other)),
         },
-        Function::Upper => Value::String(text(0)?.to_uppercase()),
-        Function::Lower => Value::String(text(0)?.to_lowercase()),
-        Function::Trim => Value::String(text(0)?.trim().to_owned()),
+        Function::Upper => Val::string(text(0)?.to_uppercase()),
+        Function::Lower => Val::string(text(0)?.to_lowercase()),
+        Function::Trim => Val::from(text(0)?.trim()),
         Function::Split => {
             let (s, sep) = (text(0)?, text(1)?);
             if sep.is_empty() {
-                Value::Array(s.chars().map(|c| Value::String(c.to_string())).collect())
+                Val::array(s.chars().map(|c| Val::string(c.to_string())).collect())
             } else {
-                Value::Array(s.split(sep).map(|p| Value::String(p.to_owned())).collect())
+                Val::array(s.split(sep).map(Val::from).collect())
             }
         }
         Function::Join => {
@@ -41,22 +39,22 @@ pub(super) fn call(function: Function, args: &[Value]) -> Result<Value, String> 
                 }
                 push_display(&mut out, item);
             }
-            Value::String(out)
+            Val::string(out)
         }
-        Function::Contains => Value::Bool(match (arg(0), arg(1)) {
-            (Value::String(s), Value::String(part)) => s.contains(part.as_str()),
-            (Value::Array(items), needle) => items.iter().any(|i| equal(i, needle)),
-            (Value::Object(map), Value::String(key)) => map.contains_key(key),
+        Function::Contains => Val::Bool(match (arg(0), arg(1)) {
+            (Val::String(s), Val::String(part)) => s.contains(part.as_str()),
+            (Val::Array(items), needle) => items.iter().any(|i| equal(i, needle)),
+            (Val::Object(map), Val::String(key)) => map.contains_key(key.as_str()),
             (other, _) => return Err(wrong(name, "a string, array or object", other)),
         }),
-        Function::StartsWith => Value::Bool(text(0)?.starts_with(text(1)?)),
-        Function::EndsWith => Value::Bool(text(0)?.ends_with(text(1)?)),
-        Function::Replace => Value::String(text(0)?.replace(text(1)?, text(2)?)),
+        Function::StartsWith => Val::Bool(text(0)?.starts_with(text(1)?)),
+        Function::EndsWith => Val::Bool(text(0)?.ends_with(text(1)?)),
+        Function::Replace => Val::string(text(0)?.replace(text(1)?, text(2)?)),
         Function::Round => round(args)?,
         Function::Floor => whole(name, arg(0), f64::floor)?,
         Function::Ceil => whole(name, arg(0), f64::ceil)?,
         Function::Abs => match expect_num(name, arg(0))? {
-            Num::I(i) => Value::from(i.checked_abs().ok_or("integer overflow in `abs`")?),
+            Num::I(i) => Val::int(i.checked_abs().ok_or("integer overflow in `abs`")?),
             Num::F(f) => Num::F(f.abs()).to_value(),
         },
         Function::Min | Function::Max => extreme(function, args)?,
@@ -70,55 +68,56 @@ pub(super) fn call(function: Function, args: &[Value]) -> Result<Value, String> 
             total.finite().ok_or("`sum` is not a finite number")?.to_value()
         }
         Function::Keys => {
-            Value::Array(expect_object(name, arg(0))?.keys().cloned().map(Value::String).collect())
+            Val::array(expect_object(name, arg(0))?.keys().cloned().map(Val::string).collect())
         }
-        Function::Values => Value::Array(expect_object(name, arg(0))?.values().cloned().collect()),
+        Function::Values => Val::array(expect_object(name, arg(0))?.values().cloned().collect()),
         Function::Get => {
             let default = arg(2).clone();
             match (arg(0), arg(1)) {
-                (Value::Object(map), Value::String(key)) => {
-                    map.get(key).cloned().unwrap_or(default)
+                (Val::Object(map), Val::String(key)) => {
+                    map.get(key.as_str()).cloned().unwrap_or(default)
                 }
-                (Value::Array(items), Value::Number(n)) => n
+                (Val::Array(items), Val::Number(n)) => n
                     .as_u64()
                     .and_then(|i| usize::try_from(i).ok())
                     .and_then(|i| items.get(i))
                     .cloned()
                     .unwrap_or(default),
-                (Value::Null, _) => default,
+                (Val::Null, _) => default,
                 (other, _) => return Err(wrong(name, "an object or array", other)),
             }
         }
         Function::ToString => {
             let mut out = String::new();
             push_display(&mut out, arg(0));
-            Value::String(out)
+            Val::string(out)
         }
         Function::ToNumber => match arg(0) {
-            Value::Number(_) => arg(0).clone(),
-            Value::String(s) => parse_number(s.trim()).ok_or_else(|| {
+            Val::Number(_) => arg(0).clone(),
+            Val::String(s) => parse_number(s.trim()).ok_or_else(|| {
                 format!("`to_number` cannot read {} as a number", describe(arg(0)))
             })?,
             other => return Err(wrong(name, "a string or number", other)),
         },
-        Function::ToJson => Value::String(arg(0).to_string()),
-        Function::FromJson => serde_json::from_str(text(0)?)
-            .map_err(|e| format!("`from_json` got invalid JSON: {e}"))?,
+        Function::ToJson => Val::string(arg(0).to_string()),
+        Function::FromJson => serde_json::from_str::<serde_json::Value>(text(0)?)
+            .map_err(|e| format!("`from_json` got invalid JSON: {e}"))?
+            .into(),
         Function::Matches => {
             let (s, p) = (text(0)?, text(1)?);
             let regex =
                 crate::ir::pattern(p).map_err(|e| format!("`matches`: bad pattern: {e}"))?;
-            Value::Bool(regex.is_match(s))
+            Val::Bool(regex.is_match(s))
         }
         Function::Env => {
             let var = text(0)?;
             match std::env::var(var) {
-                Ok(value) => Value::String(value),
+                Ok(value) => Val::string(value),
                 Err(_) if args.len() > 1 => arg(1).clone(),
                 Err(_) => return Err(format!("environment variable `{var}` is not set")),
             }
         }
-        Function::Successes => Value::Array(
+        Function::Successes => Val::array(
             tried(name, arg(0))?
                 .filter_map(|(_, result)| match result {
                     Tried::Ok(value) => Some(value.clone()),
@@ -126,13 +125,15 @@ pub(super) fn call(function: Function, args: &[Value]) -> Result<Value, String> 
                 })
                 .collect(),
         ),
-        Function::Failures => Value::Array(
+        Function::Failures => Val::array(
             tried(name, arg(0))?
                 .filter_map(|(index, result)| match result {
                     Tried::Ok(_) => None,
-                    Tried::Failed(error, code) => Some(serde_json::json!({
-                        "index": index, "error": error, "code": code
-                    })),
+                    Tried::Failed(error, code) => Some(Val::object(Fields::from([
+                        ("index".to_owned(), count(index)),
+                        ("error".to_owned(), error.clone()),
+                        ("code".to_owned(), code.clone()),
+                    ]))),
                 })
                 .collect(),
         ),
@@ -142,23 +143,23 @@ pub(super) fn call(function: Function, args: &[Value]) -> Result<Value, String> 
 
 /// One result of `try`: `{ok: true, value}` or `{ok: false, error, code}`.
 enum Tried<'v> {
-    Ok(&'v Value),
-    Failed(&'v Value, &'v Value),
+    Ok(&'v Val),
+    Failed(&'v Val, &'v Val),
 }
 
 /// The results of `try` in an array, with their indexes; anything else
 /// in the array is reported.
 fn tried<'v>(
     name: &str,
-    value: &'v Value,
+    value: &'v Val,
 ) -> Result<impl Iterator<Item = (usize, Tried<'v>)>, String> {
     let items = expect_array(name, value)?;
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let result = match (item.get("ok"), item.get("value"), item.get("error")) {
-            (Some(Value::Bool(true)), Some(value), _) => Tried::Ok(value),
-            (Some(Value::Bool(false)), _, Some(error)) => {
-                Tried::Failed(error, item.get("code").unwrap_or(&Value::Null))
+            (Some(Val::Bool(true)), Some(value), _) => Tried::Ok(value),
+            (Some(Val::Bool(false)), _, Some(error)) => {
+                Tried::Failed(error, item.get("code").unwrap_or(&Val::Null))
             }
             _ => {
                 return Err(format!(
@@ -172,32 +173,29 @@ fn tried<'v>(
     Ok(out.into_iter())
 }
 
-fn wrong(name: &str, expected: &str, got: &Value) -> String {
+fn wrong(name: &str, expected: &str, got: &Val) -> String {
     format!("`{name}` needs {expected}, got {}", describe(got))
 }
 
-fn expect_str<'v>(name: &str, value: &'v Value) -> Result<&'v str, String> {
+fn expect_str<'v>(name: &str, value: &'v Val) -> Result<&'v str, String> {
     value.as_str().ok_or_else(|| wrong(name, "a string", value))
 }
 
-fn expect_array<'v>(name: &str, value: &'v Value) -> Result<&'v Vec<Value>, String> {
+fn expect_array<'v>(name: &str, value: &'v Val) -> Result<&'v [Val], String> {
     value.as_array().ok_or_else(|| wrong(name, "an array", value))
 }
 
-fn expect_object<'v>(
-    name: &str,
-    value: &'v Value,
-) -> Result<&'v serde_json::Map<String, Value>, String> {
+fn expect_object<'v>(name: &str, value: &'v Val) -> Result<&'v Fields, String> {
     value.as_object().ok_or_else(|| wrong(name, "an object", value))
 }
 
-fn expect_num(name: &str, value: &Value) -> Result<Num, String> {
+fn expect_num(name: &str, value: &Val) -> Result<Num, String> {
     Num::of(value).ok_or_else(|| wrong(name, "a number", value))
 }
 
 /// `round(x)` to an integer, `round(x, digits)` to a float; halves go away
 /// from zero.
-fn round(args: &[Value]) -> Result<Value, String> {
+fn round(args: &[Val]) -> Result<Val, String> {
     let x = expect_num("round", &args[0])?;
     let Some(digits) = args.get(1) else {
         return whole("round", &args[0], f64::round);
@@ -212,24 +210,24 @@ fn round(args: &[Value]) -> Result<Value, String> {
 
 /// `floor`, `ceil`, `round`: integers stay, floats become integers when they fit.
 #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
-fn whole(name: &str, value: &Value, f: fn(f64) -> f64) -> Result<Value, String> {
+fn whole(name: &str, value: &Val, f: fn(f64) -> f64) -> Result<Val, String> {
     match expect_num(name, value)? {
-        Num::I(i) => Ok(Value::from(i)),
+        Num::I(i) => Ok(Val::int(i)),
         Num::F(x) => {
             let y = f(x);
-            if y.abs() < 9.0e15 { Ok(Value::from(y as i64)) } else { Ok(Num::F(y).to_value()) }
+            if y.abs() < 9.0e15 { Ok(Val::int(y as i64)) } else { Ok(Num::F(y).to_value()) }
         }
     }
 }
 
 /// `min`/`max` of one array or of several arguments.
-fn extreme(function: Function, args: &[Value]) -> Result<Value, String> {
+fn extreme(function: Function, args: &[Val]) -> Result<Val, String> {
     let name = function.name();
-    let items: &[Value] = match args {
-        [Value::Array(items)] => items,
+    let items: &[Val] = match args {
+        [Val::Array(items)] => items,
         _ => args,
     };
-    let mut best: Option<(Num, &Value)> = None;
+    let mut best: Option<(Num, &Val)> = None;
     for item in items {
         let n = expect_num(name, item)?;
         let better = best.is_none_or(|(b, _)| {
@@ -247,9 +245,14 @@ fn extreme(function: Function, args: &[Value]) -> Result<Value, String> {
     best.map(|(_, v)| v.clone()).ok_or_else(|| format!("`{name}` of an empty array"))
 }
 
-fn parse_number(s: &str) -> Option<Value> {
+fn parse_number(s: &str) -> Option<Val> {
     if let Ok(i) = s.parse::<i64>() {
-        return Some(Value::from(i));
+        return Some(Val::int(i));
     }
     s.parse::<f64>().ok().and_then(|f| Num::F(f).finite()).map(Num::to_value)
+}
+
+/// A count or an index as an integer value.
+fn count(n: usize) -> Val {
+    Val::int(i64::try_from(n).unwrap_or(i64::MAX))
 }

@@ -1,8 +1,10 @@
-//! Expression evaluation: [`ir::Expr`](crate::ir::Expr) to a JSON value.
+//! Expression evaluation: [`ir::Expr`](crate::ir::Expr) to a value.
 //!
 //! Input: a resolved expression and a [`Scope`] giving each variable's
-//! value. Output: the value, or an [`EvalError`] that says what value was
-//! wrong and points at the sub-expression. Pure: no I/O except `env`.
+//! value. Output: the value (a [`Val`]: reading a variable or nesting one
+//! in a record or an array shares it, never copies it), or an
+//! [`EvalError`] that says what value was wrong and points at the
+//! sub-expression. Pure: no I/O except `env`.
 //!
 //! Semantics (documented for users in `docs/language.md`):
 //! - integers stay integers under `+ - * %` (overflow is an error); `/`
@@ -15,23 +17,27 @@
 
 mod functions;
 mod number;
+mod value;
 
-use serde_json::{Map, Value};
+use std::sync::Arc;
 
-pub use crate::ir::describe;
+use serde_json::Value;
+
 use crate::ir::{BinaryOp, Expr, ExprKind, Part, UnaryOp};
+pub use crate::ir::{Shown, describe};
 use crate::source::Span;
 
 pub use number::Num;
+pub use value::{Fields, Val};
 
 /// Where variables get their values.
 pub trait Scope {
     /// The value of variable `var` (a node, param or input index).
-    fn var(&self, var: u32) -> &Value;
+    fn var(&self, var: u32) -> &Val;
 }
 
-impl Scope for [Value] {
-    fn var(&self, var: u32) -> &Value {
+impl Scope for [Val] {
+    fn var(&self, var: u32) -> &Val {
         &self[var as usize]
     }
 }
@@ -57,12 +63,12 @@ impl EvalError {
 /// # Errors
 /// When an operation gets a value it cannot handle: division by zero, a
 /// missing field, a string where a number is needed, ...
-pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Value, EvalError> {
+pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Val, EvalError> {
     match &expr.kind {
-        ExprKind::Literal(value) => Ok(value.clone()),
+        ExprKind::Literal(value) => Ok(Val::from(value)),
         ExprKind::Var(var) => Ok(scope.var(*var).clone()),
         ExprKind::Field(target, name) => {
-            // `a.b.c` over a variable reads in place: only the result is copied.
+            // `a.b.c` over a variable reads in place: no copy of `a` is made.
             if let Some(value) = place(target, scope).and_then(|t| t.get(name.as_str())) {
                 return Ok(value.clone());
             }
@@ -87,14 +93,14 @@ pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Value, EvalErro
             }
         }
         ExprKind::Array(items) => {
-            Ok(Value::Array(items.iter().map(|e| eval(e, scope)).collect::<Result<_, _>>()?))
+            Ok(Val::array(items.iter().map(|e| eval(e, scope)).collect::<Result<_, _>>()?))
         }
         ExprKind::Object(entries) => {
-            let mut object = Map::with_capacity(entries.len());
+            let mut object = Fields::with_capacity(entries.len());
             for (key, value) in entries {
                 object.insert(key.clone(), eval(value, scope)?);
             }
-            Ok(Value::Object(object))
+            Ok(Val::object(object))
         }
         ExprKind::Interpolate(parts) => {
             let mut out = String::new();
@@ -104,7 +110,7 @@ pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Value, EvalErro
                     Part::Expr(e) => push_display(&mut out, &eval(e, scope)?),
                 }
             }
-            Ok(Value::String(out))
+            Ok(Val::string(out))
         }
         ExprKind::Call(function, args) => {
             let values = args.iter().map(|e| eval(e, scope)).collect::<Result<Vec<_>, _>>()?;
@@ -116,7 +122,7 @@ pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Value, EvalErro
 /// The value a variable or a chain of fields of one denotes, borrowed;
 /// `None` when it is something else or a field is missing (the caller
 /// evaluates it and reports the error).
-fn place<'s, S: Scope + ?Sized>(expr: &Expr, scope: &'s S) -> Option<&'s Value> {
+fn place<'s, S: Scope + ?Sized>(expr: &Expr, scope: &'s S) -> Option<&'s Val> {
     match &expr.kind {
         ExprKind::Var(var) => Some(scope.var(*var)),
         ExprKind::Field(target, name) => place(target, scope)?.get(name.as_str()),
@@ -124,26 +130,50 @@ fn place<'s, S: Scope + ?Sized>(expr: &Expr, scope: &'s S) -> Option<&'s Value> 
     }
 }
 
-/// Appends a value as interpolation shows it: strings raw, the rest as JSON.
-pub fn push_display(out: &mut String, value: &Value) {
-    match value {
-        Value::String(s) => out.push_str(s),
-        other => out.push_str(&other.to_string()),
+/// Appends a value (a [`Val`] or JSON) as interpolation shows it:
+/// strings raw, the rest as JSON.
+pub fn push_display<V: Shown + ?Sized>(out: &mut String, value: &V) {
+    match value.text() {
+        Some(text) => out.push_str(text),
+        None => {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{value}");
+        }
     }
 }
 
-fn truth(value: &Value, what: &str, span: Span) -> Result<bool, EvalError> {
+impl Shown for Val {
+    fn kind(&self) -> &'static str {
+        Val::kind(self)
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+}
+
+/// Evaluates `expr` over JSON variables (a tool's params, an agent's
+/// inputs), giving JSON: for the callers at the edges of the runtime.
+///
+/// # Errors
+/// As [`eval`].
+pub fn eval_json(expr: &Expr, vars: &[Value]) -> Result<Value, EvalError> {
+    let scope: Vec<Val> = vars.iter().map(Val::from).collect();
+    eval(expr, scope.as_slice()).map(Val::into_json)
+}
+
+fn truth(value: &Val, what: &str, span: Span) -> Result<bool, EvalError> {
     match value {
-        Value::Bool(b) => Ok(*b),
+        Val::Bool(b) => Ok(*b),
         other => {
             Err(EvalError::new(span, format!("{what} needs a boolean, got {}", describe(other))))
         }
     }
 }
 
-fn field<'v>(target: &'v Value, name: &str) -> Result<&'v Value, String> {
+fn field<'v>(target: &'v Val, name: &str) -> Result<&'v Val, String> {
     match target {
-        Value::Object(map) => map.get(name).ok_or_else(|| {
+        Val::Object(map) => map.get(name).ok_or_else(|| {
             let keys: Vec<&str> = map.keys().map(String::as_str).collect();
             if keys.is_empty() {
                 format!("field `{name}` not found: the object is empty")
@@ -155,9 +185,9 @@ fn field<'v>(target: &'v Value, name: &str) -> Result<&'v Value, String> {
     }
 }
 
-fn index<'v>(target: &'v Value, index: &Value) -> Result<&'v Value, String> {
+fn index<'v>(target: &'v Val, index: &Val) -> Result<&'v Val, String> {
     match (target, index) {
-        (Value::Array(items), Value::Number(n)) => {
+        (Val::Array(items), Val::Number(n)) => {
             let i = n
                 .as_i64()
                 .ok_or_else(|| format!("index must be an integer, got {}", describe(index)))?;
@@ -168,20 +198,20 @@ fn index<'v>(target: &'v Value, index: &Value) -> Result<&'v Value, String> {
                 .and_then(|at| items.get(at))
                 .ok_or_else(|| format!("index {i} is out of range for an array of length {len}"))
         }
-        (Value::Object(_), Value::String(key)) => field(target, key),
-        (Value::Array(_), other) => {
+        (Val::Object(_), Val::String(key)) => field(target, key),
+        (Val::Array(_), other) => {
             Err(format!("an array index must be an integer, got {}", describe(other)))
         }
-        (Value::Object(_), other) => {
+        (Val::Object(_), other) => {
             Err(format!("an object key must be a string, got {}", describe(other)))
         }
         (other, _) => Err(format!("cannot index {}", describe(other))),
     }
 }
 
-fn unary(op: UnaryOp, value: &Value) -> Result<Value, String> {
+fn unary(op: UnaryOp, value: &Val) -> Result<Val, String> {
     match (op, value) {
-        (UnaryOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+        (UnaryOp::Not, Val::Bool(b)) => Ok(Val::Bool(!b)),
         (UnaryOp::Not, other) => Err(format!("`not` needs a boolean, got {}", describe(other))),
         (UnaryOp::Neg, other) => {
             let n = Num::of(other)
@@ -197,16 +227,16 @@ fn binary<S: Scope + ?Sized>(
     rhs: &Expr,
     scope: &S,
     span: Span,
-) -> Result<Value, EvalError> {
+) -> Result<Val, EvalError> {
     let left = eval(lhs, scope)?;
     match op {
         BinaryOp::And | BinaryOp::Or => {
             let what = format!("`{}`", op.symbol());
             let l = truth(&left, &what, lhs.span)?;
             if l == (op == BinaryOp::Or) {
-                return Ok(Value::Bool(l));
+                return Ok(Val::Bool(l));
             }
-            return Ok(Value::Bool(truth(&eval(rhs, scope)?, &what, rhs.span)?));
+            return Ok(Val::Bool(truth(&eval(rhs, scope)?, &what, rhs.span)?));
         }
         _ => {}
     }
@@ -215,19 +245,19 @@ fn binary<S: Scope + ?Sized>(
 }
 
 /// Applies a non-logical binary operator to two values.
-fn operate(op: BinaryOp, left: &Value, right: &Value) -> Result<Value, String> {
+fn operate(op: BinaryOp, left: &Val, right: &Val) -> Result<Val, String> {
     match op {
-        BinaryOp::Eq => return Ok(Value::Bool(equal(left, right))),
-        BinaryOp::Ne => return Ok(Value::Bool(!equal(left, right))),
+        BinaryOp::Eq => return Ok(Val::Bool(equal(left, right))),
+        BinaryOp::Ne => return Ok(Val::Bool(!equal(left, right))),
         BinaryOp::Add => match (left, right) {
-            (Value::String(a), Value::String(b)) => return Ok(Value::String(format!("{a}{b}"))),
-            (Value::Array(a), Value::Array(b)) => {
-                return Ok(Value::Array(a.iter().chain(b).cloned().collect()));
+            (Val::String(a), Val::String(b)) => return Ok(Val::string(format!("{a}{b}"))),
+            (Val::Array(a), Val::Array(b)) => {
+                return Ok(Val::array(a.iter().chain(b.iter()).cloned().collect()));
             }
             _ => {}
         },
         BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
-            return compare(op, left, right).map(Value::Bool);
+            return compare(op, left, right).map(Val::Bool);
         }
         _ => {}
     }
@@ -264,26 +294,33 @@ fn operate(op: BinaryOp, left: &Value, right: &Value) -> Result<Value, String> {
         .ok_or_else(|| format!("{a} {symbol} {b} is not a finite number"))
 }
 
-/// Deep equality where `1 == 1.0`.
+/// Deep equality where `1 == 1.0`; a shared array or object equals
+/// itself without being walked.
 #[must_use]
-pub fn equal(left: &Value, right: &Value) -> bool {
+pub fn equal(left: &Val, right: &Val) -> bool {
     match (left, right) {
-        (Value::Number(_), Value::Number(_)) => Num::of(left)
+        (Val::Null, Val::Null) => true,
+        (Val::Bool(a), Val::Bool(b)) => a == b,
+        (Val::Number(_), Val::Number(_)) => Num::of(left)
             .zip(Num::of(right))
             .is_some_and(|(a, b)| a.cmp_num(b) == Some(std::cmp::Ordering::Equal)),
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| equal(x, y))
+        (Val::String(a), Val::String(b)) => a == b,
+        (Val::Array(a), Val::Array(b)) => {
+            Arc::ptr_eq(a, b)
+                || a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| equal(x, y))
         }
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| equal(v, w)))
+        (Val::Object(a), Val::Object(b)) => {
+            Arc::ptr_eq(a, b)
+                || a.len() == b.len()
+                    && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| equal(v, w)))
         }
-        _ => left == right,
+        _ => false,
     }
 }
 
-fn compare(op: BinaryOp, left: &Value, right: &Value) -> Result<bool, String> {
+fn compare(op: BinaryOp, left: &Val, right: &Val) -> Result<bool, String> {
     let ordering = match (left, right) {
-        (Value::String(a), Value::String(b)) => Some(a.cmp(b)),
+        (Val::String(a), Val::String(b)) => Some(a.cmp(b)),
         _ => Num::of(left).zip(Num::of(right)).and_then(|(a, b)| a.cmp_num(b)),
     };
     let ordering = ordering.ok_or_else(|| {

@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use serde_json::Value;
+use super::Val;
 
 /// A number: integer arithmetic stays exact, mixing with a float gives a float.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -17,8 +17,8 @@ pub enum Num {
 impl Num {
     /// The number in `value`, if it is one (`u64` beyond `i64` becomes a float).
     #[must_use]
-    pub fn of(value: &Value) -> Option<Num> {
-        let Value::Number(n) = value else { return None };
+    pub fn of(value: &Val) -> Option<Num> {
+        let Val::Number(n) = value else { return None };
         n.as_i64().map(Num::I).or_else(|| n.as_f64().map(Num::F))
     }
 
@@ -32,12 +32,12 @@ impl Num {
         }
     }
 
-    /// As a JSON value (non-finite floats are never produced: see [`Num::finite`]).
+    /// As a value (non-finite floats are never produced: see [`Num::finite`]).
     #[must_use]
-    pub fn to_value(self) -> Value {
+    pub fn to_value(self) -> Val {
         match self {
-            Num::I(i) => Value::from(i),
-            Num::F(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+            Num::I(i) => Val::int(i),
+            Num::F(f) => serde_json::Number::from_f64(f).map_or(Val::Null, Val::Number),
         }
     }
 

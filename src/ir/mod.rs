@@ -25,7 +25,7 @@ pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp, pattern};
 pub use graph::Graph;
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
 pub use test_block::{Mock, MockAnswer, Snapshot, Test};
-pub use types::{Enum, Record, Type, TypeKind, describe, fill_fields, value_kind};
+pub use types::{Enum, Record, Shown, Type, TypeKind, describe, fill_fields, value_kind};
 
 use crate::source::{Sources, Span};
 

@@ -245,14 +245,63 @@ fn check_record(
     }
 }
 
-/// A short description of a value for messages: `string "abc"`, `integer 3`.
-#[must_use]
-pub fn describe(value: &Value) -> String {
-    let mut text = value.to_string();
-    if text.chars().count() > 40 {
-        text = text.chars().take(37).collect::<String>() + "...";
+/// What messages and interpolation need of a value: JSON and the
+/// runtime's shared values (`eval::Val`) alike.
+pub trait Shown: serde::Serialize + fmt::Display {
+    /// The JSON type name: `"string"`, `"integer"`, ...
+    fn kind(&self) -> &'static str;
+    /// The text of a string value.
+    fn text(&self) -> Option<&str>;
+}
+
+impl Shown for Value {
+    fn kind(&self) -> &'static str {
+        value_kind(self)
     }
-    format!("{} {text}", value_kind(value))
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+}
+
+/// How many characters of a value's JSON a description shows.
+const DESCRIBED: usize = 40;
+
+/// A short description of a value for messages: `string "abc"`, `integer 3`.
+/// Only the JSON shown is written, however big the value.
+#[must_use]
+pub fn describe<V: Shown + ?Sized>(value: &V) -> String {
+    let mut clipped = Clipped::default();
+    // The writer stops the serializer once it has enough.
+    let _ = serde_json::to_writer(&mut clipped, value);
+    let mut text = String::from_utf8_lossy(&clipped.bytes).into_owned();
+    if clipped.chars > DESCRIBED {
+        text = text.chars().take(DESCRIBED - 3).collect::<String>() + "...";
+    }
+    format!("{} {text}", value.kind())
+}
+
+/// A writer that keeps the first characters written and then refuses more.
+#[derive(Default)]
+struct Clipped {
+    bytes: Vec<u8>,
+    chars: usize,
+}
+
+impl std::io::Write for Clipped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.chars > DESCRIBED {
+            return Err(std::io::Error::other("enough for a description"));
+        }
+        // serde_json writes whole UTF-8 characters: count their first bytes.
+        self.chars += buf.iter().filter(|&&b| b & 0xC0 != 0x80).count();
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl fmt::Display for Type {

@@ -56,10 +56,10 @@ pub(crate) fn prompts(
     agent: &Agent,
     inputs: &Map<String, Value>,
 ) -> Result<(Option<String>, String), LlmError> {
-    let scope: Vec<Value> = agent
+    let scope: Vec<eval::Val> = agent
         .inputs
         .iter()
-        .map(|p| inputs.get(&p.name).cloned().or_else(|| p.default.clone()).unwrap_or(Value::Null))
+        .map(|p| inputs.get(&p.name).or(p.default.as_ref()).map_or(eval::Val::Null, Into::into))
         .collect();
     let render = |expr: &Expr| {
         eval::eval(expr, scope.as_slice())

@@ -42,7 +42,7 @@ use serde_json::{Map, Value};
 use super::{Engine, RunError, RunOptions, inputs};
 use crate::diagnostic::Code;
 use crate::effects;
-use crate::eval::{self, Scope, describe};
+use crate::eval::{self, Fields, Scope, Val, describe};
 use crate::ir::{
     Body, BranchKind, Call, Callee, ContractId, Expr, ExprKind, NodeId, NodeKind, Param, Pattern,
     Program, Runner,
@@ -81,7 +81,10 @@ fn run_in(
     let outputs = requested_outputs(program, contract, &options.outputs)?;
     let params: Vec<_> = root.inputs().map(|(_, p)| p.clone()).collect();
     let values = inputs::bind(&params, given, root.name_span)
-        .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?;
+        .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?
+        .into_iter()
+        .map(Val::from)
+        .collect();
     let runner = options.jobs.map_or(root.runner, Runner::Pool);
     let pool = match runner {
         // Pure nodes are CPU work: more threads than cores only costs
@@ -154,7 +157,7 @@ struct Exec {
     contract: ContractId,
     /// `Root.child.grandchild`, `Root.lines[3]` for a per-item child.
     path: String,
-    values: Vec<Value>,
+    values: Vec<Val>,
     /// Unfinished dependencies each needed node is waiting for.
     pending: Vec<u32>,
     needed: Vec<bool>,
@@ -179,8 +182,8 @@ struct Exec {
 
 /// A `for` node's items and results while its calls run.
 struct Gather {
-    items: Vec<Value>,
-    results: Vec<Value>,
+    items: Vec<Val>,
+    results: Vec<Val>,
     left: usize,
     /// The `for` node's span, the parent of its items'.
     span: Span,
@@ -242,13 +245,13 @@ struct Failure {
 
 /// The variables of a `for` body: the contract's nodes and the item.
 struct ItemScope<'v> {
-    values: &'v [Value],
+    values: &'v [Val],
     var: u32,
-    item: &'v Value,
+    item: &'v Val,
 }
 
 impl Scope for ItemScope<'_> {
-    fn var(&self, var: u32) -> &Value {
+    fn var(&self, var: u32) -> &Val {
         if var == self.var { self.item } else { &self.values[var as usize] }
     }
 }
@@ -318,7 +321,7 @@ impl Scheduler<'_> {
     fn start(
         &mut self,
         contract: ContractId,
-        values: Vec<Value>,
+        values: Vec<Val>,
         outputs: Vec<usize>,
         parent: Option<Job>,
         path: String,
@@ -326,7 +329,7 @@ impl Scheduler<'_> {
     ) {
         let c = &self.program[contract];
         let n = c.nodes.len();
-        let mut table = vec![Value::Null; n];
+        let mut table = vec![Val::Null; n];
         let mut done = vec![false; n];
         for ((id, _), value) in c.inputs().zip(values) {
             table[id.index()] = value;
@@ -452,7 +455,7 @@ impl Scheduler<'_> {
         }
         let batch = std::mem::take(&mut self.pure);
         let (program, execs, trace) = (self.program, &self.execs, self.trace.as_ref());
-        let evaluate = || -> Vec<Option<Result<Value, Failure>>> {
+        let evaluate = || -> Vec<Option<Result<Val, Failure>>> {
             batch.par_iter().map(|&job| evaluate(program, execs, trace, job)).collect()
         };
         let results = match &self.pool {
@@ -614,16 +617,16 @@ impl Scheduler<'_> {
                     }
                 }
                 self.record(job, true, started);
-                self.finish(job, Value::Array(results));
+                self.finish(job, Val::array(results));
             }
             Body::Call(_) => {
                 let count = items.len();
                 if count == 0 {
-                    return self.finish(job, Value::Array(Vec::new()));
+                    return self.finish(job, Val::array(Vec::new()));
                 }
                 let items = items.into_owned();
                 let span = self.span(job);
-                let gather = Gather { items, results: vec![Value::Null; count], left: count, span };
+                let gather = Gather { items, results: vec![Val::Null; count], left: count, span };
                 self.execs[job.exec].gathers.insert(job.node, gather);
                 for i in 0..count {
                     self.push(Job { item: u32::try_from(i).ok(), ..job });
@@ -672,6 +675,7 @@ impl Scheduler<'_> {
         });
         match bound {
             Ok(values) => {
+                let values = values.into_iter().map(Val::from).collect();
                 let path = match job.item {
                     Some(i) => format!("{}.{}[{i}]", e.path, node.name),
                     None => format!("{}.{}", e.path, node.name),
@@ -759,7 +763,7 @@ impl Scheduler<'_> {
             let label = callee.map_or("call", Callee::label);
             self.trace.record(&self.path_of(job), label, status, done.started, String::new());
         }
-        let result = done.result.map_err(|Cause { message, code: cause, help }| {
+        let result = done.result.map(Val::from).map_err(|Cause { message, code: cause, help }| {
             let (code, message) = match callee {
                 // Agent errors mostly name the agent already: no "agent `X`
                 // failed: agent `X` exceeded ...".
@@ -786,16 +790,21 @@ impl Scheduler<'_> {
 
     /// A call's result: under `try` it becomes `{ok, ...}`; a failure
     /// otherwise fails the run. An item's value goes to its `for` node.
-    fn deliver(&mut self, job: Job, result: Result<Value, Failure>) {
+    fn deliver(&mut self, job: Job, result: Result<Val, Failure>) {
         if self.is_dead(job.exec) {
             return;
         }
         let catch = self.call_of(job).is_some_and(|call| call.catch);
         let value = match (catch, result) {
-            (true, Ok(value)) => serde_json::json!({"ok": true, "value": value}),
-            (true, Err(f)) => {
-                serde_json::json!({"ok": false, "error": f.message, "code": f.code.as_str()})
-            }
+            (true, Ok(value)) => Val::object(Fields::from([
+                ("ok".to_owned(), Val::Bool(true)),
+                ("value".to_owned(), value),
+            ])),
+            (true, Err(f)) => Val::object(Fields::from([
+                ("ok".to_owned(), Val::Bool(false)),
+                ("error".to_owned(), Val::string(f.message)),
+                ("code".to_owned(), Val::from(f.code.as_str())),
+            ])),
             (false, Ok(value)) => value,
             (false, Err(failure)) => return self.fail(failure),
         };
@@ -809,7 +818,7 @@ impl Scheduler<'_> {
             if let Some(done) = e.gathers.remove(&job.node) {
                 done.span.end(None);
             }
-            self.finish(Job::node(job.exec, job.node), Value::Array(results));
+            self.finish(Job::node(job.exec, job.node), Val::array(results));
         }
     }
 
@@ -833,7 +842,7 @@ impl Scheduler<'_> {
     }
 
     /// Stores a node's value and readies the dependents it was the last for.
-    fn finish(&mut self, job: Job, value: Value) {
+    fn finish(&mut self, job: Job, value: Val) {
         let (exec, node) = (job.exec, job.node);
         if self.trace.enabled() {
             if let NodeKind::Branch(_) = self.program[self.execs[exec].contract][node].kind {
@@ -901,7 +910,7 @@ impl Scheduler<'_> {
     fn finish_exec(&mut self, exec: usize) {
         let e = &mut self.execs[exec];
         let contract = &self.program[e.contract];
-        let mut outputs = Map::with_capacity(e.outputs.len());
+        let mut outputs = Fields::with_capacity(e.outputs.len());
         for &o in &e.outputs {
             let output = &contract.outputs[o];
             let mut value = &e.values[output.node.index()];
@@ -936,8 +945,12 @@ impl Scheduler<'_> {
             self.trace.record(&self.path_of(parent), "compose", "ok", started, String::new());
         }
         match parent {
-            Some(parent) => self.deliver(parent, Ok(Value::Object(outputs))),
-            None => self.result = Some(outputs),
+            Some(parent) => self.deliver(parent, Ok(Val::object(outputs))),
+            // The table is gone: what only the outputs hold moves into the JSON.
+            None => {
+                let outputs = outputs.into_iter().map(|(k, v)| (k, v.into_json())).collect();
+                self.result = Some(outputs);
+            }
         }
     }
 
@@ -997,7 +1010,7 @@ fn evaluate(
     execs: &[Exec],
     trace: &Trace,
     job: Job,
-) -> Option<Result<Value, Failure>> {
+) -> Option<Result<Val, Failure>> {
     let e = &execs[job.exec];
     let node = &program[e.contract][job.node];
     let started = (trace.enabled() || e.span.is_recording()).then(Instant::now);
@@ -1023,16 +1036,16 @@ fn choose(
     kind: BranchKind,
     arms: &[crate::ir::Arm],
     on: &Expr,
-    values: &[Value],
+    values: &[Val],
 ) -> Result<usize, String> {
     let value = eval::eval(on, values).map_err(|e| e.message)?;
-    if kind == BranchKind::If && !value.is_boolean() {
+    if kind == BranchKind::If && !matches!(value, Val::Bool(_)) {
         return Err(format!("`if` needs a boolean, got {}", describe(&value)));
     }
     arms.iter()
         .position(|arm| match &arm.pattern {
             Pattern::Wildcard => true,
-            Pattern::Literal(literal) => eval::equal(literal, &value),
+            Pattern::Literal(literal) => eval::equal(&Val::from(literal), &value),
         })
         .ok_or_else(|| format!("no arm of `match` fits {}", describe(&value)))
 }
@@ -1042,20 +1055,20 @@ fn choose(
 /// node table when the array is a node's value and there is no filter.
 fn items<'v>(
     each: &crate::ir::Collection,
-    values: &'v [Value],
+    values: &'v [Val],
     job: Job,
-) -> Result<Cow<'v, [Value]>, Failure> {
-    let not_array = |value: &Value| {
+) -> Result<Cow<'v, [Val]>, Failure> {
+    let not_array = |value: &Val| {
         let message = format!("`for` needs an array, got {}", describe(value));
         Failure::new(job, message, each.items.span, Code::NodeFailed)
     };
-    let items: Cow<'v, [Value]> = match &each.items.kind {
+    let items: Cow<'v, [Val]> = match &each.items.kind {
         ExprKind::Var(var) => match &values[*var as usize] {
-            Value::Array(items) => Cow::Borrowed(items.as_slice()),
+            Val::Array(items) => Cow::Borrowed(items.as_slice()),
             other => return Err(not_array(other)),
         },
         _ => match eval_node(&each.items, values, job)? {
-            Value::Array(items) => Cow::Owned(items),
+            Val::Array(items) => Cow::Owned(Arc::unwrap_or_clone(items)),
             other => return Err(not_array(&other)),
         },
     };
@@ -1067,8 +1080,8 @@ fn items<'v>(
         let keep = eval::eval(filter, &scope)
             .map_err(|e| Failure::new(item_job, e.message, e.span, Code::NodeFailed))?;
         match keep {
-            Value::Bool(true) => kept.push(item.clone()),
-            Value::Bool(false) => {}
+            Val::Bool(true) => kept.push(item.clone()),
+            Val::Bool(false) => {}
             other => {
                 let message = format!("the `for` filter needs a boolean, got {}", describe(&other));
                 return Err(Failure::new(item_job, message, filter.span, Code::NodeFailed));
@@ -1078,23 +1091,23 @@ fn items<'v>(
     Ok(Cow::Owned(kept))
 }
 
-fn eval_node<S: Scope + ?Sized>(expr: &Expr, values: &S, job: Job) -> Result<Value, Failure> {
+fn eval_node<S: Scope + ?Sized>(expr: &Expr, values: &S, job: Job) -> Result<Val, Failure> {
     eval::eval(expr, values).map_err(|e| Failure::new(job, e.message, e.span, Code::NodeFailed))
 }
 
 fn guard(
     condition: &Expr,
     message: Option<&Expr>,
-    values: &[Value],
+    values: &[Val],
     job: Job,
     span: SourceSpan,
     name: &str,
-) -> Result<Value, Failure> {
+) -> Result<Val, Failure> {
     match eval_node(condition, values, job)? {
-        Value::Bool(true) => Ok(Value::Bool(true)),
-        Value::Bool(false) => {
+        Val::Bool(true) => Ok(Val::Bool(true)),
+        Val::Bool(false) => {
             let text = match message.map(|m| eval_node(m, values, job)).transpose()? {
-                Some(Value::String(s)) => s,
+                Some(Val::String(s)) => Arc::unwrap_or_clone(s),
                 Some(other) => other.to_string(),
                 None => format!("guard `{name}` failed"),
             };
@@ -1132,7 +1145,7 @@ fn eval_args<S: Scope + ?Sized>(
     let mut out = Map::with_capacity(args.len());
     for (name, expr) in args {
         let value = eval_node(expr, values, Job::node(0, NodeId(0)))?;
-        out.insert(name.clone(), value);
+        out.insert(name.clone(), value.into_json());
     }
     Ok(out)
 }

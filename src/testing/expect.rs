@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::eval;
+use crate::eval::{self, Val};
 use crate::ir::{BinaryOp, Expr, ExprKind, UnaryOp};
 use crate::source::Sources;
 
@@ -27,9 +27,11 @@ pub struct Unmet {
 pub fn check(condition: &Expr, outputs: &[Value], sources: &Sources) -> Option<Unmet> {
     let text = |e: &Expr| sources.slice(e.span).to_owned();
     let mut unmet = Unmet { condition: text(condition), values: Vec::new(), error: None };
+    let outputs: Vec<Val> = outputs.iter().map(Val::from).collect();
+    let outputs = outputs.as_slice();
     match eval::eval(condition, outputs) {
-        Ok(Value::Bool(true)) => return None,
-        Ok(Value::Bool(false)) => {}
+        Ok(Val::Bool(true)) => return None,
+        Ok(Val::Bool(false)) => {}
         Ok(other) => {
             unmet.error =
                 Some(format!("the condition is {}, not a boolean", eval::describe(&other)));
@@ -43,7 +45,7 @@ pub fn check(condition: &Expr, outputs: &[Value], sources: &Sources) -> Option<U
 /// The values of the sub-expressions of a false condition that decide it:
 /// both sides of a comparison, the false side of `and`, the operand of
 /// `not`, the arguments of a function.
-fn explain(expr: &Expr, scope: &[Value], sources: &Sources, out: &mut Vec<(String, String)>) {
+fn explain(expr: &Expr, scope: &[Val], sources: &Sources, out: &mut Vec<(String, String)>) {
     let mut show = |e: &Expr| {
         if matches!(e.kind, ExprKind::Literal(_)) {
             return;
@@ -58,7 +60,7 @@ fn explain(expr: &Expr, scope: &[Value], sources: &Sources, out: &mut Vec<(Strin
     };
     match &expr.kind {
         ExprKind::Binary(BinaryOp::And, a, b) => {
-            let a_holds = matches!(eval::eval(a, scope), Ok(Value::Bool(true)));
+            let a_holds = matches!(eval::eval(a, scope), Ok(Val::Bool(true)));
             let deciding = if a_holds { b } else { a };
             explain(deciding, scope, sources, out);
         }

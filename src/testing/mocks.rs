@@ -105,6 +105,6 @@ impl Mocks {
 fn matches(defaults: &Map<String, Value>, wanted: &Map<String, Value>, args: &Value) -> bool {
     wanted.iter().all(|(name, value)| {
         let given = args.get(name).or_else(|| defaults.get(name));
-        given.is_some_and(|given| eval::equal(given, value))
+        given.is_some_and(|given| eval::equal(&given.into(), &value.into()))
     })
 }

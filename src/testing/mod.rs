@@ -308,8 +308,7 @@ fn prepare(suite: &Suite, test: &Test, options: &Options) -> Result<Prepared, St
 /// The value of an expression without variables (a test argument or a
 /// mocked value).
 fn constant(suite: &Suite, expr: &Expr) -> Result<Value, String> {
-    let none: &[Value] = &[];
-    eval::eval(expr, none)
+    eval::eval_json(expr, &[])
         .map_err(|e| format!("`{}`: {}", suite.program().sources.slice(e.span), e.message))
 }
 

@@ -225,7 +225,7 @@ fn text_of(expr: &Expr, scope: &[Value], what: &str) -> Result<String, ToolError
     if expr.vars().iter().any(|v| *v as usize >= scope.len()) {
         return Err(ToolError::Failed(format!("{what} reads a param the tool lacks")));
     }
-    let value = eval::eval(expr, scope)
+    let value = eval::eval_json(expr, scope)
         .map_err(|e| ToolError::Failed(format!("cannot build {what}: {}", e.message)))?;
     let mut out = String::new();
     push_display(&mut out, &value);

@@ -15,7 +15,7 @@ pub(crate) fn run(expr: &Expr, args: Map<String, Value>) -> Result<Value, ToolEr
     if expr.vars().iter().any(|v| *v as usize >= scope.len()) {
         return Err(ToolError::Failed("the expression reads a param the tool lacks".to_owned()));
     }
-    eval::eval(expr, scope.as_slice()).map_err(|e| ToolError::Failed(e.message))
+    eval::eval_json(expr, &scope).map_err(|e| ToolError::Failed(e.message))
 }
 
 #[cfg(test)]

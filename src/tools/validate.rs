@@ -92,7 +92,7 @@ fn messages(error: &ValidationError<'_>, parameters: &Value) -> Vec<String> {
                     names.join(" or ")
                 }
             };
-            let got = describe(error.instance());
+            let got = describe(error.instance().as_ref());
             if path.is_empty() {
                 vec![format!("arguments: expected an object, got {got}")]
             } else {
