@@ -24,7 +24,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::ir::{BinaryOp, Expr, ExprKind, Part, UnaryOp};
-pub use crate::ir::{Shown, describe};
+pub use crate::ir::{Json, describe};
 use crate::source::Span;
 
 pub use number::Num;
@@ -132,23 +132,13 @@ fn place<'s, S: Scope + ?Sized>(expr: &Expr, scope: &'s S) -> Option<&'s Val> {
 
 /// Appends a value (a [`Val`] or JSON) as interpolation shows it:
 /// strings raw, the rest as JSON.
-pub fn push_display<V: Shown + ?Sized>(out: &mut String, value: &V) {
+pub fn push_display<V: Json>(out: &mut String, value: &V) {
     match value.text() {
         Some(text) => out.push_str(text),
         None => {
             use std::fmt::Write as _;
             let _ = write!(out, "{value}");
         }
-    }
-}
-
-impl Shown for Val {
-    fn kind(&self) -> &'static str {
-        Val::kind(self)
-    }
-
-    fn text(&self) -> Option<&str> {
-        self.as_str()
     }
 }
 

@@ -11,6 +11,7 @@ mod builtin;
 mod expr;
 mod graph;
 mod ids;
+mod json;
 mod test_block;
 mod types;
 
@@ -24,8 +25,9 @@ pub use builtin::{BUILTINS, Builtin, BuiltinParam, BuiltinSpec, ConfigKey, Param
 pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp, pattern};
 pub use graph::Graph;
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
+pub use json::{Json, describe, value_kind};
 pub use test_block::{Mock, MockAnswer, Snapshot, Test};
-pub use types::{Enum, Record, Shown, Type, TypeKind, describe, fill_fields, value_kind};
+pub use types::{Enum, Record, Type, TypeKind, fill_fields};
 
 use crate::source::{Sources, Span};
 

@@ -9,9 +9,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::Param;
+use super::json::{Json, describe};
 use crate::source::Span;
 
 /// A declared type: `string`, `array<integer>?`, `Product`, ...
@@ -106,7 +105,7 @@ impl Type {
 
     /// True when `value` is of this type (integers count as floats).
     #[must_use]
-    pub fn accepts(&self, value: &Value) -> bool {
+    pub fn accepts<V: Json>(&self, value: &V) -> bool {
         let mut problems = Vec::new();
         self.check(value, "", &mut problems, false);
         problems.is_empty()
@@ -115,7 +114,7 @@ impl Type {
     /// Every way `value` is not of this type, each naming where in the
     /// value (`items[2].priority`); `what` names the whole value.
     #[must_use]
-    pub fn problems(&self, value: &Value, what: &str) -> Vec<String> {
+    pub fn problems<V: Json>(&self, value: &V, what: &str) -> Vec<String> {
         let mut problems = Vec::new();
         self.check(value, what, &mut problems, true);
         problems
@@ -123,16 +122,17 @@ impl Type {
 
     /// Pushes the problems of `value` at `path`; stops at the first
     /// unless `all`.
-    fn check(&self, value: &Value, path: &str, out: &mut Vec<String>, all: bool) {
-        let fits = match (&self.kind, value) {
-            (_, Value::Null) => self.nullable || self.kind == TypeKind::Any,
-            (TypeKind::Any, _) | (TypeKind::String, Value::String(_)) => true,
-            (TypeKind::Integer, Value::Number(n)) => n.is_i64() || n.is_u64(),
-            (TypeKind::Float, Value::Number(_))
-            | (TypeKind::Boolean, Value::Bool(_))
-            | (TypeKind::Object, Value::Object(_)) => true,
-            (TypeKind::Array(item), Value::Array(items)) => {
-                if let Some(item) = item {
+    fn check<V: Json>(&self, value: &V, path: &str, out: &mut Vec<String>, all: bool) {
+        let fits = match (&self.kind, value.kind()) {
+            (_, "null") => self.nullable || self.kind == TypeKind::Any,
+            (TypeKind::Any, _)
+            | (TypeKind::String, "string")
+            | (TypeKind::Integer, "integer")
+            | (TypeKind::Float, "integer" | "float")
+            | (TypeKind::Boolean, "boolean")
+            | (TypeKind::Object, "object") => true,
+            (TypeKind::Array(item), "array") => {
+                if let (Some(item), Some(items)) = (item, value.items()) {
                     for (i, v) in items.iter().enumerate() {
                         item.check(v, &format!("{path}[{i}]"), out, all);
                         if !all && !out.is_empty() {
@@ -142,7 +142,8 @@ impl Type {
                 }
                 true
             }
-            (TypeKind::Enum(e), Value::String(s)) => {
+            (TypeKind::Enum(e), "string") => {
+                let s = value.text().unwrap_or_default();
                 if !e.variants.iter().any(|v| v == s) {
                     out.push(format!(
                         "`{path}`: expected one of {}, got {}",
@@ -152,8 +153,8 @@ impl Type {
                 }
                 true
             }
-            (TypeKind::Record(record), Value::Object(map)) => {
-                check_record(record, map, path, out, all);
+            (TypeKind::Record(record), "object") => {
+                check_record(record, value, path, out, all);
                 true
             }
             _ => false,
@@ -165,12 +166,39 @@ impl Type {
 
     /// Fills defaults into `value` where it is a record (at any depth):
     /// an absent field, or a `null` one that is not nullable, takes its
-    /// default. OpenAI's strict mode sends `null` for "absent".
-    pub fn fill_defaults(&self, value: &mut Value) {
-        match (&self.kind, value) {
-            (TypeKind::Record(record), Value::Object(map)) => fill_fields(&record.fields, map),
-            (TypeKind::Array(Some(item)), Value::Array(items)) => {
-                items.iter_mut().for_each(|v| item.fill_defaults(v));
+    /// default. OpenAI's strict mode sends `null` for "absent". A value
+    /// that lacks no default is left untouched (a shared one is not copied).
+    pub fn fill_defaults<V: Json>(&self, value: &mut V) {
+        if self.lacks_defaults(value) {
+            self.fill_lacking(value);
+        }
+    }
+
+    /// True when [`Type::fill_defaults`] would change `value`.
+    fn lacks_defaults<V: Json>(&self, value: &V) -> bool {
+        match &self.kind {
+            TypeKind::Record(record) if value.kind() == "object" => {
+                record.fields.iter().any(|field| match value.field(&field.name) {
+                    v if absent(v) && !field.ty.nullable => field.default.is_some(),
+                    Some(v) => field.ty.lacks_defaults(v),
+                    None => false,
+                })
+            }
+            TypeKind::Array(Some(item)) => {
+                value.items().is_some_and(|items| items.iter().any(|v| item.lacks_defaults(v)))
+            }
+            _ => false,
+        }
+    }
+
+    /// [`Type::fill_defaults`] of a value that lacks a default.
+    fn fill_lacking<V: Json>(&self, value: &mut V) {
+        match &self.kind {
+            TypeKind::Record(record) => fill_fields(&record.fields, value),
+            TypeKind::Array(Some(item)) => {
+                for v in value.items_mut().into_iter().flatten() {
+                    item.fill_defaults(v);
+                }
             }
             _ => {}
         }
@@ -201,30 +229,36 @@ impl Type {
 }
 
 /// [`Type::fill_defaults`] over the fields (or params) of an object.
-pub fn fill_fields(fields: &[Param], map: &mut serde_json::Map<String, Value>) {
+pub fn fill_fields<V: Json>(fields: &[Param], object: &mut V) {
     for field in fields {
-        match map.get_mut(&field.name) {
-            Some(Value::Null) | None if !field.ty.nullable => {
-                if let Some(default) = &field.default {
-                    map.insert(field.name.clone(), default.clone());
-                }
+        let value = object.field(&field.name);
+        if absent(value) && !field.ty.nullable {
+            if let Some(default) = &field.default {
+                object.set_field(&field.name, default);
             }
-            Some(value) => field.ty.fill_defaults(value),
-            None => {}
+        } else if value.is_some_and(|v| field.ty.lacks_defaults(v)) {
+            if let Some(value) = object.field_mut(&field.name) {
+                field.ty.fill_lacking(value);
+            }
         }
     }
 }
 
-fn check_record(
+/// A field that is missing or `null`.
+fn absent<V: Json>(value: Option<&V>) -> bool {
+    value.is_none_or(|v| v.kind() == "null")
+}
+
+fn check_record<V: Json>(
     record: &Record,
-    map: &serde_json::Map<String, Value>,
+    object: &V,
     path: &str,
     out: &mut Vec<String>,
     all: bool,
 ) {
     let at = |name: &str| if path.is_empty() { name.to_owned() } else { format!("{path}.{name}") };
     for field in &record.fields {
-        match map.get(&field.name) {
+        match object.field(&field.name) {
             Some(v) => field.ty.check(v, &at(&field.name), out, all),
             None if field.required() => {
                 out.push(format!("`{}`: missing required field ({})", at(&field.name), field.ty));
@@ -235,72 +269,13 @@ fn check_record(
             return;
         }
     }
-    for key in map.keys() {
+    for key in object.keys() {
         if record.field(key).is_none() {
             out.push(format!("`{}`: unknown field of `{}`", at(key), record.name));
             if !all {
                 return;
             }
         }
-    }
-}
-
-/// What messages and interpolation need of a value: JSON and the
-/// runtime's shared values (`eval::Val`) alike.
-pub trait Shown: serde::Serialize + fmt::Display {
-    /// The JSON type name: `"string"`, `"integer"`, ...
-    fn kind(&self) -> &'static str;
-    /// The text of a string value.
-    fn text(&self) -> Option<&str>;
-}
-
-impl Shown for Value {
-    fn kind(&self) -> &'static str {
-        value_kind(self)
-    }
-
-    fn text(&self) -> Option<&str> {
-        self.as_str()
-    }
-}
-
-/// How many characters of a value's JSON a description shows.
-const DESCRIBED: usize = 40;
-
-/// A short description of a value for messages: `string "abc"`, `integer 3`.
-/// Only the JSON shown is written, however big the value.
-#[must_use]
-pub fn describe<V: Shown + ?Sized>(value: &V) -> String {
-    let mut clipped = Clipped::default();
-    // The writer stops the serializer once it has enough.
-    let _ = serde_json::to_writer(&mut clipped, value);
-    let mut text = String::from_utf8_lossy(&clipped.bytes).into_owned();
-    if clipped.chars > DESCRIBED {
-        text = text.chars().take(DESCRIBED - 3).collect::<String>() + "...";
-    }
-    format!("{} {text}", value.kind())
-}
-
-/// A writer that keeps the first characters written and then refuses more.
-#[derive(Default)]
-struct Clipped {
-    bytes: Vec<u8>,
-    chars: usize,
-}
-
-impl std::io::Write for Clipped {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.chars > DESCRIBED {
-            return Err(std::io::Error::other("enough for a description"));
-        }
-        // serde_json writes whole UTF-8 characters: count their first bytes.
-        self.chars += buf.iter().filter(|&&b| b & 0xC0 != 0x80).count();
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -322,19 +297,5 @@ impl fmt::Display for Type {
             f.write_str("?")?;
         }
         Ok(())
-    }
-}
-
-/// The JSON type name of a value, for messages: `"string"`, `"integer"`, ...
-#[must_use]
-pub fn value_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "float",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }

@@ -3,8 +3,7 @@
 //! Used for a contract's inputs, a composed child's inputs and an agent
 //! node's inputs. Every problem is reported, each naming the input.
 
-use serde_json::{Map, Value};
-
+use crate::eval::{Fields, Val};
 use crate::ir::Param;
 use crate::lower::suggest::closest;
 use crate::source::Span;
@@ -22,18 +21,14 @@ pub struct InputProblem {
     pub help: Option<String>,
 }
 
-/// The values of `params` in order: given, defaulted, or `null` for an
-/// absent nullable param.
+/// The values of `params` in order: given (shared, not copied),
+/// defaulted, or `null` for an absent nullable param.
 ///
 /// # Errors
 /// Every unknown, missing and wrongly typed input (every wrong field of a
 /// record input, each naming its path); `owner` is the span
 /// unknown inputs point at.
-pub fn bind(
-    params: &[Param],
-    given: &Map<String, Value>,
-    owner: Span,
-) -> Result<Vec<Value>, Vec<InputProblem>> {
+pub fn bind(params: &[Param], given: &Fields, owner: Span) -> Result<Vec<Val>, Vec<InputProblem>> {
     let mut problems = Vec::new();
     for name in given.keys() {
         if !params.iter().any(|p| &p.name == name) {
@@ -54,8 +49,8 @@ pub fn bind(
     for param in params {
         let mut value = match (given.get(&param.name), &param.default) {
             (Some(value), _) => value.clone(),
-            (None, Some(default)) => default.clone(),
-            (None, None) if param.ty.nullable => Value::Null,
+            (None, Some(default)) => Val::from(default),
+            (None, None) if param.ty.nullable => Val::Null,
             (None, None) => {
                 problems.push(InputProblem {
                     message: format!("missing required input `{}` ({})", param.name, param.ty),

@@ -80,11 +80,9 @@ fn run_in(
     let root = &program[contract];
     let outputs = requested_outputs(program, contract, &options.outputs)?;
     let params: Vec<_> = root.inputs().map(|(_, p)| p.clone()).collect();
-    let values = inputs::bind(&params, given, root.name_span)
-        .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?
-        .into_iter()
-        .map(Val::from)
-        .collect();
+    let given: Fields = given.iter().map(|(k, v)| (k.clone(), Val::from(v))).collect();
+    let values = inputs::bind(&params, &given, root.name_span)
+        .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?;
     let runner = options.jobs.map_or(root.runner, Runner::Pool);
     let pool = match runner {
         // Pure nodes are CPU work: more threads than cores only costs
@@ -637,7 +635,7 @@ impl Scheduler<'_> {
 
     /// The values a job's call and its arguments see: the node table, and
     /// the item for a `for` item.
-    fn call_args(&self, job: Job, call: &Call) -> Result<Map<String, Value>, Failure> {
+    fn call_args(&self, job: Job, call: &Call) -> Result<Fields, Failure> {
         let e = &self.execs[job.exec];
         let node = &self.program[e.contract][job.node];
         let result = match (&node.kind, job.item) {
@@ -675,7 +673,6 @@ impl Scheduler<'_> {
         });
         match bound {
             Ok(values) => {
-                let values = values.into_iter().map(Val::from).collect();
                 let path = match job.item {
                     Some(i) => format!("{}.{}[{i}]", e.path, node.name),
                     None => format!("{}.{}", e.path, node.name),
@@ -718,7 +715,7 @@ impl Scheduler<'_> {
             Callee::Tool(tool) => io.spawn(async move {
                 let key = scope.next_key();
                 let result = scope
-                    .call_tool(&key, None, &toolbox, &program, tool, Value::Object(given))
+                    .call_tool(&key, None, &toolbox, &program, tool, Value::Object(json(given)))
                     .await
                     .map_err(|e| Cause::of(&e));
                 span.end(result.as_ref().err().map(Cause::error_type));
@@ -727,7 +724,11 @@ impl Scheduler<'_> {
             Callee::Agent(agent) => {
                 let params = &self.program[agent].inputs;
                 let given: Map<String, Value> = match bind_call(params, &given, node.span, job) {
-                    Ok(values) => params.iter().map(|p| p.name.clone()).zip(values).collect(),
+                    Ok(values) => params
+                        .iter()
+                        .map(|p| p.name.clone())
+                        .zip(values.into_iter().map(Val::into_json))
+                        .collect(),
                     Err(failure) => return self.deliver(job, Err(failure)),
                 };
                 let (llm, trace) = (self.engine.llm.clone(), Arc::clone(self.trace));
@@ -947,10 +948,7 @@ impl Scheduler<'_> {
         match parent {
             Some(parent) => self.deliver(parent, Ok(Val::object(outputs))),
             // The table is gone: what only the outputs hold moves into the JSON.
-            None => {
-                let outputs = outputs.into_iter().map(|(k, v)| (k, v.into_json())).collect();
-                self.result = Some(outputs);
-            }
+            None => self.result = Some(json(outputs)),
         }
     }
 
@@ -1126,10 +1124,10 @@ fn guard(
 /// one failure listing every problem.
 fn bind_call(
     params: &[Param],
-    given: &Map<String, Value>,
+    given: &Fields,
     span: SourceSpan,
     job: Job,
-) -> Result<Vec<Value>, Failure> {
+) -> Result<Vec<Val>, Failure> {
     inputs::bind(params, given, span).map_err(|problems| {
         let message = problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
         Failure::new(job, message, span, Code::NodeFailed)
@@ -1138,14 +1136,17 @@ fn bind_call(
 
 /// Evaluates call arguments into an object by name. The failure's job is
 /// set by the caller.
-fn eval_args<S: Scope + ?Sized>(
-    args: &[(String, Expr)],
-    values: &S,
-) -> Result<Map<String, Value>, Failure> {
-    let mut out = Map::with_capacity(args.len());
+fn eval_args<S: Scope + ?Sized>(args: &[(String, Expr)], values: &S) -> Result<Fields, Failure> {
+    let mut out = Fields::with_capacity(args.len());
     for (name, expr) in args {
         let value = eval_node(expr, values, Job::node(0, NodeId(0)))?;
-        out.insert(name.clone(), value.into_json());
+        out.insert(name.clone(), value);
     }
     Ok(out)
+}
+
+/// Named values (a tool call's arguments, the run's outputs) as JSON:
+/// what nothing else holds is moved, not copied.
+fn json(fields: Fields) -> Map<String, Value> {
+    fields.into_iter().map(|(name, value)| (name, value.into_json())).collect()
 }

@@ -184,9 +184,7 @@ impl Toolbox {
             ToolError::Failed(format!("no tool with id {} in this program", tool.index()))
         })?;
         let mut args = no_args_as_empty(args);
-        if let Value::Object(map) = &mut args {
-            ir::fill_fields(&tool.params, map);
-        }
+        ir::fill_fields(&tool.params, &mut args);
         let parameters = self.view(tool).parameters;
         self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
         let args = object(args);

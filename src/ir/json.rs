@@ -1,0 +1,138 @@
+//! [`Json`]: what type checks, defaults and messages need of a value, so
+//! that they work alike on JSON (`serde_json::Value`: inputs, tool and
+//! agent results, literals) and on the runtime's shared values
+//! (`eval::Val`), without converting one into the other.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// A JSON-shaped value.
+pub trait Json: serde::Serialize + fmt::Display + Sized {
+    /// The JSON type name: `"null"`, `"boolean"`, `"integer"`, `"float"`,
+    /// `"string"`, `"array"` or `"object"`.
+    fn kind(&self) -> &'static str;
+    /// The text of a string.
+    fn text(&self) -> Option<&str>;
+    /// The items of an array.
+    fn items(&self) -> Option<&[Self]>;
+    /// The field `name` of an object.
+    fn field(&self, name: &str) -> Option<&Self>;
+    /// The keys of an object (none for other values).
+    fn keys(&self) -> impl Iterator<Item = &str>;
+    /// The items of an array, to change (a shared list is copied first).
+    fn items_mut(&mut self) -> Option<&mut [Self]>;
+    /// The field `name` of an object, to change (a shared object is copied
+    /// first).
+    fn field_mut(&mut self, name: &str) -> Option<&mut Self>;
+    /// Sets the field `name` of an object to `value` (no-op otherwise).
+    fn set_field(&mut self, name: &str, value: &Value);
+}
+
+impl Json for Value {
+    fn kind(&self) -> &'static str {
+        value_kind(self)
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+
+    fn items(&self) -> Option<&[Self]> {
+        self.as_array().map(Vec::as_slice)
+    }
+
+    fn field(&self, name: &str) -> Option<&Self> {
+        self.as_object()?.get(name)
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.as_object().into_iter().flat_map(|map| map.keys().map(String::as_str))
+    }
+
+    fn items_mut(&mut self) -> Option<&mut [Self]> {
+        self.as_array_mut().map(Vec::as_mut_slice)
+    }
+
+    fn field_mut(&mut self, name: &str) -> Option<&mut Self> {
+        self.as_object_mut()?.get_mut(name)
+    }
+
+    fn set_field(&mut self, name: &str, value: &Value) {
+        if let Some(map) = self.as_object_mut() {
+            map.insert(name.to_owned(), value.clone());
+        }
+    }
+}
+
+/// The JSON type name of a value, for messages: `"string"`, `"integer"`, ...
+#[must_use]
+pub fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "float",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// How many characters of a value's JSON a description shows.
+const DESCRIBED: usize = 40;
+
+/// A short description of a value for messages: `string "abc"`, `integer 3`.
+/// Only the JSON shown is written, however big the value.
+#[must_use]
+pub fn describe<V: Json>(value: &V) -> String {
+    let mut clipped = Clipped::default();
+    // The writer stops the serializer once it has enough.
+    let _ = serde_json::to_writer(&mut clipped, value);
+    let mut text = String::from_utf8_lossy(&clipped.bytes).into_owned();
+    if clipped.chars > DESCRIBED {
+        text = text.chars().take(DESCRIBED - 3).collect::<String>() + "...";
+    }
+    format!("{} {text}", value.kind())
+}
+
+/// A writer that keeps the first characters written and then refuses more.
+#[derive(Default)]
+struct Clipped {
+    bytes: Vec<u8>,
+    chars: usize,
+}
+
+impl std::io::Write for Clipped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.chars > DESCRIBED {
+            return Err(std::io::Error::other("enough for a description"));
+        }
+        // serde_json writes whole UTF-8 characters: count their first bytes.
+        self.chars += buf.iter().filter(|&&b| b & 0xC0 != 0x80).count();
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn descriptions_are_clipped_at_forty_characters() {
+        assert_eq!(describe(&json!("abc")), "string \"abc\"");
+        let long = json!({"text": "é".repeat(100)});
+        let full = long.to_string();
+        let shown: String = full.chars().take(37).collect();
+        assert_eq!(describe(&long), format!("object {shown}..."));
+        let exact = json!("x".repeat(38)); // 40 characters with the quotes
+        assert_eq!(describe(&exact), format!("string {exact}"));
+    }
+}
