@@ -328,3 +328,36 @@ fn compare(op: BinaryOp, left: &Val, right: &Val) -> Result<bool, String> {
         _ => ordering.is_ge(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::source::FileId;
+
+    fn expr(kind: ExprKind) -> Expr {
+        Expr { kind, span: Span::new(FileId(0), 0, 0) }
+    }
+
+    fn var(i: u32) -> Expr {
+        expr(ExprKind::Var(i))
+    }
+
+    /// `{x: a, y: a}` and `[a, a]` hold `a` itself: building them costs
+    /// the same however big `a` is, and equality of shared parts is not walked.
+    #[test]
+    fn nesting_a_variable_shares_it() {
+        let a = Val::from(&json!({"rows": [[1, 2], [3, 4]], "name": "big"}));
+        let scope = [a.clone()];
+        let object = expr(ExprKind::Object(vec![("x".into(), var(0)), ("y".into(), var(0))]));
+        let object = eval(&object, scope.as_slice()).unwrap();
+        assert!(object.get("x").unwrap().same(&a) && object.get("y").unwrap().same(&a));
+        let array = eval(&expr(ExprKind::Array(vec![var(0), var(0)])), scope.as_slice()).unwrap();
+        assert!(array.as_array().unwrap().iter().all(|item| item.same(&a)));
+        let field = expr(ExprKind::Field(Box::new(var(0)), "rows".into()));
+        let rows = eval(&field, scope.as_slice()).unwrap();
+        assert!(rows.same(a.get("rows").unwrap()));
+        assert!(equal(&object, &object.clone()));
+    }
+}
