@@ -16,12 +16,12 @@
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod binary;
+mod peak;
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// mimalloc, as the `ignite` binary uses, counting the bytes asked for.
@@ -76,8 +76,8 @@ fn main() {
     println!("| command | peak RSS, 1 node | peak RSS, {NODES} nodes | per node |");
     println!("| --- | ---: | ---: | ---: |");
     for (name, args) in [("check", &["check"][..]), ("run", &["run", "--input", "x=1"][..])] {
-        let base = peak_rss(&binary, args, &small);
-        let peak = peak_rss(&binary, args, &big);
+        let base = peak::peak_rss(&binary, args, &small);
+        let peak = peak::peak_rss(&binary, args, &big);
         println!(
             "| `ignite {name}` | {:.1} MB | {:.1} MB | **{:.0} B** |",
             mb(base),
@@ -146,30 +146,6 @@ fn write_nodes(out: &mut impl Write, nodes: usize) -> std::io::Result<()> {
         writeln!(out, "  compute n{i} = n{} + 1", i - 1)?;
     }
     writeln!(out, "  output n{}\n}}", nodes - 1)
-}
-
-/// Peak resident bytes of `ignite ARGS FILE`, which must succeed.
-#[allow(clippy::zombie_processes, reason = "`wait4` reaps the child")]
-fn peak_rss(binary: &Path, args: &[&str], file: &Path) -> usize {
-    let (command, rest) = args.split_first().unwrap();
-    let child = Command::new(binary)
-        .arg(command)
-        .arg(file)
-        .args(rest)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed `rusage` is a valid value for `wait4` to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our child, not yet waited for; both pointers are valid.
-    let waited = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
-    assert_eq!(waited, pid, "wait4");
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "`ignite {command}` failed");
-    // Linux reports kilobytes.
-    usize::try_from(usage.ru_maxrss).unwrap() * 1024
 }
 
 #[allow(clippy::cast_precision_loss)]

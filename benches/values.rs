@@ -13,10 +13,10 @@
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod binary;
+mod peak;
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -29,12 +29,12 @@ fn main() {
         let file = dir.join("nested.ign");
         let text = nested(nodes);
         std::fs::write(&file, &text).unwrap();
-        let (wall, peak_kb) = measure(&binary, &file);
+        let (wall, peak) = measure(&binary, &file);
         println!(
             "| {nodes} | {} KB | {:.2} s | {:.1} MB |",
             text.len() / 1000,
             wall.as_secs_f64(),
-            peak_kb as f64 / 1024.0
+            peak as f64 / (1024.0 * 1024.0)
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -56,24 +56,9 @@ fn nested(nodes: usize) -> String {
     text
 }
 
-/// Wall time and peak resident memory (KB) of `ignite run file --input x=1`.
-fn measure(binary: &Path, file: &Path) -> (Duration, i64) {
+/// Wall time and peak resident bytes of `ignite run file --input x=1`.
+fn measure(binary: &Path, file: &Path) -> (Duration, usize) {
     let start = Instant::now();
-    // `wait4` below reaps the child and reports its resources.
-    #[allow(clippy::zombie_processes)]
-    let child = Command::new(binary)
-        .args(["run", &file.to_string_lossy(), "--input", "x=1"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
-    let mut status = 0;
-    // SAFETY: `usage` is a plain C struct that `wait4` fills; the child is
-    // ours and has not been waited for.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
-    let wall = start.elapsed();
-    assert_eq!(waited, pid, "wait4 failed");
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the run failed");
-    (wall, usage.ru_maxrss)
+    let peak = peak::peak_rss(binary, &["run", "--input", "x=1"], file);
+    (start.elapsed(), peak)
 }
