@@ -58,6 +58,28 @@ impl Restate {
         serde_json::from_slice(&output.stdout).unwrap()
     }
 
+    /// The names of the journaled steps of every invocation, in order
+    /// (Restate's SQL introspection).
+    async fn step_names(&self) -> Vec<String> {
+        let query = "SELECT name FROM sys_journal WHERE name != '' ORDER BY id, index";
+        let rows: Value = reqwest::Client::new()
+            .post(format!("{}/query", self.admin))
+            .header("accept", "application/json")
+            .json(&json!({"query": query}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        rows["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
     /// Calls contract `name` through the ingress: the status and the body.
     async fn call(&self, name: &str, inputs: &Value, key: Option<&str>) -> (u16, Value) {
         call(&self.ingress, name, inputs, key).await
@@ -199,7 +221,11 @@ tool Broken {
 
 contract Retried {
   input n: integer
+  compute left = Append(line: "left")
+  compute right = Append(line: "right")
   compute value = Flaky(n: n)
+  output left
+  output right
   output value
 }
 
@@ -353,6 +379,15 @@ async fn an_idempotency_key_runs_the_effects_once() {
     let inputs = json!({"topic": "lakes"});
     let first = restate.call("Steps", &inputs, Some("order-17")).await;
     assert_eq!(first, (200, json!({"text": "done"})));
+    // Every effect is a step named by its node path, count and kind.
+    let names: Vec<String> = (0..=TURNS)
+        .flat_map(|turn| {
+            let model = format!("Steps > text#{} model:Fake", 2 * turn);
+            let tool = format!("Steps > text#{} tool:append", 2 * turn + 1);
+            if turn < TURNS { vec![model, tool] } else { vec![model] }
+        })
+        .collect();
+    assert_eq!(restate.step_names().await, names);
     let again = restate.call("Steps", &inputs, Some("order-17")).await;
     assert_eq!(again, first);
     assert_eq!(seen(&scribe), [(0, 1), (1, 1), (2, 1), (3, 1)]);
@@ -374,10 +409,16 @@ async fn retries_are_the_steps_and_errors_are_terminal() {
         std::fs::read_to_string(dir.path().join(name)).unwrap_or_default().lines().count()
     };
 
-    // `retries 2`: two failed attempts, then the third succeeds.
+    // `retries 2`: two failed attempts, then the third succeeds. Each
+    // retry replays the invocation: the two independent tool nodes before
+    // it come back from the journal, in the same order, and do not run again.
     let (status, outputs) = restate.call("Retried", &json!({"n": 1}), None).await;
-    assert_eq!((status, outputs), (200, json!({"value": "fine"})));
+    let expected = json!({"left": "appended", "right": "appended", "value": "fine"});
+    assert_eq!((status, outputs), (200, expected));
     assert_eq!(count("flaky.txt"), 3);
+    let mut lines: Vec<String> = log(dir.path()).into_iter().map(|(_, line)| line).collect();
+    lines.sort();
+    assert_eq!(lines, ["left", "right"]);
 
     // `retries 1`: two attempts, then a terminal error with the CLI's code
     // and the node's path.
