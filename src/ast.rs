@@ -645,8 +645,9 @@ pub enum ExprKind {
     Field(Box<Expr>, Ident),
     /// `a[i]`.
     Index(Box<Expr>, Box<Expr>),
-    /// `Name(args)`.
-    Call(Ident, Vec<Arg>),
+    /// `Name(args)`, boxed: the largest kind, and rarer than names and
+    /// operators.
+    Call(Box<Call>),
     /// `-a`, `not a`.
     Unary(UnaryOp, Box<Expr>),
     /// `a + b`.
@@ -659,6 +660,15 @@ pub enum ExprKind {
     For(Box<For>),
     /// `try Call(...)`.
     Try(Box<Expr>),
+}
+
+/// `Name(args)`: a call of a function, tool, agent or contract.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// What is called.
+    pub callee: Ident,
+    /// The arguments.
+    pub args: Vec<Arg>,
 }
 
 /// One arm of a `match`: `pattern => body`.

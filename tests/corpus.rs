@@ -357,7 +357,8 @@ fn sexpr(expr: &ast::Expr) -> String {
         E::Name(name) => name.name.clone(),
         E::Field(target, name) => format!("(. {} {})", sexpr(target), name.name),
         E::Index(target, index) => format!("([] {} {})", sexpr(target), sexpr(index)),
-        E::Call(callee, args) => {
+        E::Call(call) => {
+            let ast::Call { callee, args } = &**call;
             let args: Vec<String> = args
                 .iter()
                 .map(|a| match &a.name {

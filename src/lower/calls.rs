@@ -57,7 +57,8 @@ impl Lowerer<'_> {
         stmt: Stmt,
         composes: &mut Vec<(usize, Span)>,
     ) -> Lowered {
-        let ExprKind::Call(ident, args) = &expr.kind else { return Lowered::NotACall };
+        let ExprKind::Call(call) = &expr.kind else { return Lowered::NotACall };
+        let (ident, args) = (&call.callee, &call.args);
         let decl =
             self.decls.get(&ident.name).filter(|_| Function::from_name(&ident.name).is_none());
         match (stmt, decl) {

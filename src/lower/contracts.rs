@@ -103,6 +103,8 @@ impl Lowerer<'_> {
                 span: node.span(),
             });
         }
+        // Needed only while the nodes lower: freed before the graph is built.
+        self.input_types = Vec::new();
         let outputs = self.lower_outputs(contract, &scope);
         ir::Contract {
             name: contract.name.name.clone(),
@@ -260,7 +262,7 @@ impl Lowerer<'_> {
     ) {
         let composed = contract.nodes.iter().find_map(|n| match n {
             Node::Compose(name, expr, _) if name.name == node.name => match &expr.kind {
-                ExprKind::Call(callee, _) => Some(callee),
+                ExprKind::Call(call) => Some(&call.callee),
                 _ => None,
             },
             _ => None,

@@ -80,7 +80,7 @@ impl Lowerer<'_> {
                 Box::new(self.lower_expr(a, scope)),
                 Box::new(self.lower_expr(b, scope)),
             ),
-            ExprKind::Call(callee, args) => self.lower_function_call(callee, args, scope),
+            ExprKind::Call(call) => self.lower_function_call(&call.callee, &call.args, scope),
             ExprKind::Match(..) | ExprKind::For(_) | ExprKind::Try(_) => {
                 self.nested_control(expr);
                 ir::ExprKind::Literal(Value::Null)

@@ -157,8 +157,8 @@ impl Lowerer<'_> {
 
     /// `env("VAR")`: the variable's name; the key itself is never written.
     fn api_key(&mut self, expr: &ast::Expr) -> Option<String> {
-        if let ExprKind::Call(callee, args) = &expr.kind {
-            if let ([arg], "env") = (args.as_slice(), callee.name.as_str()) {
+        if let ExprKind::Call(call) = &expr.kind {
+            if let ([arg], "env") = (call.args.as_slice(), call.callee.name.as_str()) {
                 if let (None, Some(var)) = (&arg.name, arg.value.as_plain_string()) {
                     return Some(var);
                 }

@@ -12,7 +12,7 @@ use pest::pratt_parser::{Assoc, Op, PrattParser};
 
 use super::{Rule, items::Builder, span};
 use crate::ast::{
-    Arg, BinaryOp, Expr, ExprKind, For, Ident, MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE,
+    Arg, BinaryOp, Call, Expr, ExprKind, For, Ident, MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE,
     POSTFIX_PRECEDENCE, Pattern, PatternKind, StringPart, UnaryOp,
 };
 use crate::diagnostic::{Code, Diagnostic};
@@ -146,7 +146,7 @@ impl Builder<'_> {
                     return Expr { kind: ExprKind::Name(name), span };
                 };
                 let args = call_args.into_inner().next().map(|args| self.args(args));
-                ExprKind::Call(name, args.unwrap_or_default())
+                ExprKind::Call(Box::new(Call { callee: name, args: args.unwrap_or_default() }))
             }
             Rule::if_expr => {
                 let mut parts = pair.into_inner().filter(|p| p.as_rule() == Rule::expr);

@@ -23,10 +23,10 @@ use std::vec::IntoIter;
 
 use super::expr::{dedent, push_text};
 use crate::ast::{
-    Agent, Arg, BinaryOp, Contract, EnumDecl, Expr, ExprKind, File, For, Ident, Implementation,
-    Item, MatchArm, MockAnswer, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE,
-    Param, Pattern, PatternKind, Price, Provider, ProviderRef, RESERVED, Rate, Runner, Setting,
-    StringPart, Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
+    Agent, Arg, BinaryOp, Call, Contract, EnumDecl, Expr, ExprKind, File, For, Ident,
+    Implementation, Item, MatchArm, MockAnswer, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output,
+    POSTFIX_PRECEDENCE, Param, Pattern, PatternKind, Price, Provider, ProviderRef, RESERVED, Rate,
+    Runner, Setting, StringPart, Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
 
@@ -790,7 +790,8 @@ impl<'t> Parser<'t> {
                         let span = name.span;
                         return Some(Expr { kind: ExprKind::Name(name), span });
                     }
-                    ExprKind::Call(name, self.list(b')', Self::arg)?)
+                    let args = self.list(b')', Self::arg)?;
+                    ExprKind::Call(Box::new(Call { callee: name, args }))
                 }
             },
         };
