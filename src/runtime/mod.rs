@@ -18,7 +18,7 @@ mod error;
 pub mod inputs;
 mod scheduler;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::{Map, Value};
 
@@ -56,6 +56,9 @@ pub struct RunOutput {
     pub usage: UsageTotals,
 }
 
+/// A rayon pool and its thread count.
+type SizedPool = (usize, Arc<rayon::ThreadPool>);
+
 /// A program ready to run, with the tools and the LLM client its nodes use.
 /// Cheap to share between threads; one engine can run many times.
 pub struct Engine {
@@ -65,6 +68,10 @@ pub struct Engine {
     effects: Effects,
     /// Shared with [`Engine::sibling`]s.
     io: Arc<OnceLock<Option<tokio::runtime::Runtime>>>,
+    /// The rayon pools of `runner thread_pool(n)` runs by thread count,
+    /// built on first use and shared with [`Engine::sibling`]s: a run
+    /// starts no threads of its own.
+    pools: Arc<Mutex<Vec<SizedPool>>>,
 }
 
 impl Engine {
@@ -78,6 +85,7 @@ impl Engine {
             llm: Llm::from_env(),
             effects: Effects::live(),
             io: Arc::new(OnceLock::new()),
+            pools: Arc::default(),
         }
     }
 
@@ -92,6 +100,7 @@ impl Engine {
             llm: self.llm.clone(),
             effects,
             io: Arc::clone(&self.io),
+            pools: Arc::clone(&self.pools),
         }
     }
 
@@ -224,6 +233,22 @@ impl Engine {
         scheduler::run(self, contract, inputs, options, trace)
     }
 
+    /// The pool for the pure nodes of a `runner thread_pool(n)` run: `n`
+    /// threads at most, and no more than the cores (pure nodes are CPU
+    /// work; the limit on waiting nodes stays `n`). `None` when the
+    /// threads cannot be started: the nodes then run on rayon's global pool.
+    fn pool(&self, n: usize) -> Option<Arc<rayon::ThreadPool>> {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let threads = n.clamp(1, cores);
+        let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, pool)) = pools.iter().find(|(size, _)| *size == threads) {
+            return Some(Arc::clone(pool));
+        }
+        let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok()?);
+        pools.push((threads, Arc::clone(&pool)));
+        Some(pool)
+    }
+
     /// The tokio runtime for waiting nodes, started on first use.
     fn io(&self) -> Option<&tokio::runtime::Runtime> {
         self.io
@@ -236,5 +261,41 @@ impl Engine {
                     .ok()
             })
             .as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+    use std::sync::Arc;
+
+    use serde_json::{Map, Value};
+
+    use super::{Engine, RunOptions};
+    use crate::effects::Effects;
+
+    #[test]
+    fn thread_pool_runs_share_one_pool() {
+        // 64 ready pure nodes: a batch wide enough to run on the pool.
+        let mut text = String::from(
+            "contract Wide {\n  runner thread_pool(pool_size: 2)\n  input x: integer\n",
+        );
+        for i in 0..64 {
+            let _ = writeln!(text, "  compute n{i} = x * {i}\n  output n{i}");
+        }
+        text.push_str("}\n");
+        let program = crate::compile_source("wide.ign", &text).program.expect("compiles");
+        let engine = Engine::new(program);
+        let sibling = engine.sibling(Effects::live());
+        let contract = engine.contract(None).expect("one contract");
+        let inputs: Map<String, Value> = [("x".to_owned(), Value::from(2))].into_iter().collect();
+        for runner in [&engine, &sibling, &engine] {
+            let out = runner.run(contract, &inputs, &RunOptions::default()).expect("runs");
+            assert_eq!(out.outputs["n63"], Value::from(126));
+        }
+        let pools = engine.pools.lock().expect("pools");
+        assert_eq!(pools.len(), 1, "one pool for every run");
+        let (_, pool) = &pools[0];
+        assert_eq!(Arc::strong_count(pool), 1, "no run holds it after it ended");
     }
 }

@@ -85,12 +85,7 @@ fn run_in(
         .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?;
     let runner = options.jobs.map_or(root.runner, Runner::Pool);
     let pool = match runner {
-        // Pure nodes are CPU work: more threads than cores only costs
-        // their start-up (the limit on waiting nodes stays `n`).
-        Runner::Pool(n) => {
-            let cores = std::thread::available_parallelism().map_or(1, usize::from);
-            rayon::ThreadPoolBuilder::new().num_threads(n.clamp(1, cores)).build().ok()
-        }
+        Runner::Pool(n) => engine.pool(n),
         _ => None,
     };
     let (tx, rx) = channel();
@@ -269,7 +264,7 @@ struct Scheduler<'e> {
     /// `runner inline`: nothing else happens while a call waits.
     inline: bool,
     /// The pool of `runner thread_pool` / `--jobs`; rayon's global pool otherwise.
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<Arc<rayon::ThreadPool>>,
     tx: Sender<Done>,
     rx: Receiver<Done>,
     tasks: Vec<tokio::task::AbortHandle>,
