@@ -10,7 +10,6 @@
 //! rate, ETA, tokens, cost) is drawn on stderr when it is a terminal; the
 //! usage of the rows run (per model, with costs) follows the summary.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::Path;
@@ -42,7 +41,7 @@ pub(super) fn run(
 ) -> ExitCode {
     let (done, mut sink) = match out.map(open_results).transpose() {
         Ok(Some((done, file))) => (done, Sink::File(file)),
-        Ok(None) => (HashSet::new(), Sink::Stdout),
+        Ok(None) => (Done::default(), Sink::Stdout),
         Err(message) => return super::run::usage(&message),
     };
     let reader: Box<dyn BufRead + Send> = if rows == "-" {
@@ -54,7 +53,7 @@ pub(super) fn run(
         }
     };
     let total = if rows == "-" { None } else { count_rows(rows) };
-    let bar = progress(total.map(|t| t.saturating_sub(done.len() as u64)));
+    let bar = progress(total.map(|t| t.saturating_sub(done.len())));
     let (mut failed, mut ran, mut usage, mut write_error) =
         (0u64, 0u64, UsageTotals::default(), None);
     let pending = reader
@@ -62,7 +61,7 @@ pub(super) fn run(
         .enumerate()
         .map(|(i, line)| (i as u64 + 1, line))
         .filter(|(number, line)| {
-            !done.contains(number) && line.as_ref().map_or(true, |l| !l.trim().is_empty())
+            !done.contains(*number) && line.as_ref().map_or(true, |l| !l.trim().is_empty())
         })
         .map(|(number, line)| Row { number, inputs: parse_row(line) });
     run_batch(engine, contract, pending, jobs, options, |row: RowDone| {
@@ -85,42 +84,107 @@ pub(super) fn run(
     if let Some(message) = write_error {
         return super::run::usage(&message);
     }
-    let skipped =
-        if done.is_empty() { String::new() } else { format!(", {} already done", done.len()) };
+    let skipped = match done.len() {
+        0 => String::new(),
+        already => format!(", {already} already done"),
+    };
     eprintln!("batch: {ran} rows run, {failed} failed{skipped}");
     eprint!("{}", usage.render());
     if failed > 0 { ExitCode::from(3) } else { ExitCode::SUCCESS }
 }
 
-/// The row numbers RESULTS holds and the file opened for appending; a last
-/// line a kill cut short is cut off.
-fn open_results(path: &Path) -> Result<(HashSet<u64>, File), String> {
-    let shown = path.display();
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("cannot read results `{shown}`: {e}")),
-    };
-    let whole = text.rfind('\n').map_or(0, |i| i + 1);
-    let mut done = HashSet::new();
-    for (i, line) in text[..whole].lines().enumerate() {
-        let row = serde_json::from_str::<Value>(line).ok().and_then(|v| v["row"].as_u64());
-        match row {
-            Some(row) => done.insert(row),
-            None => {
-                return Err(format!(
-                    "line {} of `{shown}` is not a batch result; use another `--out` file",
-                    i + 1
-                ));
-            }
-        };
+/// The row numbers a results file holds, as sorted, disjoint runs of
+/// consecutive numbers (first, last). A batch writes its results in row
+/// order, so a file holds a run per resumed stop and per blank line of the
+/// rows, not one entry per row: resuming a batch of millions of rows keeps
+/// a few numbers in memory.
+#[derive(Debug, Default)]
+struct Done {
+    runs: Vec<(u64, u64)>,
+}
+
+impl Done {
+    /// Adds `row`; call [`Done::settle`] before asking.
+    fn insert(&mut self, row: u64) {
+        match self.runs.last_mut() {
+            Some((_, last)) if last.checked_add(1) == Some(row) => *last = row,
+            _ => self.runs.push((row, row)),
+        }
     }
+
+    /// Sorts the runs and merges those that touch or overlap.
+    fn settle(&mut self) {
+        self.runs.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.runs.len());
+        for &(first, last) in &self.runs {
+            match merged.last_mut() {
+                Some((_, end)) if first <= end.saturating_add(1) => *end = (*end).max(last),
+                _ => merged.push((first, last)),
+            }
+        }
+        self.runs = merged;
+    }
+
+    fn contains(&self, row: u64) -> bool {
+        let after = self.runs.partition_point(|&(first, _)| first <= row);
+        after > 0 && row <= self.runs[after - 1].1
+    }
+
+    /// How many rows.
+    fn len(&self) -> u64 {
+        self.runs
+            .iter()
+            .fold(0, |n, (first, last)| n.saturating_add((last - first).saturating_add(1)))
+    }
+}
+
+/// One line of a results file: only its row number is read.
+#[derive(serde::Deserialize)]
+struct ResultLine {
+    row: u64,
+}
+
+/// The row numbers RESULTS holds and the file opened for appending; a last
+/// line a kill cut short is cut off. The file is read a line at a time.
+fn open_results(path: &Path) -> Result<(Done, File), String> {
+    let shown = path.display();
+    let mut done = Done::default();
+    // The length of the whole lines: a last line without its newline was
+    // cut short by a kill.
+    let mut whole = 0u64;
+    match File::open(path) {
+        Ok(file) => {
+            let mut reader = BufReader::new(file);
+            let mut line = Vec::new();
+            for number in 1.. {
+                line.clear();
+                let read = reader
+                    .read_until(b'\n', &mut line)
+                    .map_err(|e| format!("cannot read results `{shown}`: {e}"))?;
+                if line.last() != Some(&b'\n') {
+                    break;
+                }
+                whole += read as u64;
+                match serde_json::from_slice::<ResultLine>(&line) {
+                    Ok(result) => done.insert(result.row),
+                    Err(_) => {
+                        return Err(format!(
+                            "line {number} of `{shown}` is not a batch result; use another `--out` file"
+                        ));
+                    }
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot read results `{shown}`: {e}")),
+    }
+    done.settle();
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .map_err(|e| format!("cannot write results `{shown}`: {e}"))?;
-    file.set_len(whole as u64).map_err(|e| format!("cannot repair `{shown}`: {e}"))?;
+    file.set_len(whole).map_err(|e| format!("cannot repair `{shown}`: {e}"))?;
     Ok((done, file))
 }
 
@@ -171,4 +235,67 @@ fn progress(total: Option<u64>) -> Option<ProgressBar> {
         bar.set_style(style);
     }
     Some(bar)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Done, open_results};
+
+    fn done(rows: &[u64]) -> Done {
+        let mut done = Done::default();
+        for &row in rows {
+            done.insert(row);
+        }
+        done.settle();
+        done
+    }
+
+    #[test]
+    fn rows_in_order_are_one_run() {
+        let rows: Vec<u64> = (1..=100_000).collect();
+        let done = done(&rows);
+        assert_eq!(done.runs, [(1, 100_000)]);
+        assert_eq!(done.len(), 100_000);
+        assert!(done.contains(1) && done.contains(100_000));
+        assert!(!done.contains(0) && !done.contains(100_001));
+    }
+
+    #[test]
+    fn gaps_repeats_and_disorder_are_kept_exactly() {
+        // Blank line 3, a resumed run that rewrote row 5, rows out of order.
+        let done = done(&[1, 2, 4, 5, 5, 6, 9, 8, 20, u64::MAX]);
+        assert_eq!(done.runs, [(1, 2), (4, 6), (8, 9), (20, 20), (u64::MAX, u64::MAX)]);
+        assert_eq!(done.len(), 9);
+        let held: Vec<u64> = (0..=21).filter(|&r| done.contains(r)).collect();
+        assert_eq!(held, [1, 2, 4, 5, 6, 8, 9, 20]);
+        assert!(done.contains(u64::MAX));
+    }
+
+    #[test]
+    fn no_results_hold_no_row() {
+        let done = done(&[]);
+        assert_eq!(done.len(), 0);
+        assert!(!done.contains(1));
+    }
+
+    #[test]
+    fn a_cut_last_line_is_not_done_and_is_cut_off() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("out.jsonl");
+        let whole = "{\"row\": 1, \"outputs\": {}}\n{\"row\": 3, \"error\": {}}\n";
+        std::fs::write(&path, format!("{whole}{{\"row\": 4, \"outp")).expect("written");
+        let (done, _file) = open_results(&path).expect("results");
+        assert_eq!(done.runs, [(1, 1), (3, 3)]);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), whole);
+    }
+
+    #[test]
+    fn a_line_without_a_row_number_is_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("out.jsonl");
+        std::fs::write(&path, "{\"row\": 1}\n{\"name\": \"x\"}\n").expect("written");
+        let error = open_results(&path).expect_err("not results");
+        assert!(error.starts_with("line 2 of `"), "{error}");
+        assert!(error.ends_with("is not a batch result; use another `--out` file"), "{error}");
+    }
 }
