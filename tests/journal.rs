@@ -343,6 +343,55 @@ async fn batch_stopped_by_sigint_resumes_with_whole_lines() {
     assert_eq!(rows, (1..=40).collect::<Vec<u64>>());
 }
 
+/// Runs `shell` under a pseudo-terminal (util-linux `script`); what the
+/// terminal showed.
+fn on_a_terminal(dir: &Path, shell: &str) -> String {
+    let output = Command::new("script")
+        .args(["--quiet", "--return", "--command", shell, "/dev/null"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("`script` (util-linux) runs a command under a pseudo-terminal");
+    let shown = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{shown}{}", String::from_utf8_lossy(&output.stderr));
+    shown
+}
+
+#[test]
+fn the_batch_progress_bar_is_drawn_on_a_terminal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    sleepy(dir.path());
+    std::fs::write(dir.path().join("rows.jsonl"), "{\"n\": 3}\n{\"n\": -1}\n{\"n\": 3}\n").unwrap();
+    let batch = format!(
+        "'{}' run sleepy.ign --batch rows.jsonl --out out.jsonl --jobs 1",
+        env!("CARGO_BIN_EXE_ignite")
+    );
+    // The results file was written: a run resumes, so it goes between runs.
+    let fresh = |command: &str| {
+        let _ = std::fs::remove_file(dir.path().join("out.jsonl"));
+        format!("{command} || test $? -eq 3")
+    };
+
+    let shown = on_a_terminal(dir.path(), &fresh(&batch));
+    for part in ["/3 rows", "1 failed", "0 tokens", "/s", "ETA "] {
+        assert!(shown.contains(part), "no `{part}` on the terminal: {shown:?}");
+    }
+    assert!(shown.contains("batch: 3 rows run, 1 failed"), "{shown:?}");
+
+    // stderr not a terminal (stdout still one): no bar, only the summary.
+    let shown = on_a_terminal(dir.path(), &fresh(&format!("{batch} 2>stderr.txt")));
+    let stderr = std::fs::read_to_string(dir.path().join("stderr.txt")).unwrap();
+    assert_eq!(stderr, "batch: 3 rows run, 1 failed; 0 tokens\n");
+    assert!(!shown.contains("rows"), "{shown:?}");
+
+    // Neither a terminal.
+    let _ = std::fs::remove_file(dir.path().join("out.jsonl"));
+    let output =
+        ignite(dir.path()).args(["run", "sleepy.ign", "--batch", "rows.jsonl"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "batch: 3 rows run, 1 failed; 0 tokens\n");
+}
+
 /// A cached tool that counts its real calls in `calls.txt`; `n < 0` fails.
 fn cached(dir: &Path) {
     let text = r#"
