@@ -279,6 +279,9 @@ impl Toolbox {
         args: Map<String, Value>,
     ) -> Result<Value, ToolError> {
         let limit = tool.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        // The futures of the kinds that wait are boxed: their state machines
+        // take tens of KB, which every call's future (a `returns` tool's
+        // too) would otherwise carry and copy whenever a call is spawned.
         match &tool.implementation {
             Implementation::Returns(expr) => returns::run(expr, args),
             Implementation::Exec { program: command, args: argv } => {
@@ -292,7 +295,7 @@ impl Toolbox {
                     key_vars: &key_vars,
                     max_bytes: self.max_bytes(),
                 };
-                exec::run(&spec, &args).await
+                Box::pin(exec::run(&spec, &args)).await
             }
             Implementation::Http { method, url, headers } => {
                 let spec = http::Spec {
@@ -302,16 +305,16 @@ impl Toolbox {
                     timeout: limit,
                     max_bytes: self.max_bytes(),
                 };
-                http::run(self.http_client()?, &spec, args).await
+                Box::pin(http::run(self.http_client()?, &spec, args)).await
             }
             Implementation::Builtin { builtin, config } => {
                 let context = builtin::Context { tool, config, toolbox: self, timeout: limit };
-                builtin::run(*builtin, &context, args).await
+                Box::pin(builtin::run(*builtin, &context, args)).await
             }
             Implementation::Native { name } => {
                 let native =
                     self.natives.get(name).ok_or_else(|| ToolError::NotRegistered(name.clone()))?;
-                run_native(Arc::clone(native), Value::Object(args), tool.timeout).await
+                Box::pin(run_native(Arc::clone(native), Value::Object(args), tool.timeout)).await
             }
         }
     }
