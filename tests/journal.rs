@@ -382,14 +382,14 @@ fn the_batch_progress_bar_is_drawn_on_a_terminal_only() {
     // stderr not a terminal (stdout still one): no bar, only the summary.
     let shown = on_a_terminal(dir.path(), &fresh(&format!("{batch} 2>stderr.txt")));
     let stderr = std::fs::read_to_string(dir.path().join("stderr.txt")).unwrap();
-    assert_eq!(stderr, "batch: 3 rows run, 1 failed; 0 tokens\n");
+    assert_eq!(stderr, "batch: 3 rows run, 1 failed\n");
     assert!(!shown.contains("rows"), "{shown:?}");
 
     // Neither a terminal.
     let _ = std::fs::remove_file(dir.path().join("out.jsonl"));
     let output =
         ignite(dir.path()).args(["run", "sleepy.ign", "--batch", "rows.jsonl"]).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&output.stderr), "batch: 3 rows run, 1 failed; 0 tokens\n");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "batch: 3 rows run, 1 failed\n");
 }
 
 /// A cached tool that counts its real calls in `calls.txt`; `n < 0` fails.
