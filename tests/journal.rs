@@ -539,8 +539,9 @@ contract Many {
             .filter(|p| p.ends_with('\n'))
             .map(|p| p.trim().to_owned())
     };
+    // The child notes its own pid after its grandchild's: wait for all four.
     wait_for("two items to start", || {
-        pid("grandchild", 0).is_some() && pid("grandchild", 1).is_some()
+        (0..2).all(|n| pid("grandchild", n).is_some() && pid("child", n).is_some())
     })
     .await;
     let running: Vec<String> = (0..2)
