@@ -444,3 +444,53 @@ pub fn failure_type(failure: &Value) -> Cow<'static, str> {
         None => Cow::Borrowed("failed"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a OtelValue> {
+        attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| &kv.value)
+    }
+
+    #[test]
+    fn server_attributes_keep_host_and_port_only() {
+        let attributes = server_attributes("https://api.example.com/v1/chat?key=secret");
+        assert_eq!(attributes.len(), 2);
+        assert_eq!(find(&attributes, "server.address"), Some(&OtelValue::from("api.example.com")));
+        assert_eq!(find(&attributes, "server.port"), Some(&OtelValue::I64(443)));
+        assert!(server_attributes("not a url").is_empty());
+    }
+
+    #[test]
+    fn response_attributes_read_each_providers_names() {
+        let openai = response_attributes(&json!({"id": "chatcmpl-1", "model": "gpt-4o-2024"}));
+        assert_eq!(find(&openai, "gen_ai.response.model"), Some(&OtelValue::from("gpt-4o-2024")));
+        assert_eq!(find(&openai, "gen_ai.response.id"), Some(&OtelValue::from("chatcmpl-1")));
+        let gemini =
+            response_attributes(&json!({"modelVersion": "gemini-2.5", "responseId": "r1"}));
+        assert_eq!(find(&gemini, "gen_ai.response.model"), Some(&OtelValue::from("gemini-2.5")));
+        assert_eq!(find(&gemini, "gen_ai.response.id"), Some(&OtelValue::from("r1")));
+        assert!(response_attributes(&json!({"model": 3})).is_empty());
+    }
+
+    #[test]
+    fn failure_types_are_codes_or_statuses() {
+        assert_eq!(
+            failure_type(&json!({"code": "ignite::tools::failed", "message": "x"})),
+            "ignite::tools::failed"
+        );
+        assert_eq!(failure_type(&json!({"status": 429, "response": {}})), "429");
+        assert_eq!(failure_type(&json!("boom")), "failed");
+    }
+
+    #[test]
+    fn without_an_exporter_spans_are_empty() {
+        // No test of this crate calls `init`: nothing is exported.
+        let run = Span::run("Report", &RunSpan::default());
+        assert!(!run.is_recording());
+        let child = run.child(SpanKind::Internal, || unreachable!("not computed"), Vec::new);
+        assert!(!child.is_recording());
+        assert!(RunSpan::default().with(|| unreachable!("not computed")).attributes.is_empty());
+    }
+}
