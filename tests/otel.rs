@@ -505,3 +505,56 @@ async fn a_served_request_joins_the_callers_trace() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_flushes_the_spans_that_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = receiver().await;
+    std::fs::write(
+        dir.path().join("slow.ign"),
+        r#"
+tool Quick {
+  description "Answers at once"
+  param n: integer
+  exec "sh" "-c" "echo 1"
+}
+
+tool Slow {
+  description "Says it started, then waits"
+  param n: integer
+  exec "sh" "-c" "touch started; sleep 30; echo 2"
+}
+
+contract Interrupted {
+  input n: integer
+  compute a = Quick(n: n)
+  compute b = Slow(n: a)
+  output b
+}
+"#,
+    )
+    .unwrap();
+    let mut child = ignite(dir.path(), &receiver)
+        .args(["run", "slow.ign", "--input", "n=1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = dir.path().join("started");
+    for _ in 0..1000 {
+        if started.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(started.exists(), "the slow tool started");
+    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let got = exported(&receiver).await;
+    // The quick call ended before the signal: exported. The slow one and
+    // the run never ended.
+    assert_eq!(got.one("execute_tool quick").parent_span_id, got.one("Interrupted > a").span_id);
+    assert!(got.named("run Interrupted").is_empty());
+    assert!(got.named("execute_tool slow").is_empty());
+}
