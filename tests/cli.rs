@@ -61,6 +61,34 @@ fn run_jobs_bounds() {
     }
 }
 
+/// A reader that went away (`ignite run … | head`) ends the output
+/// quietly: no panic, and each command keeps its own exit code.
+#[test]
+fn a_closed_stdout_ends_output_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills both descriptors, which are owned below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just created and nothing else owns them.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    let pricing = ["contracts/pricing.ign", "--inputs", "contracts/pricing.inputs.json"];
+    let commands: [(&[&str], i32); 5] = [
+        (&["run", pricing[0], pricing[1], pricing[2]], 0),
+        (&["graph", "contracts/pricing.ign"], 0),
+        (&["check", "--format", "json", "tests/corpus/err/unknown_name.ign"], 1),
+        (&["schema", "contracts/assistant.ign"], 0),
+        (&["tools", "contracts/assistant.ign"], 0),
+    ];
+    for (args, code) in commands {
+        let output = ignite().args(args).stdout(write.try_clone().unwrap()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("standard output"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn check_errors() {
     assert_cmd_snapshot!(ignite().args(["check", "tests/corpus/err/unknown_name.ign"]));

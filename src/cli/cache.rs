@@ -33,15 +33,14 @@ impl CacheArgs {
     pub fn run(self, _global: &GlobalArgs) -> ExitCode {
         let dir = self.cache_dir.display();
         let done = match self.action {
-            CacheAction::Stats => Cache::stats(&self.cache_dir).map(|stats| {
-                println!("{dir}: {} entries, {} bytes", stats.entries, stats.bytes);
-            }),
+            CacheAction::Stats => Cache::stats(&self.cache_dir)
+                .map(|stats| format!("{dir}: {} entries, {} bytes\n", stats.entries, stats.bytes)),
             CacheAction::Clear => {
-                Cache::clear(&self.cache_dir).map(|()| println!("{dir}: cleared"))
+                Cache::clear(&self.cache_dir).map(|()| format!("{dir}: cleared\n"))
             }
         };
         match done {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(text) => super::emit(&text, ExitCode::SUCCESS),
             Err(message) => super::run::usage(&message),
         }
     }

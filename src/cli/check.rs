@@ -73,19 +73,20 @@ impl CheckArgs {
                 }
             }
         }
-        match self.format {
-            Format::Human => {
-                eprintln!("{}", summary(errors, warnings, files.len(), self.deny_warnings));
-            }
-            Format::Json => println!(
-                "{}",
-                serde_json::to_string_pretty(&json).unwrap_or_else(|_| "[]".to_owned())
-            ),
-        }
-        if errors > 0 || (self.deny_warnings && warnings > 0) {
+        let code = if errors > 0 || (self.deny_warnings && warnings > 0) {
             ExitCode::from(1)
         } else {
             ExitCode::SUCCESS
+        };
+        match self.format {
+            Format::Human => {
+                eprintln!("{}", summary(errors, warnings, files.len(), self.deny_warnings));
+                code
+            }
+            Format::Json => {
+                let text = serde_json::to_string_pretty(&json).unwrap_or_else(|_| "[]".to_owned());
+                super::emit(&(text + "\n"), code)
+            }
         }
     }
 }

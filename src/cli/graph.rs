@@ -56,7 +56,6 @@ impl GraphArgs {
             Drawing::Dot => GraphFormat::Dot,
         };
         let program = engine.program();
-        print!("{}", render_graph(program, &program[contract], format));
-        ExitCode::SUCCESS
+        super::emit(&render_graph(program, &program[contract], format), ExitCode::SUCCESS)
     }
 }

@@ -138,6 +138,23 @@ pub fn run(cli: Cli) -> ExitCode {
     code
 }
 
+/// Writes `text` to standard output and returns `code`. A reader that
+/// went away (`ignite run … | head`) is not an error: what is left is
+/// dropped quietly, as Unix tools do. Any other failure (a full disk
+/// behind a redirection) is reported and gives exit code 2, so output is
+/// never lost in silence.
+fn emit(text: &str, code: ExitCode) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write to standard output: {e}");
+            ExitCode::from(2)
+        }
+        _ => code,
+    }
+}
+
 /// An engine over `program` with live providers (from the environment)
 /// and tools, both capped at `max_bytes` per result.
 fn live_engine(program: crate::ir::Program, max_bytes: usize) -> crate::runtime::Engine {

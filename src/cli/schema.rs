@@ -39,9 +39,11 @@ impl SchemaArgs {
         let capabilities = super::split_capabilities(self.capabilities.as_deref());
         let schemas = registry.schemas(format, capabilities.as_deref());
         match serde_json::to_string_pretty(&schemas) {
-            Ok(text) => println!("{text}"),
-            Err(e) => eprintln!("error: {e}"),
+            Ok(text) => super::emit(&(text + "\n"), ExitCode::SUCCESS),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::SUCCESS
+            }
         }
-        ExitCode::SUCCESS
     }
 }

@@ -105,14 +105,14 @@ impl TestArgs {
             eprintln!("error: {what}");
             return ExitCode::from(2);
         }
-        match self.format {
-            TestFormat::Human => print!("{}", report.human()),
-            TestFormat::Json => println!(
-                "{}",
-                serde_json::to_string_pretty(&report.json()).unwrap_or_else(|_| "{}".to_owned())
-            ),
-            TestFormat::Junit => print!("{}", report.junit()),
-        }
-        if report.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        let text = match self.format {
+            TestFormat::Human => report.human(),
+            TestFormat::Json => {
+                let json = serde_json::to_string_pretty(&report.json());
+                json.unwrap_or_else(|_| "{}".to_owned()) + "\n"
+            }
+            TestFormat::Junit => report.junit(),
+        };
+        super::emit(&text, if report.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
     }
 }

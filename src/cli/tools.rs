@@ -27,7 +27,6 @@ impl ToolsArgs {
         };
         let registry = Registry::from_program(&program, &Toolbox::new());
         let capabilities = super::split_capabilities(self.capabilities.as_deref());
-        print!("{}", render_table(&registry, capabilities.as_deref()));
-        ExitCode::SUCCESS
+        super::emit(&render_table(&registry, capabilities.as_deref()), ExitCode::SUCCESS)
     }
 }
