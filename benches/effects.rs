@@ -1,10 +1,11 @@
 //! Effects-seam benchmarks. `cargo bench --bench effects`; figures go to
 //! BENCHMARKS.md.
 //!
-//! - journal: a contract of 1,000 fast tool calls (`returns` tools), run
-//!   live and with `--journal`'s store (one appended line per call),
-//!   alternating in one process on a noisy shared machine: compare the
-//!   ratio, not the times.
+//! - journal: a contract of 1,000 fast tool calls, run live and with
+//!   `--journal`'s store (one appended line per call), alternating in one
+//!   process on a noisy shared machine: compare the ratio, not the times.
+//!   Twice: in-process `returns` tools (a few µs a call), then `exec
+//!   "cat"` tools (a real child process a call, 8 at once).
 //! - cache hit: one agent-call effect answered by the cache (a warm
 //!   `Cache` entry, through the same `Scope::perform` the runtime uses),
 //!   median and p90 of 2,000.
@@ -28,17 +29,18 @@ use support::{engine, median_run};
 
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
-    journal(dir.path());
+    journal(dir.path(), "returns n + 1", None, 21);
+    journal(dir.path(), "exec \"cat\"", Some(8), 5);
+    append(dir.path());
     cache_hit(dir.path());
 }
 
-/// Live and journaled runs, alternating.
-const ROUNDS: usize = 21;
-
-fn journal(dir: &std::path::Path) {
+/// Live and journaled runs of 1,000 calls of a tool implemented by
+/// `body`, `jobs` at once, alternating for `rounds` rounds.
+fn journal(dir: &std::path::Path, body: &str, jobs: Option<usize>, rounds: usize) {
     let calls = 1_000;
-    let mut text = String::from(
-        "tool Step {\n  param n: integer\n  returns n + 1\n}\n\ncontract Many {\n  input x: integer\n",
+    let mut text = format!(
+        "tool Step {{\n  param n: integer\n  {body}\n}}\n\ncontract Many {{\n  input x: integer\n"
     );
     for i in 0..calls {
         let _ = writeln!(text, "  compute c{i} = Step(n: x + {i})");
@@ -48,12 +50,12 @@ fn journal(dir: &std::path::Path) {
     }
     text.push_str("}\n");
     let inputs: Map<String, Value> = [("x".to_owned(), Value::from(1))].into_iter().collect();
-    let options = RunOptions::default();
+    let options = RunOptions { jobs, ..RunOptions::default() };
     let live = engine(&text);
     // Warm the shared I/O runtime, so neither side pays its start.
     median_run(&live, &inputs, &options, 1);
     let (mut plain, mut journaled) = (Vec::new(), Vec::new());
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         let runs = dir.join(format!("runs{round}"));
         let (store, _) = Recording::journal(&runs, RunHeader::default()).expect("journal");
         let with = live.sibling(Effects::live().with(Arc::new(store)));
@@ -69,7 +71,8 @@ fn journal(dir: &std::path::Path) {
     }
     plain.sort();
     journaled.sort();
-    let (plain, journaled) = (plain[ROUNDS / 2], journaled[ROUNDS / 2]);
+    let (plain, journaled) = (plain[rounds / 2], journaled[rounds / 2]);
+    println!("`{body}`, median of {rounds} rounds:");
     println!("| benchmark | live | journaled | ratio |");
     println!("| --- | ---: | ---: | ---: |");
     println!(
@@ -84,7 +87,6 @@ fn journal(dir: &std::path::Path) {
         us(journaled) / f64::from(calls),
         (us(journaled) - us(plain)) / f64::from(calls)
     );
-    append(dir);
 }
 
 /// One journal line on its own: `EffectStore::record` of a tool call's
