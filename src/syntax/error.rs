@@ -137,7 +137,7 @@ const OPERATORS: [&str; 16] =
     ["!=", "%", "*", "+", "-", ".", "/", "<=", "<", "==", ">=", ">", "[", "and", "or", "not"];
 
 /// Statement keywords as [`rule_name`] prints them.
-const STATEMENT_KEYWORDS: [&str; 33] = [
+const STATEMENT_KEYWORDS: [&str; 34] = [
     "`result`",
     "`result_retries`",
     "`description`",
@@ -163,6 +163,7 @@ const STATEMENT_KEYWORDS: [&str; 33] = [
     "`base_url`",
     "`api_key`",
     "`retries`",
+    "`cache`",
     "`rate_limit`",
     "`token_limit`",
     "`price`",
