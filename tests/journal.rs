@@ -5,19 +5,16 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::ignite;
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-fn ignite(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ignite"));
-    command.current_dir(dir).env("NO_COLOR", "1").env("FAKE_KEY", "sk-fake");
-    command
-}
 
 /// A chain: a tool that appends to `marks.txt`, then two agents in a row.
 fn chain(dir: &Path, server: &str) -> PathBuf {

@@ -9,12 +9,15 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::{ignite, listening};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -80,12 +83,6 @@ contract Asked {{
     std::fs::write(dir.join("ask.ign"), text).unwrap();
 }
 
-fn ignite(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ignite"));
-    command.current_dir(dir).env("NO_COLOR", "1").env("FAKE_KEY", "sk-fake");
-    command
-}
-
 /// Runs `ignite` with `args` in `dir` off the async threads.
 async fn run(dir: &Path, args: &[&str]) -> Output {
     let mut command = ignite(dir);
@@ -147,7 +144,6 @@ impl Drop for Killed {
 /// start 200 ms apart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limit_spaces_the_requests_of_a_server() {
-    use std::io::{BufRead as _, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let (server, arrivals) = server(vec![reply("ok", (3, 1))]).await;
     program(dir.path(), &server, "  rate_limit 300 per minute", "Fake");
@@ -160,12 +156,7 @@ async fn rate_limit_spaces_the_requests_of_a_server() {
             .unwrap(),
     );
     let stderr = child.0.stderr.take().unwrap();
-    let base = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stderr).lines();
-        lines.find_map(|l| l.unwrap().strip_prefix("listening on ").map(str::to_owned)).unwrap()
-    })
-    .await
-    .unwrap();
+    let (base, _) = tokio::task::spawn_blocking(move || listening(stderr)).await.unwrap();
     let client = reqwest::Client::new();
     let ask = |i: usize| {
         let request =

@@ -7,8 +7,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::collections::HashMap;
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -19,6 +20,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use prost::Message as _;
 use serde_json::json;
+use support::listening;
 use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -125,10 +127,8 @@ async fn receiver() -> MockServer {
 }
 
 fn ignite(dir: &Path, receiver: &MockServer) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ignite"));
+    let mut command = support::ignite(dir);
     command
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
         .env("FAKE_KEY", KEY)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.uri())
         .env("OTEL_EXPORTER_OTLP_HEADERS", format!("x-otel-token={TOKEN}"))
@@ -477,13 +477,7 @@ async fn a_served_request_joins_the_callers_trace() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next().expect("ignite prints its address").unwrap();
-        if let Some(address) = line.strip_prefix("listening on ") {
-            break address.to_owned();
-        }
-    };
+    let (base, _stderr) = listening(child.stderr.take().unwrap());
     let response = reqwest::Client::new()
         .post(format!("{base}/contracts/Ask"))
         .header("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")

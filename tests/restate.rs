@@ -7,8 +7,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::{ignite, listening};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 /// A Restate server with its data in a temporary folder; stopped when dropped.
@@ -121,24 +123,16 @@ struct Worker {
 
 impl Worker {
     fn start(dir: &Path, file: &str) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ignite"))
-            .current_dir(dir)
-            .env("NO_COLOR", "1")
-            .env("FAKE_KEY", "sk-fake")
+        let mut child = ignite(dir)
             .args(["serve", file, "--restate", "--port", "0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let address = loop {
-            let line = lines.next().expect("the worker prints its address").unwrap();
-            if let Some(url) = line.strip_prefix("listening on http://") {
-                break url.to_owned();
-            }
-        };
+        let (url, lines) = listening(child.stderr.take().unwrap());
         std::thread::spawn(move || lines.for_each(drop));
+        let address = url.strip_prefix("http://").expect("an http URL").to_owned();
         Self { child, address }
     }
 

@@ -1,12 +1,14 @@
 //! `ignite serve` end to end: the binary started on 127.0.0.1 with a free
 //! port, spoken to with reqwest.
 
-use std::io::{BufRead as _, BufReader};
+mod support;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::listening;
 
 /// A running `ignite serve`; killed when dropped.
 struct Server {
@@ -27,13 +29,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .expect("ignite starts");
-        let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
-        let base = loop {
-            let line = lines.next().expect("ignite prints its address").expect("stderr is text");
-            if let Some(address) = line.strip_prefix("listening on ") {
-                break address.to_owned();
-            }
-        };
+        let (base, lines) = listening(child.stderr.take().expect("piped stderr"));
         let log = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&log);
         std::thread::spawn(move || {

@@ -1,0 +1,29 @@
+//! What the integration tests that start the real `ignite` binary share.
+
+// Each test crate uses the part it needs.
+#![allow(dead_code)]
+
+use std::io::{BufRead as _, BufReader, Lines};
+use std::path::Path;
+use std::process::{ChildStderr, Command};
+
+/// `ignite` in `dir`, without colour, with `FAKE_KEY` for the fake
+/// providers' `api_key env("FAKE_KEY")`.
+pub(crate) fn ignite(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ignite"));
+    command.current_dir(dir).env("NO_COLOR", "1").env("FAKE_KEY", "sk-fake");
+    command
+}
+
+/// Reads the stderr of `ignite serve` up to its `listening on URL` line:
+/// the URL, and the rest of stderr (the server's writes fail once it is
+/// dropped).
+pub(crate) fn listening(stderr: ChildStderr) -> (String, Lines<BufReader<ChildStderr>>) {
+    let mut lines = BufReader::new(stderr).lines();
+    loop {
+        let line = lines.next().expect("ignite prints its address").expect("stderr is text");
+        if let Some(url) = line.strip_prefix("listening on ") {
+            return (url.to_owned(), lines);
+        }
+    }
+}
