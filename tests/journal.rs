@@ -12,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::ignite;
+use support::{ignite, wait_for};
 use wiremock::matchers::{body_string_contains, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -87,17 +87,6 @@ fn marks(dir: &Path) -> usize {
 fn outputs(output: &Output) -> Value {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).unwrap()
-}
-
-/// Polls `done` every 20 ms for up to 20 s.
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..1000 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn journals(dir: &Path) -> Vec<PathBuf> {

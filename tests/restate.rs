@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{ignite, listening};
+use support::{ignite, listening, wait_for};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 /// A Restate server with its data in a temporary folder; stopped when dropped.
@@ -303,17 +303,6 @@ fn log(dir: &Path) -> Vec<(u32, String)> {
             (pid.parse().unwrap(), args["line"].as_str().unwrap().to_owned())
         })
         .collect()
-}
-
-/// Polls `done` every 20 ms for up to 60 s.
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..3000 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,6 +6,7 @@
 use std::io::{BufRead as _, BufReader, Lines};
 use std::path::Path;
 use std::process::{ChildStderr, Command};
+use std::time::Duration;
 
 /// `ignite` in `dir`, without colour, with `FAKE_KEY` for the fake
 /// providers' `api_key env("FAKE_KEY")`.
@@ -26,4 +27,15 @@ pub(crate) fn listening(stderr: ChildStderr) -> (String, Lines<BufReader<ChildSt
             return (url.to_owned(), lines);
         }
     }
+}
+
+/// Polls `done` every 20 ms for up to 60 s; `what` names it on a timeout.
+pub(crate) async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..3000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
 }
