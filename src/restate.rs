@@ -46,7 +46,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::effects::{Effects, Journal, Outcome, Step};
 use crate::ir::ContractId;
-use crate::runtime::{Engine, RunOptions};
+use crate::runtime::{Engine, InputsFrom, RunOptions};
 use crate::serve::{input_schema, output_schema, parse_inputs, run_error};
 
 /// The one handler of every contract's service.
@@ -139,7 +139,8 @@ async fn invoke(
     })?;
     let (steps, mut requests) = mpsc::unbounded_channel();
     let run_engine = engine.sibling(Effects::live().with_journal(Arc::new(Bridge { steps })));
-    let options = RunOptions { jobs: Some(1), ..RunOptions::default() };
+    let options =
+        RunOptions { jobs: Some(1), inputs_from: InputsFrom::Body, ..RunOptions::default() };
     let mut run = tokio::task::spawn_blocking(move || run_engine.run(contract, &inputs, &options));
     loop {
         tokio::select! {

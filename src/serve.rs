@@ -35,7 +35,7 @@ use tokio::sync::Semaphore;
 
 use crate::diagnostic::Code;
 use crate::ir::{Call, Callee, ContractId, NodeKind, Program};
-use crate::runtime::{Engine, RunError, RunOptions};
+use crate::runtime::{Engine, InputsFrom, RunError, RunOptions};
 use crate::telemetry::RunSpan;
 use crate::tools::schema::{params_schema, type_schema};
 
@@ -249,8 +249,11 @@ impl Service {
         };
         let engine = Arc::clone(&self.engine);
         let run = tokio::task::spawn_blocking(move || {
-            let result =
-                engine.run(contract, &inputs, &RunOptions { span, ..RunOptions::default() });
+            let result = engine.run(
+                contract,
+                &inputs,
+                &RunOptions { span, inputs_from: InputsFrom::Body, ..RunOptions::default() },
+            );
             drop(turn);
             result
         });

@@ -125,6 +125,10 @@ async fn input_problems_are_422_with_every_problem() {
     );
     assert_eq!(error["diagnostics"][0]["help"], "did you mean `prices`?");
     assert_eq!(error["diagnostics"][1]["line"], 17);
+    assert_eq!(
+        error["diagnostics"][1]["help"],
+        "add `\"prices\": VALUE` to the request's JSON body"
+    );
 }
 
 #[tokio::test]

@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
 
-use super::{Engine, RunError, RunOptions};
+use super::{Engine, RunError, RunOptions, inputs};
 use crate::diagnostic::Code;
 use crate::ir::ContractId;
 use crate::trace::Trace;
@@ -128,9 +128,7 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
                 RunError::Output { .. } => (Code::RunOutput.as_str(), Value::Null),
             };
             let message = match &error {
-                RunError::Inputs { problems, .. } => {
-                    problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ")
-                }
+                RunError::Inputs { problems, .. } => inputs::one_line(problems),
                 RunError::Node { message, .. } => message.clone(),
                 other => other.to_string(),
             };

@@ -8,6 +8,27 @@ use crate::ir::Param;
 use crate::lower::suggest::closest;
 use crate::source::Span;
 
+/// Where a run's inputs come from, so that the help for a missing one
+/// says how to give it there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InputsFrom {
+    /// `--input NAME=VALUE` and `--inputs FILE` on the command line.
+    #[default]
+    Flags,
+    /// The JSON object of a request's body (`ignite serve`, Restate).
+    Body,
+}
+
+impl InputsFrom {
+    /// How to give the missing input `name`.
+    fn missing_help(self, name: &str) -> String {
+        match self {
+            InputsFrom::Flags => format!("pass it with `--input {name}=VALUE`"),
+            InputsFrom::Body => format!("add `\"{name}\": VALUE` to the request's JSON body"),
+        }
+    }
+}
+
 /// One wrong input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputProblem {
@@ -21,14 +42,26 @@ pub struct InputProblem {
     pub help: Option<String>,
 }
 
+/// Every problem's message, as one line.
+#[must_use]
+pub fn one_line(problems: &[InputProblem]) -> String {
+    problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ")
+}
+
 /// The values of `params` in order: given (shared, not copied),
 /// defaulted, or `null` for an absent nullable param.
 ///
 /// # Errors
 /// Every unknown, missing and wrongly typed input (every wrong field of a
 /// record input, each naming its path); `owner` is the span
-/// unknown inputs point at.
-pub fn bind(params: &[Param], given: &Fields, owner: Span) -> Result<Vec<Val>, Vec<InputProblem>> {
+/// unknown inputs point at; `from`, when the inputs come from the user,
+/// words the help for missing ones.
+pub fn bind(
+    params: &[Param],
+    given: &Fields,
+    owner: Span,
+    from: Option<InputsFrom>,
+) -> Result<Vec<Val>, Vec<InputProblem>> {
     let mut problems = Vec::new();
     for name in given.keys() {
         if !params.iter().any(|p| &p.name == name) {
@@ -56,7 +89,7 @@ pub fn bind(params: &[Param], given: &Fields, owner: Span) -> Result<Vec<Val>, V
                     message: format!("missing required input `{}` ({})", param.name, param.ty),
                     span: param.span,
                     label: "declared here",
-                    help: Some(format!("pass it with `--input {}=VALUE`", param.name)),
+                    help: from.map(|from| from.missing_help(&param.name)),
                 });
                 continue;
             }

@@ -30,6 +30,7 @@ use crate::trace::Trace;
 use crate::usage::UsageTotals;
 
 pub use error::RunError;
+pub use inputs::InputsFrom;
 
 /// What to run and how.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +43,8 @@ pub struct RunOptions {
     pub trace: bool,
     /// The run span's parent and attributes, when spans are exported.
     pub span: crate::telemetry::RunSpan,
+    /// Where the inputs came from: how a missing one's help says to give it.
+    pub inputs_from: InputsFrom,
 }
 
 /// A finished run.

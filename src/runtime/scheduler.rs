@@ -81,7 +81,7 @@ fn run_in(
     let outputs = requested_outputs(program, contract, &options.outputs)?;
     let params: Vec<_> = root.inputs().map(|(_, p)| p.clone()).collect();
     let given: Fields = given.iter().map(|(k, v)| (k.clone(), Val::from(v))).collect();
-    let values = inputs::bind(&params, &given, root.name_span)
+    let values = inputs::bind(&params, &given, root.name_span, Some(options.inputs_from))
         .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?;
     let runner = options.jobs.map_or(root.runner, Runner::Pool);
     let pool = match runner {
@@ -1123,8 +1123,8 @@ fn bind_call(
     span: SourceSpan,
     job: Job,
 ) -> Result<Vec<Val>, Failure> {
-    inputs::bind(params, given, span).map_err(|problems| {
-        let message = problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ");
+    inputs::bind(params, given, span, None).map_err(|problems| {
+        let message = inputs::one_line(&problems);
         Failure::new(job, message, span, Code::NodeFailed)
     })
 }

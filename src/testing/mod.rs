@@ -393,9 +393,7 @@ fn compare_snapshot(
 /// A run error as one text: every input problem, or the message.
 fn error_text(error: &RunError) -> String {
     match error {
-        RunError::Inputs { problems, .. } => {
-            problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>().join("; ")
-        }
+        RunError::Inputs { problems, .. } => crate::runtime::inputs::one_line(problems),
         other => other.to_string(),
     }
 }
