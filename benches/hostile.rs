@@ -1,9 +1,12 @@
 //! `ignite check` on hostile programs: time grows linearly with the input.
 //!
-//! Generates, into a temporary folder, files of N broken declarations
-//! (2,000 and 8,000: every declaration reports a syntax error), one line
-//! of 10,000,000 operators, and a 4,000-deep `else if` chain, and times
-//! the release binary on each (best of 3), printing the 8k/2k ratio.
+//! Generates, into a temporary folder, programs that once took quadratic
+//! time, each at 2,000 and 8,000 declarations or nodes, and prints the
+//! 8k/2k ratio (linear: 4): broken declarations (every one a syntax
+//! error), a chain of nodes each nesting the previous one in a list (its
+//! static type one level deeper each time), and `for` nodes. Then one line
+//! of 10,000,000 operators and a 4,000-deep `else if` chain (both refused
+//! before parsing). Times the release binary on each, best of 3.
 //!
 //! Run with `cargo build --release && cargo bench --bench hostile`.
 
@@ -16,37 +19,54 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// A generator of a program with `n` declarations or nodes, and the exit
+/// code `check` must give it.
+type Case = (&'static str, fn(usize) -> String, i32);
+
 fn main() {
     let binary = binary::release_binary();
     let dir = std::env::temp_dir().join(format!("ignite-hostile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let cases = [
-        ("broken declarations ×2,000", broken(2_000)),
-        ("broken declarations ×8,000", broken(8_000)),
+    let file = dir.join("case.ign");
+    let best = |text: String, code: i32| {
+        std::fs::write(&file, text).unwrap();
+        (0..3).map(|_| time(&binary, &file, code)).min().unwrap()
+    };
+    let scaled: [Case; 3] = [
+        ("broken declarations", broken, 1),
+        ("nodes nesting lists", nested_lists, 0),
+        ("`for` nodes", fors, 0),
+    ];
+    for (name, generate, code) in scaled {
+        let small = best(generate(2_000), code);
+        let large = best(generate(8_000), code);
+        println!(
+            "{name:<24} ×2,000 {:>9.1} ms   ×8,000 {:>9.1} ms   ratio {:.1} (linear: 4)",
+            ms(small),
+            ms(large),
+            large.as_secs_f64() / small.as_secs_f64()
+        );
+    }
+    let once = [
         ("one line of 10,000,000 operators", operators(10_000_000)),
         ("`else if` chain 4,000 deep", else_ifs(4_000)),
     ];
-    let mut times = Vec::new();
-    for (name, text) in cases {
-        let file = dir.join("case.ign");
-        std::fs::write(&file, text).unwrap();
-        let best = (0..3).map(|_| time(&binary, &file)).min().unwrap();
-        println!("{name:<36} {:>10.1} ms", best.as_secs_f64() * 1000.0);
-        times.push(best);
+    for (name, text) in once {
+        println!("{name:<36} {:>10.1} ms", ms(best(text, 1)));
     }
-    println!(
-        "8k/2k broken ratio: {:.1} (linear: 4)",
-        times[1].as_secs_f64() / times[0].as_secs_f64()
-    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Wall time of `ignite check file`, which must report errors (exit 1).
-fn time(binary: &Path, file: &Path) -> Duration {
+fn ms(time: Duration) -> f64 {
+    time.as_secs_f64() * 1000.0
+}
+
+/// Wall time of `ignite check file`, which must exit with `code`.
+fn time(binary: &Path, file: &Path, code: i32) -> Duration {
     let start = Instant::now();
     let output = Command::new(binary).arg("check").arg(file).output().unwrap();
     let elapsed = start.elapsed();
-    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(code), "{}", String::from_utf8_lossy(&output.stderr));
     elapsed
 }
 
@@ -74,5 +94,25 @@ fn else_ifs(n: usize) -> String {
         let _ = write!(out, "if a == {i} then {i}\n    else ");
     }
     out.push_str("0\n  output b\n}\n");
+    out
+}
+
+/// `compute l{i} = [l{i-1}]`: each node's static type nests the last.
+fn nested_lists(n: usize) -> String {
+    let mut out = String::from("contract C {\n  input a: integer\n  compute l0 = [a]\n");
+    for i in 1..n {
+        let _ = writeln!(out, "  compute l{i} = [l{}]", i - 1);
+    }
+    let _ = write!(out, "  output l{}\n}}\n", n - 1);
+    out
+}
+
+/// `compute f{i} = for x in xs: x + i`, every one an output.
+fn fors(n: usize) -> String {
+    let mut out = String::from("contract C {\n  input xs: array<integer>\n");
+    for i in 0..n {
+        let _ = writeln!(out, "  compute f{i} = for x in xs: x + {i}\n  output f{i}");
+    }
+    out.push_str("}\n");
     out
 }

@@ -34,7 +34,7 @@ pub enum TypeKind {
     /// `true` or `false`.
     Boolean,
     /// An array, with its item type for `array<T>`.
-    Array(Option<Box<Type>>),
+    Array(Option<Arc<Type>>),
     /// A JSON object.
     Object,
     /// Anything.

@@ -121,7 +121,7 @@ impl Lowerer<'_> {
     fn check_duplicate_nodes(&mut self, contract: &ast::Contract, scope: &Scope<'_>) {
         for (i, node) in contract.nodes.iter().enumerate() {
             let name = node.name();
-            let Some(&first) = scope.vars.get(name.name.as_str()) else { continue };
+            let Some(first) = scope.var(&name.name) else { continue };
             if first as usize == i {
                 continue;
             }
@@ -215,7 +215,7 @@ impl Lowerer<'_> {
                     .help("rename one with `as other_name`"),
                 );
             }
-            let Some(&node) = scope.vars.get(head.name.as_str()) else {
+            let Some(node) = scope.var(&head.name) else {
                 self.push(
                     Diagnostic::error(
                         Code::UnknownOutput,
@@ -223,7 +223,7 @@ impl Lowerer<'_> {
                         format!("output of unknown node `{}`", head.name),
                     )
                     .label(format!("not a node of contract `{}`", contract.name.name))
-                    .maybe_help(did_you_mean(&head.name, scope.names.iter().copied())),
+                    .maybe_help(did_you_mean(&head.name, scope.names())),
                 );
                 continue;
             };

@@ -123,10 +123,7 @@ impl Lowerer<'_> {
     ) -> NodeKind {
         let items = self.lower_expr(&each.items, scope);
         self.check_iterable(&each.items, &items);
-        let var = u32::try_from(scope.names.len()).unwrap_or(u32::MAX);
-        let mut inner = Scope::new(scope.names.clone(), scope.what, scope.owner.clone());
-        inner.vars.insert(&each.name.name, var);
-        inner.names.push(&each.name.name);
+        let (inner, var) = scope.with_item(&each.name.name);
         let filter = each.filter.as_ref().map(|f| self.lower_expr(f, &inner));
         let body = self.lower_body(&each.body, &inner, stmt, composes);
         if stmt == Stmt::Compose && matches!(body, Body::Pure(_)) {

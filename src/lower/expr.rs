@@ -6,6 +6,7 @@
 //! literal stands in), so one pass reports every problem.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde_json::{Number, Value};
 
@@ -17,12 +18,16 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Function, Part};
 
 /// The names an expression may read: nodes of a contract, params of a
-/// tool or inputs of an agent, each with its variable number.
+/// tool or inputs of an agent, each with its variable number; inside a
+/// `for`, also its item. The names are shared by a `for`'s scope, not
+/// copied, so lowering stays linear in the number of `for` nodes.
 pub(super) struct Scope<'s> {
     /// Variable of each name (the first when repeated).
-    pub(super) vars: HashMap<&'s str, u32>,
+    vars: Rc<HashMap<&'s str, u32>>,
     /// Names in declaration order, for "did you mean".
-    pub(super) names: Vec<&'s str>,
+    names: Rc<[&'s str]>,
+    /// A `for`'s item: its name (hiding a node of that name) and variable.
+    item: Option<(&'s str, u32)>,
     /// What the names are: "node", "param", "input".
     pub(super) what: &'static str,
     /// Whose they are: "contract `Checkout`".
@@ -37,7 +42,35 @@ impl<'s> Scope<'s> {
         for (i, name) in names.iter().enumerate() {
             vars.entry(*name).or_insert(u32::try_from(i).unwrap_or(u32::MAX));
         }
-        Self { vars, names, what, owner }
+        Self { vars: Rc::new(vars), names: names.into(), item: None, what, owner }
+    }
+
+    /// This node-level scope with a `for`'s item `name` as the next
+    /// variable, and that variable (a `for` is a node's whole expression,
+    /// so `for`s do not nest).
+    pub(super) fn with_item(&self, name: &'s str) -> (Self, u32) {
+        let var = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        let scope = Self {
+            vars: Rc::clone(&self.vars),
+            names: Rc::clone(&self.names),
+            item: Some((name, var)),
+            what: self.what,
+            owner: self.owner.clone(),
+        };
+        (scope, var)
+    }
+
+    /// The variable `name` refers to.
+    pub(super) fn var(&self, name: &str) -> Option<u32> {
+        match self.item {
+            Some((item, var)) if item == name => Some(var),
+            _ => self.vars.get(name).copied(),
+        }
+    }
+
+    /// Every name, for "did you mean".
+    pub(super) fn names(&self) -> impl Iterator<Item = &'s str> + '_ {
+        self.names.iter().copied().chain(self.item.map(|(name, _)| name))
     }
 }
 
@@ -114,7 +147,7 @@ impl Lowerer<'_> {
 
     /// A name: the variable it refers to, or an unknown-name error.
     fn lower_name(&mut self, ident: &ast::Ident, scope: &Scope<'_>) -> ir::ExprKind {
-        if let Some(&var) = scope.vars.get(ident.name.as_str()) {
+        if let Some(var) = scope.var(&ident.name) {
             return ir::ExprKind::Var(var);
         }
         let name = &ident.name;
@@ -130,9 +163,8 @@ impl Lowerer<'_> {
                 "`{name}` is {}; it can only be called as a node's whole expression",
                 decl.a_kind()
             )),
-            None => diagnostic.maybe_help(
-                literal_spelling(name).or_else(|| did_you_mean(name, scope.names.iter().copied())),
-            ),
+            None => diagnostic
+                .maybe_help(literal_spelling(name).or_else(|| did_you_mean(name, scope.names()))),
         };
         self.push(diagnostic);
         ir::ExprKind::Literal(Value::Null)

@@ -5,6 +5,7 @@
 //! numbers; anything else in a place that needs a constant is reported.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Number, Value};
 
@@ -83,7 +84,7 @@ impl Lowerer<'_> {
             "float" => TypeKind::Float,
             "boolean" => TypeKind::Boolean,
             "array" => {
-                TypeKind::Array(ty.item.as_ref().map(|item| Box::new(self.lower_type(item))))
+                TypeKind::Array(ty.item.as_ref().map(|item| Arc::new(self.lower_type(item))))
             }
             "object" => TypeKind::Object,
             "any" => TypeKind::Any,

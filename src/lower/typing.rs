@@ -13,6 +13,8 @@
 //! not boolean, call arguments whose type does not fit the param, and an
 //! enum compared with a string that is none of its variants.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::Lowerer;
@@ -98,9 +100,9 @@ fn function_type(function: Function, args: &[Type]) -> Type {
             TypeKind::String
         }
         F::Env if args.len() == 1 => TypeKind::String,
-        F::Split | F::Keys => TypeKind::Array(Some(Box::new(of(TypeKind::String)))),
+        F::Split | F::Keys => TypeKind::Array(Some(Arc::new(of(TypeKind::String)))),
         F::Values | F::Successes => TypeKind::Array(None),
-        F::Failures => TypeKind::Array(Some(Box::new(of(TypeKind::Object)))),
+        F::Failures => TypeKind::Array(Some(Arc::new(of(TypeKind::Object)))),
         F::Contains | F::StartsWith | F::EndsWith | F::Matches => TypeKind::Boolean,
         F::Abs => return args.first().cloned().unwrap_or_else(Type::any),
         F::Min | F::Max | F::Sum | F::Get | F::ToNumber | F::FromJson | F::Env => TypeKind::Any,
@@ -259,7 +261,7 @@ impl Lowerer<'_> {
     fn collection_type(&mut self, collection: &ir::Collection, types: &mut Vec<Type>) -> Type {
         let items = self.infer(&collection.items, types);
         let item = match items.kind {
-            TypeKind::Array(Some(item)) => *item,
+            TypeKind::Array(Some(item)) => Arc::unwrap_or_clone(item),
             _ => Type::any(),
         };
         let var = collection.var as usize;
@@ -271,7 +273,7 @@ impl Lowerer<'_> {
             self.expect_boolean(filter, types, "a `for` filter");
         }
         let body = self.body_type(&collection.body, types);
-        of(TypeKind::Array(Some(Box::new(body)).filter(|b| known(b))))
+        of(TypeKind::Array(Some(Arc::new(body)).filter(|b| known(b))))
     }
 
     /// Arguments whose known type does not fit their param (constants are
@@ -334,7 +336,7 @@ impl Lowerer<'_> {
                 let target = self.infer(target, types);
                 self.infer(index, types);
                 match target.kind {
-                    TypeKind::Array(Some(item)) => *item,
+                    TypeKind::Array(Some(item)) => Arc::unwrap_or_clone(item),
                     _ => Type::any(),
                 }
             }
@@ -355,7 +357,7 @@ impl Lowerer<'_> {
                         Some(prev) => join(prev, t),
                     });
                 }
-                let item = item.filter(known).map(Box::new);
+                let item = item.filter(known).map(Arc::new);
                 of(TypeKind::Array(item))
             }
             ExprKind::Object(entries) => {

@@ -267,7 +267,7 @@ mod tests {
             span: crate::tools::test_support::span(),
         })));
         let mut t = tool("Record", "Record products");
-        let items = ir::Type::new(ir::TypeKind::Array(Some(Box::new(product))));
+        let items = ir::Type::new(ir::TypeKind::Array(Some(std::sync::Arc::new(product))));
         t.params = vec![
             param("items", items, None, Some("What to record")),
             param("priority", ir::Type { nullable: true, ..priority }, None, None),

@@ -74,7 +74,7 @@ pub(crate) fn ty(text: &str) -> Type {
         "any" => TypeKind::Any,
         other => {
             let inner = other.strip_prefix("array<").and_then(|t| t.strip_suffix('>'));
-            TypeKind::Array(Some(Box::new(ty(inner.expect("a known type")))))
+            TypeKind::Array(Some(std::sync::Arc::new(ty(inner.expect("a known type")))))
         }
     };
     Type { kind, nullable }

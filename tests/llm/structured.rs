@@ -31,7 +31,8 @@ fn ticket() -> Type {
         variants: vec!["low".into(), "high".into()],
         span: span(),
     })));
-    let strings = Type::new(TypeKind::Array(Some(Box::new(Type::new(TypeKind::String)))));
+    let strings =
+        Type::new(TypeKind::Array(Some(std::sync::Arc::new(Type::new(TypeKind::String)))));
     Type::new(TypeKind::Record(Arc::new(Record {
         name: "Ticket".into(),
         fields: vec![
@@ -163,7 +164,8 @@ async fn non_record_results_are_wrapped() {
     for kind in kinds() {
         let server = server(vec![ok(text_reply(kind, r#"{"value": ["a", "b"]}"#))]).await;
         let mut program = typed(kind, &server, 0);
-        let strings = Type::new(TypeKind::Array(Some(Box::new(Type::new(TypeKind::String)))));
+        let strings =
+            Type::new(TypeKind::Array(Some(std::sync::Arc::new(Type::new(TypeKind::String)))));
         program.agents[0].result = Some(strings);
         assert_eq!(answer(&program).await.unwrap(), json!(["a", "b"]), "{kind:?}");
         let schema = asked_schema(kind, &bodies(&server).await[0]);
