@@ -83,10 +83,7 @@ impl CheckArgs {
                 eprintln!("{}", summary(errors, warnings, files.len(), self.deny_warnings));
                 code
             }
-            Format::Json => {
-                let text = serde_json::to_string_pretty(&json).unwrap_or_else(|_| "[]".to_owned());
-                super::emit(&(text + "\n"), code)
-            }
+            Format::Json => super::emit_json(&json, code),
         }
     }
 }

@@ -144,9 +144,27 @@ pub fn run(cli: Cli) -> ExitCode {
 /// behind a redirection) is reported and gives exit code 2, so output is
 /// never lost in silence.
 fn emit(text: &str, code: ExitCode) -> ExitCode {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    write_stdout(code, |out| out.write_all(text.as_bytes()))
+}
+
+/// Writes `value` as indented JSON and a newline to standard output, as it
+/// is serialised (no copy of the whole text in memory), and returns
+/// `code`; failures as for [`emit`].
+fn emit_json(value: &impl serde::Serialize, code: ExitCode) -> ExitCode {
+    write_stdout(code, |out| {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+        out.write_all(b"\n")
+    })
+}
+
+/// Runs `write` on buffered standard output, then flushes it.
+fn write_stdout(
+    code: ExitCode,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> ExitCode {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match write(&mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             eprintln!("error: cannot write to standard output: {e}");
             ExitCode::from(2)

@@ -281,13 +281,7 @@ pub(super) fn usage(message: &str) -> ExitCode {
 /// Prints the outputs or the error; the exit code.
 fn report(result: Result<Map<String, Value>, RunError>, engine: &Engine, color: bool) -> ExitCode {
     match result {
-        Ok(outputs) => match serde_json::to_string_pretty(&Value::Object(outputs)) {
-            Ok(text) => super::emit(&(text + "\n"), ExitCode::SUCCESS),
-            Err(e) => {
-                eprintln!("error: outputs are not JSON: {e}");
-                ExitCode::SUCCESS
-            }
-        },
+        Ok(outputs) => super::emit_json(&Value::Object(outputs), ExitCode::SUCCESS),
         Err(error) => {
             match error.diagnostics() {
                 Some(diagnostics) => {

@@ -38,12 +38,6 @@ impl SchemaArgs {
         let registry = Registry::from_program(&program, &Toolbox::new());
         let capabilities = super::split_capabilities(self.capabilities.as_deref());
         let schemas = registry.schemas(format, capabilities.as_deref());
-        match serde_json::to_string_pretty(&schemas) {
-            Ok(text) => super::emit(&(text + "\n"), ExitCode::SUCCESS),
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::SUCCESS
-            }
-        }
+        super::emit_json(&schemas, ExitCode::SUCCESS)
     }
 }
