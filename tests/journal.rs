@@ -235,13 +235,15 @@ async fn signals_kill_the_process_group_and_exit() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let pid_file = dir.path().join("grandchild.pid");
-        wait_for("the grandchild", || {
-            std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
+        // The tool writes the grandchild's pid, then its own.
+        let (pid_file, tool_file) =
+            (dir.path().join("grandchild.pid"), dir.path().join("child.pid"));
+        wait_for("the tool and its grandchild", || {
+            std::fs::read_to_string(&tool_file).is_ok_and(|p| p.ends_with('\n'))
         })
         .await;
         let grandchild = std::fs::read_to_string(&pid_file).unwrap().trim().to_owned();
-        let tool = std::fs::read_to_string(dir.path().join("child.pid")).unwrap().trim().to_owned();
+        let tool = std::fs::read_to_string(&tool_file).unwrap().trim().to_owned();
         assert!(alive(&grandchild));
         let output = stop_with(&mut child, signal);
         assert_eq!(output.status.code(), Some(code));
