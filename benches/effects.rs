@@ -106,6 +106,7 @@ fn append(dir: &std::path::Path) {
                 route: "",
                 request: &request,
                 cache: None,
+                work: None,
             };
             let started = Instant::now();
             store.record(&effect, &outcome).expect("appended");
@@ -135,6 +136,7 @@ fn cache_hit(dir: &std::path::Path) {
             route: "",
             request: &request,
             cache: Some(CachePolicy { ttl: None, definition: "agent Ask { ... }" }),
+            work: None,
         };
         let live = async { Ok::<_, std::convert::Infallible>(Outcome::Value(json!("four"))) };
         let started = Instant::now();

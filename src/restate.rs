@@ -2,41 +2,54 @@
 //! (cargo feature `restate`).
 //!
 //! Input: an [`Engine`]. Output: a Restate deployment (the SDK's HTTP/2
-//! endpoint) with one service per top-level contract, named after it, whose
-//! one handler `run` takes the inputs JSON and answers the outputs JSON.
+//! endpoint) with one service per top-level contract, named after it, with
+//! two handlers: `run` takes the inputs JSON and answers the outputs JSON;
+//! `step` (private to Restate: the ingress refuses it) does one effect.
 //!
-//! Each invocation runs the contract through [`Engine::run`] with a
+//! An invocation of `run` runs the contract through [`Engine::run`] with a
 //! [`Journal`] in its effects: every tool call and model exchange becomes
-//! one `ctx.run` step named by its effect key (`Contract > node#seq
-//! tool:name`). The engine runs on a blocking thread and sends its steps
-//! over a channel to the handler, which owns the Restate context and runs
-//! them one at a time:
+//! a call to the same service's `step` handler (a child invocation) whose
+//! input is the effect described as data ([`Step`]: its key as the name,
+//! its retries, its [`Work`](crate::effects::Work)). The child does the
+//! work as one `ctx.run` step named by the effect key (`Contract >
+//! node#seq tool:name`) through [`Engine::perform`], on whichever worker
+//! Restate chooses (every worker serves the same program and has its own
+//! keys), so independent effects of one run are in flight together:
 //!
 //! | the journal | the step |
 //! | --- | --- |
-//! | holds the step's result (a replay on this or another worker) | answered from it, the work is not done |
-//! | does not | the engine does the work; the result is journaled, then answered |
+//! | of `run` holds the call's result (a replay on this or another worker) | answered from it, no child runs |
+//! | of the child holds the `ctx.run` result | the child answers it, the work is not done |
+//! | holds neither | the child does the work; the result is journaled, then answered |
 //!
-//! The Rust SDK requires every `ctx.run` to be awaited before the next
-//! context call, in an order that is the same on every replay (concurrent
-//! steps are not supported by restate-sdk 0.13). Runs therefore go with
-//! `--jobs 1`: one tool or agent node waits at a time and an agent's tool
-//! calls of one turn run one after the other, so the order of the steps
-//! depends only on the inputs and the steps' results. Pure nodes still run
-//! as soon as they are ready.
+//! Restate matches a replayed journal by position, so `run` must make its
+//! calls in the same order on every replay. The engine runs on a blocking
+//! thread and asks for steps over a channel; the handler owns the Restate
+//! context and goes in rounds: it waits until every task of the run waits
+//! on its steps (the run's [`Activity`] is quiet), calls `step` for each
+//! new request in the order of their names, then awaits the first call
+//! to complete (Restate gives completions in journal order, also on a
+//! replay) and hands its result to the engine, which reacts before the
+//! next round. The order of the calls therefore depends only on the
+//! inputs and the results, and `--jobs` and runners keep their meaning.
 //!
 //! A tool's `retries N` become the step's retry policy (N more attempts,
-//! 100 ms doubling up to 10 s, then a terminal failure); a model request's
-//! transport failure is a failed step and ignite's provider retries make
-//! further steps. Run errors become terminal errors whose code is the HTTP
-//! status of `ignite serve` and whose message is the same JSON error body.
+//! 100 ms doubling up to 10 s, then a terminal failure of the child); a
+//! model request's transport failure is a failed step and ignite's
+//! provider retries make further steps. Run errors become terminal errors
+//! whose code is the HTTP status of `ignite serve` and whose message is
+//! the same JSON error body.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use restate_sdk::context::{Context, ContextSideEffects as _, RunFuture as _, RunRetryPolicy};
+use restate_sdk::context::{
+    Context, ContextClient as _, ContextSideEffects as _, DurableFuturesUnordered, RequestTarget,
+    RunFuture as _, RunRetryPolicy,
+};
 use restate_sdk::endpoint::{ContextInternal, Endpoint};
 use restate_sdk::errors::{HandlerError, HandlerResult, TerminalError};
 use restate_sdk::serde::Json;
@@ -44,13 +57,16 @@ use restate_sdk::service::macro_support::{ServiceBoxFuture, service_definition};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::effects::{Effects, Journal, Outcome, Step};
+use crate::effects::{Activity, Effects, Journal, Outcome, Step};
 use crate::ir::ContractId;
 use crate::runtime::{Engine, InputsFrom, RunOptions};
 use crate::serve::{input_schema, output_schema, parse_inputs, run_error};
 
-/// The one handler of every contract's service.
+/// The handler of every contract's service that runs the contract.
 pub const HANDLER: &str = "run";
+
+/// The handler of every contract's service that does one effect.
+pub const STEP: &str = "step";
 
 /// Why a step has no result when the invocation ends under it.
 const ENDED: &str = "the Restate invocation ended during the step";
@@ -80,6 +96,12 @@ pub fn endpoint(engine: &Arc<Engine>) -> Result<Endpoint, String> {
                     "jsonSchema": output_schema(program, contract),
                     "setContentTypeIfEmpty": false,
                 },
+            }, {
+                "name": STEP,
+                "documentation": "one tool call or model exchange of a run (called by `run`)",
+                "ingressPrivate": true,
+                "input": {"contentType": "application/json", "required": true},
+                "output": {"contentType": "application/json", "setContentTypeIfEmpty": false},
             }],
         }))
         .map_err(|e| format!("contract `{name}` cannot be a Restate service: {e}"))?;
@@ -111,22 +133,28 @@ impl restate_sdk::service::Service for ContractService {
     fn handle(&self, ctx: ContextInternal) -> Self::Future {
         let (engine, contract) = (Arc::clone(&self.engine), self.contract);
         Box::pin(async move {
-            if ctx.handler_name() != HANDLER {
-                return Err(restate_sdk::endpoint::Error::unknown_handler(
-                    ctx.service_name(),
-                    ctx.handler_name(),
-                ));
-            }
             let (body, metadata) = ctx.input::<Vec<u8>>().await;
-            let result = invoke(&Context::from((&ctx, metadata)), &engine, contract, &body).await;
-            ctx.handle_handler_result(result);
+            let context = Context::from((&ctx, metadata));
+            match ctx.handler_name() {
+                HANDLER => {
+                    let result = invoke(&context, &engine, contract, &body).await;
+                    ctx.handle_handler_result(result);
+                }
+                STEP => ctx.handle_handler_result(step(&context, &engine, &body).await),
+                other => {
+                    return Err(restate_sdk::endpoint::Error::unknown_handler(
+                        ctx.service_name(),
+                        other,
+                    ));
+                }
+            }
             ctx.end();
             Ok(())
         })
     }
 }
 
-/// Runs `contract` on the inputs `body`, its effects as steps of `ctx`.
+/// Runs `contract` on the inputs `body`, its effects as calls of `step`.
 async fn invoke(
     ctx: &Context<'_>,
     engine: &Arc<Engine>,
@@ -138,84 +166,101 @@ async fn invoke(
         TerminalError::new_with_code(400, body.to_string())
     })?;
     let (steps, mut requests) = mpsc::unbounded_channel();
-    let run_engine = engine.sibling(Effects::live().with_journal(Arc::new(Bridge { steps })));
-    let options =
-        RunOptions { jobs: Some(1), inputs_from: InputsFrom::Body, ..RunOptions::default() };
+    let activity = Activity::new();
+    let effects = Effects::live().with_journal(Arc::new(Bridge { steps }), Arc::clone(&activity));
+    let run_engine = engine.sibling(effects);
+    let options = RunOptions { inputs_from: InputsFrom::Body, ..RunOptions::default() };
     let mut run = tokio::task::spawn_blocking(move || run_engine.run(contract, &inputs, &options));
+    let service = &engine.program()[contract].name;
+    let mut calls = DurableFuturesUnordered::new();
+    let mut answers = HashMap::new();
     loop {
         tokio::select! {
-            finished = &mut run => {
-                return match finished {
-                    Ok(Ok(output)) => Ok(Json(Value::Object(output.outputs))),
-                    Ok(Err(error)) => {
-                        let (status, body) = run_error(engine.program(), &error);
-                        Err(TerminalError::new_with_code(status.as_u16(), body.to_string()).into())
-                    }
-                    // Retried: a panic is not the inputs' fault.
-                    Err(join) => Err(HandlerError::from(format!("the run stopped abnormally: {join}"))),
-                };
-            }
-            Some(request) = requests.recv() => request.run(ctx).await,
+            biased;
+            finished = &mut run => return finished_run(engine, finished),
+            () = activity.quiet() => {}
+        }
+        // Every task waits on its steps: the new ones, in the order of their names.
+        let mut asked = Vec::new();
+        while let Ok(request) = requests.try_recv() {
+            asked.push(request);
+        }
+        asked.sort_by(|a: &StepRequest, b| a.step.name.cmp(&b.step.name));
+        for StepRequest { step, answer } in asked {
+            let target = RequestTarget::service(service.as_str(), STEP);
+            let call = ctx.request::<_, Json<Outcome>>(target, Json(step)).call();
+            answers.insert(calls.push(call), answer);
+        }
+        let Some((index, result)) = calls.next().await? else {
+            // Quiet with no step in flight: the run is ending.
+            return finished_run(engine, run.await);
+        };
+        if let Some(answer) = answers.remove(&index) {
+            let _ = answer.send(result.map(Json::into_inner).map_err(|e| e.message().to_owned()));
         }
     }
 }
 
-/// A step the engine asks the handler to run.
-struct StepRequest {
-    step: Step,
-    /// Sent when the work must be done: where its result goes.
-    go: oneshot::Sender<oneshot::Sender<Result<Outcome, String>>>,
-    /// The step's result, journaled.
-    done: oneshot::Sender<Result<Outcome, String>>,
-}
-
-impl StepRequest {
-    /// Runs the step as `ctx.run`: the journal's result, or the engine's work.
-    async fn run(self, ctx: &Context<'_>) {
-        let Self { step, go, done } = self;
-        let policy = RunRetryPolicy::new()
-            .initial_delay(Duration::from_millis(100))
-            .exponentiation_factor(2.0)
-            .max_delay(Duration::from_secs(10))
-            .max_attempts(step.retries.saturating_add(1));
-        let result = ctx
-            .run(move || async move {
-                let (answer, result) = oneshot::channel();
-                go.send(answer).map_err(|_| HandlerError::from(ENDED.to_owned()))?;
-                match result.await {
-                    Ok(Ok(outcome)) => Ok(Json(outcome)),
-                    // A transient failure: Restate tries again (within the policy).
-                    Ok(Err(failure)) => Err(HandlerError::from(failure)),
-                    Err(_) => Err(HandlerError::from(ENDED.to_owned())),
-                }
-            })
-            .name(step.name)
-            .retry_policy(policy)
-            .await;
-        let _ = done.send(result.map(Json::into_inner).map_err(|e| e.message().to_owned()));
+/// The handler's result for a finished run.
+fn finished_run(
+    engine: &Engine,
+    finished: Result<
+        Result<crate::runtime::RunOutput, crate::runtime::RunError>,
+        tokio::task::JoinError,
+    >,
+) -> HandlerResult<Json<Value>> {
+    match finished {
+        Ok(Ok(output)) => Ok(Json(Value::Object(output.outputs))),
+        Ok(Err(error)) => {
+            let (status, body) = run_error(engine.program(), &error);
+            Err(TerminalError::new_with_code(status.as_u16(), body.to_string()).into())
+        }
+        // Retried: a panic is not the inputs' fault.
+        Err(join) => Err(HandlerError::from(format!("the run stopped abnormally: {join}"))),
     }
 }
 
-/// The engine's side of the steps: hands each to the handler and does the
-/// work when asked.
+/// Does the effect `body` (a [`Step`]) as one `ctx.run` named by its key.
+async fn step(
+    ctx: &Context<'_>,
+    engine: &Arc<Engine>,
+    body: &[u8],
+) -> HandlerResult<Json<Outcome>> {
+    let Step { name, retries, work } = serde_json::from_slice(body)
+        .map_err(|e| TerminalError::new(format!("the `{STEP}` handler takes a step: {e}")))?;
+    let policy = RunRetryPolicy::new()
+        .initial_delay(Duration::from_millis(100))
+        .exponentiation_factor(2.0)
+        .max_delay(Duration::from_secs(10))
+        .max_attempts(retries.saturating_add(1));
+    let engine = Arc::clone(engine);
+    let result = ctx
+        .run(move || async move {
+            // A failure here is transient: Restate tries again (within the policy).
+            engine.perform(&work).await.map(Json).map_err(HandlerError::from)
+        })
+        .name(name)
+        .retry_policy(policy)
+        .await?;
+    Ok(result)
+}
+
+/// A step the engine asks for, and where its result goes.
+struct StepRequest {
+    step: Step,
+    answer: oneshot::Sender<Result<Outcome, String>>,
+}
+
+/// The engine's side of the steps: hands each to the handler.
 struct Bridge {
     steps: mpsc::UnboundedSender<StepRequest>,
 }
 
 impl Journal for Bridge {
-    fn step<'a>(
-        &'a self,
-        step: Step,
-        work: BoxFuture<'a, Result<Outcome, String>>,
-    ) -> BoxFuture<'a, Result<Outcome, String>> {
+    fn step(&self, step: Step) -> BoxFuture<'_, Result<Outcome, String>> {
         Box::pin(async move {
-            let (go, asked) = oneshot::channel();
-            let (done, result) = oneshot::channel();
-            self.steps.send(StepRequest { step, go, done }).map_err(|_| ENDED.to_owned())?;
-            // Not asked (the sender is dropped): the journal had the result.
-            if let Ok(answer) = asked.await {
-                let _ = answer.send(work.await);
-            }
+            let (answer, result) = oneshot::channel();
+            self.steps.send(StepRequest { step, answer }).map_err(|_| ENDED.to_owned())?;
             result.await.unwrap_or_else(|_| Err(ENDED.to_owned()))
         })
     }

@@ -19,14 +19,18 @@
 //! After live work every store records the outcome. A test runner's mocks
 //! are further [`EffectStore`]s, not new code paths.
 //!
-//! A durable [`Journal`] (Restate, for `ignite serve --restate`) wraps all
-//! of that: each tool call and model exchange becomes one journaled step
-//! named by its key ([`EffectKey`]'s display), whose work is the lookup in
-//! the stores or the live work. A step the journal already holds is not
+//! A durable [`Journal`] (Restate, for `ignite serve --restate`) replaces
+//! all of that: each tool call and model exchange becomes one journaled
+//! step named by its key ([`EffectKey`]'s display), whose live work is
+//! described as data ([`Work`]) so that any worker serving the same
+//! program can do it ([`crate::runtime::Engine::perform`], the same code
+//! the live work of a run calls). A step the journal already holds is not
 //! run again; a transient failure (a connection error, a tool failure its
 //! `retries` allow again) is retried by the journal, a bounded number of
 //! times. Whole-agent effects (the cache's) are not steps: their model
-//! exchanges and tool calls are.
+//! exchanges and tool calls are. The run's [`Activity`] tells the journal
+//! when every task waits on its steps, so that it can start the steps
+//! asked for in an order that does not depend on timing.
 //!
 //! Keys: an effect is named by its node path (`Root.child > node`), the
 //! item index of a `for` (none today) and its sequence number among the
@@ -34,12 +38,13 @@
 //! in the order the loop starts them). The same program on the same
 //! inputs gives every effect the same key.
 
+mod activity;
 mod cache;
 mod recording;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -52,6 +57,8 @@ use opentelemetry::trace::SpanKind;
 use crate::telemetry::{self, Span};
 use crate::trace::Trace;
 
+pub use activity::Activity;
+pub(crate) use activity::track;
 pub use cache::{Cache, CacheStats};
 pub use recording::{Recording, RunHeader};
 
@@ -106,6 +113,37 @@ pub struct Effect<'a> {
     pub request: &'a Value,
     /// How the result may be cached: `None` unless the declaration says `cache`.
     pub cache: Option<CachePolicy<'a>>,
+    /// The live work as data, for a durable journal's step; `None` when
+    /// there is no journal (and for whole agents, which are no steps).
+    pub work: Option<&'a Work>,
+}
+
+/// An effect's live work as data: what a durable journal hands to the
+/// worker that does a step (any worker serving the same program, see
+/// [`crate::runtime::Engine::perform`]). Keys and other secrets are not
+/// in it: each worker has them from its environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Work {
+    /// A call of the program's tool number `tool` with `args`.
+    Tool {
+        /// The tool's index in the program.
+        tool: u32,
+        /// The arguments.
+        args: Value,
+    },
+    /// One attempt to send `body` to `url` through link number `link` of
+    /// the provider chain of the program's agent number `agent`.
+    Model {
+        /// The agent's index in the program.
+        agent: u32,
+        /// The index in its chain of providers (fallbacks).
+        link: u32,
+        /// Where the request goes.
+        url: String,
+        /// The request body, as sent (without the key, which is a header).
+        body: Value,
+    },
 }
 
 /// A declaration's `cache` setting.
@@ -172,31 +210,29 @@ pub trait EffectStore: Send + Sync {
 }
 
 /// One step of a durable [`Journal`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// `Root > node#seq tool:name`: the key, the kind and the name.
     pub name: String,
-    /// How many more times the journal may run the work after a transient
+    /// How many more times the journal may do the work after a transient
     /// failure (a tool's `retries`); 0 keeps the first failure.
     pub retries: u32,
+    /// The work.
+    pub work: Work,
 }
 
 /// A durable journal that runs every tool call and model exchange as one
-/// named step (Restate). Steps of one run arrive one at a time, in an order
-/// that depends only on the run's inputs and the steps' results.
+/// named step (Restate). Steps of one run may be asked for concurrently;
+/// the run's [`Activity`] tells when every task waits on its steps.
 pub trait Journal: Send + Sync {
     /// The step's result: from the journal when it holds one, else from
-    /// `work`, which the journal keeps before answering. `work` fails with
-    /// a message when the failure is transient (worth another attempt).
+    /// doing `step.work` ([`crate::runtime::Engine::perform`]), which the
+    /// journal keeps before answering.
     ///
     /// # Errors
     /// The work's last transient failure once `step.retries` are used up
     /// (kept by the journal too), or why the journal cannot go on.
-    fn step<'a>(
-        &'a self,
-        step: Step,
-        work: BoxFuture<'a, Result<Outcome, String>>,
-    ) -> BoxFuture<'a, Result<Outcome, String>>;
+    fn step(&self, step: Step) -> BoxFuture<'_, Result<Outcome, String>>;
 }
 
 /// Why an effect did not produce an [`Outcome`].
@@ -218,7 +254,7 @@ pub enum EffectError<L> {
 #[derive(Clone, Default)]
 pub struct Effects {
     stores: Arc<Vec<Arc<dyn EffectStore>>>,
-    journal: Option<Arc<dyn Journal>>,
+    journal: Option<(Arc<dyn Journal>, Arc<Activity>)>,
 }
 
 impl std::fmt::Debug for Effects {
@@ -244,11 +280,19 @@ impl Effects {
         self
     }
 
-    /// Runs every tool call and model exchange as a step of `journal`.
+    /// Runs every tool call and model exchange as a step of `journal`;
+    /// `activity` is where the run's tasks hold their tokens (one run per
+    /// `Effects` with a journal).
     #[must_use]
-    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
-        self.journal = Some(journal);
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>, activity: Arc<Activity>) -> Self {
+        self.journal = Some((journal, activity));
         self
+    }
+
+    /// The run's activity, under a journal.
+    #[must_use]
+    pub fn activity(&self) -> Option<&Arc<Activity>> {
+        self.journal.as_ref().map(|(_, activity)| activity)
     }
 
     /// True when a durable journal runs the effects (and retries tools).
@@ -272,46 +316,38 @@ impl Effects {
     }
 
     /// The outcome, and what answered instead of live work: a store's
-    /// label, or `restate` when the durable journal held the step.
-    /// With a journal, tool calls and model exchanges are its steps, which
-    /// may run again `retries` times after a transient failure (`Err` from
-    /// `live`).
-    async fn perform<L: std::fmt::Display>(
+    /// label, or `restate` for the durable journal's step. With a journal,
+    /// tool calls and model exchanges (effects with [`Effect::work`]) are
+    /// its steps, which may do the work again `retries` times after a
+    /// transient failure; `live` is not used then.
+    async fn perform<L>(
         &self,
         effect: &Effect<'_>,
         retries: u32,
         live: impl Future<Output = Result<Outcome, L>> + Send,
     ) -> Result<(Outcome, Option<&'static str>), EffectError<L>> {
-        let Some(journal) = self.journal.as_ref().filter(|_| effect.kind != EffectKind::Agent)
-        else {
-            return self.perform_here(effect, live).await;
+        let (Some((journal, _)), Some(work)) = (&self.journal, effect.work) else {
+            return self.perform_stores(effect, live).await;
         };
         let kind = match effect.kind {
             EffectKind::Tool => "tool",
             EffectKind::Model => "model",
             EffectKind::Agent => "agent",
         };
-        let step = Step { name: format!("{} {kind}:{}", effect.key, effect.name), retries };
-        // Set when the work runs: unset after the step, the journal answered.
-        let ran = OnceLock::new();
-        let work = Box::pin(async {
-            match self.perform_here(effect, live).await {
-                Ok((outcome, source)) => {
-                    let _ = ran.set(source);
-                    Ok(outcome)
-                }
-                Err(EffectError::Live(error)) => Err(error.to_string()),
-                Err(
-                    EffectError::Refused(why) | EffectError::Store(why) | EffectError::Journal(why),
-                ) => Err(why),
-            }
-        });
-        let outcome = journal.step(step, work).await.map_err(EffectError::Journal)?;
-        Ok((outcome, ran.get().copied().unwrap_or(Some("restate"))))
+        let step = Step {
+            name: format!("{} {kind}:{}", effect.key, effect.name),
+            retries,
+            work: work.clone(),
+        };
+        // The task waits on this step: its activity token may go.
+        let waiting = activity::waiting_on_step();
+        let outcome = journal.step(step).await.map_err(EffectError::Journal);
+        drop(waiting);
+        Ok((outcome?, Some("restate")))
     }
 
     /// [`Effects::perform`] without the journal: the stores, else `live`.
-    async fn perform_here<L>(
+    async fn perform_stores<L>(
         &self,
         effect: &Effect<'_>,
         live: impl Future<Output = Result<Outcome, L>>,
@@ -429,7 +465,7 @@ impl Scope {
     ///
     /// # Errors
     /// A store refused or could not record, or `live` failed.
-    pub async fn perform<L: std::fmt::Display>(
+    pub async fn perform<L>(
         &self,
         effect: &Effect<'_>,
         span: &Span,
@@ -440,7 +476,7 @@ impl Scope {
 
     /// [`Scope::perform`] where a journal may run `live` again `retries`
     /// times after it fails.
-    async fn perform_retried<L: std::fmt::Display>(
+    async fn perform_retried<L>(
         &self,
         effect: &Effect<'_>,
         span: &Span,
@@ -510,6 +546,11 @@ impl Scope {
         let definition = declared.cache.map(|_| {
             format!("{}\n{}", declared.dir.display(), program.sources.slice(declared.span))
         });
+        let journaled = self.effects.journaled();
+        let work = journaled.then(|| Work::Tool {
+            tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
+            args: args.clone(),
+        });
         let effect = Effect {
             key,
             kind: EffectKind::Tool,
@@ -520,20 +561,9 @@ impl Scope {
                 .cache
                 .zip(definition.as_deref())
                 .map(|(ttl, definition)| CachePolicy { ttl, definition }),
+            work: work.as_ref(),
         };
-        // Under a journal the journal retries (each attempt is a step's
-        // attempt); else the toolbox does.
-        let journaled = self.effects.journaled();
-        let http = matches!(declared.implementation, crate::ir::Implementation::Http { .. });
-        let live = async {
-            match toolbox.call_with(program, tool, args.clone(), !journaled).await {
-                Ok(value) => Ok(Outcome::Value(value)),
-                Err(e) if journaled && declared.retries > 0 && e.retryable(http) => {
-                    Err(CallError::of(&e))
-                }
-                Err(e) => Ok(Outcome::Failed(CallError::of(&e).to_value())),
-            }
-        };
+        let live = tool_work(toolbox, program, tool, args.clone(), false);
         let result = self.perform_retried(&effect, &span, declared.retries, live).await;
         match &result {
             Ok(Outcome::Value(value)) if telemetry::capture_content() => {
@@ -565,6 +595,30 @@ impl Scope {
                 help: None,
             }),
         }
+    }
+}
+
+/// Calls `tool` of `program` with `args`: its value, or its failure as
+/// stores keep it. Under a durable journal (`journaled`) the journal
+/// retries (each attempt is a step's attempt): a failure the tool's
+/// `retries` allow again is an error, for the journal to try again; else
+/// the toolbox retries.
+///
+/// # Errors
+/// Under a journal, a failure worth another attempt.
+pub(crate) async fn tool_work(
+    toolbox: &crate::tools::Toolbox,
+    program: &crate::ir::Program,
+    tool: crate::ir::ToolId,
+    args: Value,
+    journaled: bool,
+) -> Result<Outcome, CallError> {
+    let declared = &program[tool];
+    let http = matches!(declared.implementation, crate::ir::Implementation::Http { .. });
+    match toolbox.call_with(program, tool, args, !journaled).await {
+        Ok(value) => Ok(Outcome::Value(value)),
+        Err(e) if journaled && declared.retries > 0 && e.retryable(http) => Err(CallError::of(&e)),
+        Err(e) => Ok(Outcome::Failed(CallError::of(&e).to_value())),
     }
 }
 

@@ -24,7 +24,7 @@ use super::providers::Auth;
 use super::retry::{Backoff, parse_retry_after, retryable_status};
 use super::settings::Endpoint;
 use super::{semconv, wire};
-use crate::effects::{self, Effect, EffectError, EffectKind};
+use crate::effects::{self, Effect, EffectError, EffectKind, Work};
 use crate::telemetry::{self, Span};
 use crate::usage::ModelCall;
 
@@ -43,6 +43,9 @@ pub(crate) struct Shared {
 pub(crate) struct HttpModel {
     pub(crate) endpoint: Endpoint,
     pub(crate) shared: Shared,
+    /// The agent's index in the program and the link's in its chain: how
+    /// a durable journal's worker finds this endpoint again ([`Work::Model`]).
+    pub(crate) origin: (u32, u32),
 }
 
 /// Why an attempt has no response to keep.
@@ -96,8 +99,6 @@ impl HttpModel {
     ) -> Result<ModelReply, LlmError> {
         let body = wire::request_body(self.endpoint.kind, request, self.endpoint.server());
         let url = self.endpoint.url(&request.model);
-        let limiter = self.endpoint.limiter.as_deref();
-        let estimate = limiter.filter(|l| l.counts_tokens()).map_or(0, |_| estimate_tokens(&body));
         let attempts = self.endpoint.retries.saturating_add(1);
         let trace_path = format!("{} > model", cx.path);
         let mut attempt = 0;
@@ -110,7 +111,7 @@ impl HttpModel {
             );
             let span =
                 semconv::chat_span(cx.scope.span(), self.endpoint.kind.name(), request, &url);
-            let sent = self.send(&body, &url, estimate, cx, &span).await;
+            let sent = self.send(&body, &url, cx, &span).await;
             // Every way out of this attempt ends its span.
             let (status, message, retryable, retry_after) = match sent.inspect_err(|e| {
                 span.end(e.code().map(|c| c.to_string()).as_deref());
@@ -119,9 +120,6 @@ impl HttpModel {
                     return match wire::parse_reply(self.endpoint.kind, &text) {
                         Ok(reply) => {
                             let usage = reply.usage;
-                            if let (Some(limiter), true) = (limiter, live) {
-                                limiter.settle(estimate, usage.input_tokens + usage.output_tokens);
-                            }
                             let call = ModelCall {
                                 provider: &self.endpoint.label,
                                 model: &request.model,
@@ -182,19 +180,24 @@ impl HttpModel {
         }
     }
 
-    /// One attempt to `url`, as an effect: from a store, or the network
-    /// (and then kept by the stores, the key redacted from the body) once
-    /// the limiter lets a request of `estimate` tokens start.
+    /// One attempt to `url`, as an effect: from a store, a durable
+    /// journal's step, or the network (see [`HttpModel::attempt`]).
     async fn send(
         &self,
         body: &Value,
         url: &str,
-        estimate: u64,
         cx: CallContext<'_>,
         span: &Span,
     ) -> Result<Outcome, LlmError> {
         let endpoint = &self.endpoint;
         let key = cx.scope.next_key();
+        let journaled = cx.scope.effects().journaled();
+        let work = journaled.then(|| Work::Model {
+            agent: self.origin.0,
+            link: self.origin.1,
+            url: url.to_owned(),
+            body: body.clone(),
+        });
         let effect = Effect {
             key: &key,
             kind: EffectKind::Model,
@@ -202,30 +205,13 @@ impl HttpModel {
             route: url,
             request: body,
             cache: None,
+            work: work.as_ref(),
         };
-        let (mut retry_after, mut live) = (None, false);
+        // A journal's step is spent by this run, wherever it ran.
+        let mut live = journaled;
         let work = async {
             live = true;
-            if let Some(limiter) = &endpoint.limiter {
-                let started = Instant::now();
-                let waited = limiter.acquire(estimate).await;
-                if waited >= Duration::from_millis(1) {
-                    let detail = format!("provider {}, limits of the declaration", endpoint.label);
-                    let path = format!("{} > model", cx.path);
-                    cx.trace.record(&path, "limit", "wait", started, detail);
-                }
-            }
-            let (status, text, after) = self.post(body, url).await?;
-            retry_after = after;
-            let response = match serde_json::from_str::<Value>(&text) {
-                Ok(json) => json!({"status": status, "response": json}),
-                Err(_) => json!({"status": status, "response_text": text}),
-            };
-            Ok(if (200..300).contains(&status) {
-                effects::Outcome::Value(response)
-            } else {
-                effects::Outcome::Failed(response)
-            })
+            self.attempt(body, url, Some((cx.trace, cx.path))).await
         };
         let response = match cx.scope.perform(&effect, span, work).await {
             Ok(effects::Outcome::Value(r) | effects::Outcome::Failed(r)) => r,
@@ -249,7 +235,62 @@ impl HttpModel {
             Value::Null => response["response_text"].as_str().unwrap_or_default().to_owned(),
             json => json.to_string(),
         };
+        let retry_after =
+            response["retry_after"].as_f64().and_then(|s| Duration::try_from_secs_f64(s).ok());
         Ok(Outcome::Response { status, text, retry_after, live })
+    }
+
+    /// One attempt to `url` over the network, once the declaration's
+    /// limiter lets a request of `body`'s estimated tokens start (a wait is
+    /// noted in `trace` at `path > model`): the status and the reply (with
+    /// the key redacted) and its `retry-after` delay as stores keep them.
+    /// A 2xx reply's usage settles the estimate. The live work of a model
+    /// exchange, here or on a durable journal's worker.
+    ///
+    /// # Errors
+    /// Nothing came back, or the attempt cannot go on.
+    async fn attempt(
+        &self,
+        body: &Value,
+        url: &str,
+        trace: Option<(&crate::trace::Trace, &str)>,
+    ) -> Result<effects::Outcome, Unkept> {
+        let endpoint = &self.endpoint;
+        let limiter = endpoint.limiter.as_deref();
+        let estimate = limiter.filter(|l| l.counts_tokens()).map_or(0, |_| estimate_tokens(body));
+        if let Some(limiter) = limiter {
+            let started = Instant::now();
+            let waited = limiter.acquire(estimate).await;
+            if let (Some((trace, path)), true) = (trace, waited >= Duration::from_millis(1)) {
+                let detail = format!("provider {}, limits of the declaration", endpoint.label);
+                trace.record(&format!("{path} > model"), "limit", "wait", started, detail);
+            }
+        }
+        let (status, text, retry_after) = self.post(body, url).await?;
+        let ok = (200..300).contains(&status);
+        if let (Some(limiter), true) = (limiter, ok) {
+            if let Ok(reply) = wire::parse_reply(endpoint.kind, &text) {
+                limiter.settle(estimate, reply.usage.input_tokens + reply.usage.output_tokens);
+            }
+        }
+        let mut response = match serde_json::from_str::<Value>(&text) {
+            Ok(json) => json!({"status": status, "response": json}),
+            Err(_) => json!({"status": status, "response_text": text}),
+        };
+        if let Some(after) = retry_after {
+            response["retry_after"] = json!(after.as_secs_f64());
+        }
+        Ok(if ok { effects::Outcome::Value(response) } else { effects::Outcome::Failed(response) })
+    }
+
+    /// [`HttpModel::attempt`] as a journal's worker does it: the outcome,
+    /// or the failure as a message.
+    pub(crate) async fn perform(
+        &self,
+        body: &Value,
+        url: &str,
+    ) -> Result<effects::Outcome, String> {
+        self.attempt(body, url, None).await.map_err(|e| e.to_string())
     }
 
     /// Posts `body` to `url`: the status, the body with the key redacted

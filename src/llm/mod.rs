@@ -156,15 +156,15 @@ impl Llm {
         trace: &Trace,
         scope: &Scope,
     ) -> Result<Value, LlmError> {
+        let id = agent;
         let agent = &program[agent];
         let (system, prompt) = agent_loop::prompts(agent, inputs)?;
         let keys_required = !scope.effects().offline();
         let mut chain: Vec<(Box<dyn ModelClient>, String)> = Vec::new();
-        for link in settings::chain(&self.env, &self.limiters, program, agent, keys_required)? {
+        let links = settings::chain(&self.env, &self.limiters, program, agent, keys_required)?;
+        for (i, link) in links.into_iter().enumerate() {
             chain.push(match link {
-                Link::Http(endpoint, model) => {
-                    (Box::new(HttpModel { endpoint, shared: self.shared.clone() }), model)
-                }
+                Link::Http(endpoint, model) => (Box::new(self.http_model(id, i, endpoint)), model),
                 Link::Script(file, model) => (Box::new(ScriptModel::load(file).await?), model),
             });
         }
@@ -193,6 +193,7 @@ impl Llm {
             route: "",
             request: &request,
             cache: Some(CachePolicy { ttl, definition: program.sources.slice(agent.span) }),
+            work: None,
         };
         let cx = CallContext { agent: &agent.name, path: scope.path(), trace, scope };
         let live = async {
@@ -227,6 +228,49 @@ impl Llm {
                 | EffectError::Journal(message),
             ) => Err(LlmError::Recording { message }),
         }
+    }
+
+    /// Does one model exchange of a durable journal's step
+    /// ([`crate::effects::Work::Model`]):
+    /// link `link` of `agent`'s chain, resolved from this worker's
+    /// environment (its keys), sends `body` to `url` once.
+    ///
+    /// # Errors
+    /// No such agent or link, a missing key, or the attempt's failure.
+    pub(crate) async fn perform(
+        &self,
+        program: &Program,
+        agent: AgentId,
+        link: usize,
+        url: &str,
+        body: &Value,
+    ) -> Result<Outcome, String> {
+        let declared = program.agents.get(agent.index()).ok_or_else(|| {
+            format!(
+                "no agent with id {} in this program: the workers serve different programs",
+                agent.index()
+            )
+        })?;
+        let links = settings::chain(&self.env, &self.limiters, program, declared, true)
+            .map_err(|e| e.to_string())?;
+        match links.into_iter().nth(link) {
+            Some(Link::Http(endpoint, _)) => {
+                self.http_model(agent, link, endpoint).perform(body, url).await
+            }
+            _ => Err(format!(
+                "agent `{}` has no HTTP provider number {link}: the workers serve different programs",
+                declared.name
+            )),
+        }
+    }
+
+    /// The client of `agent`'s link number `link`.
+    fn http_model(&self, agent: AgentId, link: usize, endpoint: settings::Endpoint) -> HttpModel {
+        let origin = (
+            u32::try_from(agent.index()).unwrap_or(u32::MAX),
+            u32::try_from(link).unwrap_or(u32::MAX),
+        );
+        HttpModel { endpoint, shared: self.shared.clone(), origin }
     }
 
     /// The retry wait settings in use.

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::{Map, Value};
 
-use crate::effects::Effects;
-use crate::ir::{ContractId, Program};
+use crate::effects::{Effects, Outcome, Work};
+use crate::ir::{AgentId, ContractId, Program, ToolId};
 use crate::llm::Llm;
 use crate::tools::Toolbox;
 use crate::trace::Trace;
@@ -234,6 +234,40 @@ impl Engine {
         trace: &Arc<Trace>,
     ) -> Result<Map<String, Value>, RunError> {
         scheduler::run(self, contract, inputs, options, trace)
+    }
+
+    /// Does the live work of one effect from its description: what a
+    /// durable journal's worker runs for a step (the same code a run's live
+    /// effects call). The program must be the one that described it.
+    ///
+    /// # Errors
+    /// A failure worth another attempt (a transport failure, a tool
+    /// failure its `retries` allow again), or work this program cannot do.
+    pub async fn perform(&self, work: &Work) -> Result<Outcome, String> {
+        let program = self.program();
+        match work {
+            Work::Tool { tool, args } => {
+                let tool = *tool as usize;
+                if tool >= program.tools.len() {
+                    return Err(format!(
+                        "no tool with id {tool} in this program: the workers serve different programs"
+                    ));
+                }
+                crate::effects::tool_work(
+                    &self.toolbox,
+                    program,
+                    ToolId::from_index(tool),
+                    args.clone(),
+                    true,
+                )
+                .await
+                .map_err(|e| e.to_string())
+            }
+            Work::Model { agent, link, url, body } => {
+                let agent = AgentId::from_index(*agent as usize);
+                self.llm.perform(program, agent, *link as usize, url, body).await
+            }
+        }
     }
 
     /// The pool for the pure nodes of a `runner thread_pool(n)` run: `n`

@@ -277,6 +277,10 @@ impl Scheduler<'_> {
         loop {
             while let Ok(done) = self.rx.try_recv() {
                 self.complete(done);
+                // Handled: the message's token of the run's activity goes.
+                if let Some(activity) = self.engine.effects.activity() {
+                    activity.leave();
+                }
             }
             if !self.failures.is_empty() {
                 self.settle();
@@ -299,6 +303,12 @@ impl Scheduler<'_> {
             }
             // Nothing to do here: wait for a task. A DAG always has one in
             // flight at this point; a closed channel would mean a lost task.
+            // Waiting, this thread gives its token of the run's activity
+            // back; the message's token becomes its own.
+            let activity = self.engine.effects.activity();
+            if let Some(activity) = activity {
+                activity.leave();
+            }
             match self.rx.recv() {
                 Ok(done) if self.in_flight > 0 => self.complete(done),
                 _ => {
@@ -706,8 +716,9 @@ impl Scheduler<'_> {
                 .with_item(job.item)
                 .with_trace(Arc::clone(self.trace))
                 .with_span(span.clone());
+        let activity = self.engine.effects.activity();
         let task = match call.callee {
-            Callee::Tool(tool) => io.spawn(async move {
+            Callee::Tool(tool) => io.spawn(effects::track(activity, async move {
                 let key = scope.next_key();
                 let result = scope
                     .call_tool(&key, None, &toolbox, &program, tool, Value::Object(json(given)))
@@ -715,7 +726,7 @@ impl Scheduler<'_> {
                     .map_err(|e| Cause::of(&e));
                 span.end(result.as_ref().err().map(Cause::error_type));
                 let _ = tx.send(Done { job, started, result });
-            }),
+            })),
             Callee::Agent(agent) => {
                 let params = &self.program[agent].inputs;
                 let given: Map<String, Value> = match bind_call(params, &given, node.span, job) {
@@ -733,13 +744,13 @@ impl Scheduler<'_> {
                     usize::MAX => toolbox,
                     limit => toolbox.with_turn_calls(limit),
                 };
-                io.spawn(async move {
+                io.spawn(effects::track(activity, async move {
                     let result =
                         llm.run_agent(&program, agent, &given, &toolbox, &trace, &scope).await;
                     let result = result.map_err(|e| Cause::of(&e));
                     span.end(result.as_ref().err().map(Cause::error_type));
                     let _ = tx.send(Done { job, started, result });
-                })
+                }))
             }
             Callee::Contract(_) => unreachable!("contract calls do not wait"),
         };
