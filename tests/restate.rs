@@ -12,7 +12,6 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -60,10 +59,15 @@ impl Restate {
         serde_json::from_slice(&output.stdout).unwrap()
     }
 
-    /// The names of the journaled steps of every invocation, in order
-    /// (Restate's SQL introspection).
+    /// The names of the journaled steps of every invocation, in the order
+    /// they were journaled (Restate's SQL introspection).
     async fn step_names(&self) -> Vec<String> {
-        let query = "SELECT name FROM sys_journal WHERE name != '' ORDER BY id, index";
+        let query = "SELECT name FROM sys_journal WHERE name != '' ORDER BY appended_at, id, index";
+        self.query(query).await.iter().map(|r| r["name"].as_str().unwrap().to_owned()).collect()
+    }
+
+    /// The rows of `query` (Restate's SQL introspection).
+    async fn query(&self, query: &str) -> Vec<Value> {
         let rows: Value = reqwest::Client::new()
             .post(format!("{}/query", self.admin))
             .header("accept", "application/json")
@@ -74,12 +78,7 @@ impl Restate {
             .json()
             .await
             .unwrap();
-        rows["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["name"].as_str().unwrap().to_owned())
-            .collect()
+        rows["rows"].as_array().unwrap_or_else(|| panic!("no rows: {rows}")).clone()
     }
 
     /// Calls contract `name` through the ingress: the status and the body.
@@ -148,19 +147,17 @@ impl Drop for Worker {
     }
 }
 
-/// One address for several workers, as a load balancer would give them:
-/// each connection goes to the next worker that accepts it.
+/// One address for several workers, as a load balancer with fail-over
+/// would give them: each connection goes to the first worker that accepts
+/// it, so the first runs everything (the run and its steps) until it dies.
 async fn forwarder(workers: Vec<String>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let next = Arc::new(AtomicUsize::new(0));
     tokio::spawn(async move {
         while let Ok((mut inbound, _)) = listener.accept().await {
-            let (workers, next) = (workers.clone(), Arc::clone(&next));
+            let workers = workers.clone();
             tokio::spawn(async move {
-                let first = next.fetch_add(1, Ordering::SeqCst);
-                for i in 0..workers.len() {
-                    let worker = &workers[(first + i) % workers.len()];
+                for worker in &workers {
                     if let Ok(mut outbound) = tokio::net::TcpStream::connect(worker).await {
                         let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                         return;
@@ -226,6 +223,37 @@ contract Retried {
 contract Failing {
   compute value = Broken()
   output value
+}
+
+tool Left {
+  description "Waits (20 s at most) until Right has started too"
+  exec "sh" "-c" "touch left.here; i=0; while [ ! -e right.here ]; do i=$((i+1)); test $i -gt 400 && exit 1; sleep 0.05; done; echo met"
+}
+
+tool Right {
+  description "Waits (20 s at most) until Left has started too"
+  exec "sh" "-c" "touch right.here; i=0; while [ ! -e left.here ]; do i=$((i+1)); test $i -gt 400 && exit 1; sleep 0.05; done; echo met"
+}
+
+contract Meeting {
+  compute left = Left()
+  compute right = Right()
+  output left
+  output right
+}
+
+tool Slow {
+  description "Notes the worker's process ID in slow.txt, then waits for the file go"
+  exec "sh" "-c" "echo $PPID >> slow.txt; while [ ! -e go ]; do sleep 0.05; done; echo slow"
+}
+
+contract Fan {
+  compute a = Append(line: "a")
+  compute b = Append(line: "b")
+  compute c = Slow()
+  output a
+  output b
+  output c
 }
 "#;
 
@@ -319,8 +347,8 @@ async fn a_run_survives_its_worker_and_repeats_no_finished_call() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(services.len(), 3, "{registered}");
-    for name in ["Steps", "Retried", "Failing"] {
+    assert_eq!(services.len(), 5, "{registered}");
+    for name in ["Steps", "Retried", "Failing", "Meeting", "Fan"] {
         assert!(services.contains(&name), "{registered}");
     }
 
@@ -392,9 +420,9 @@ async fn retries_are_the_steps_and_errors_are_terminal() {
         std::fs::read_to_string(dir.path().join(name)).unwrap_or_default().lines().count()
     };
 
-    // `retries 2`: two failed attempts, then the third succeeds. Each
-    // retry replays the invocation: the two independent tool nodes before
-    // it come back from the journal, in the same order, and do not run again.
+    // `retries 2`: two failed attempts, then the third succeeds. The
+    // retries are those of the step's child invocation: the two
+    // independent tool nodes beside it do not run again.
     let (status, outputs) = restate.call("Retried", &json!({"n": 1}), None).await;
     let expected = json!({"left": "appended", "right": "appended", "value": "fine"});
     assert_eq!((status, outputs), (200, expected));
@@ -418,6 +446,82 @@ async fn retries_are_the_steps_and_errors_are_terminal() {
     let error = error_of(&body);
     assert_eq!(error["code"], "ignite::run::input", "{body}");
     assert_eq!(error["diagnostics"].as_array().unwrap().len(), 2, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn independent_steps_are_in_flight_together() {
+    let (_server, _scribe, dir) = setup(None).await;
+    let restate = Restate::start();
+    let worker = Worker::start(dir.path(), "steps.ign");
+    restate.register(&format!("http://{}", worker.address));
+    // Each tool waits until the other has started: only steps in flight
+    // together finish (one after the other, the first gives up after 20 s).
+    let (status, outputs) = restate.call("Meeting", &json!({}), None).await;
+    assert_eq!((status, outputs), (200, json!({"left": "met", "right": "met"})));
+    // Each step is a child invocation of the run, on the private handler
+    // `step`, with the step journaled under its effect key.
+    let query = "SELECT target_handler_name, invoked_by_target FROM sys_invocation \
+                 WHERE target_service_name = 'Meeting' ORDER BY target_handler_name";
+    let invocations: Vec<(String, String)> = restate
+        .query(query)
+        .await
+        .iter()
+        .map(|r| {
+            let field = |name: &str| r[name].as_str().unwrap_or_default().to_owned();
+            (field("target_handler_name"), field("invoked_by_target"))
+        })
+        .collect();
+    let child = ("step".to_owned(), "Meeting/run".to_owned());
+    assert_eq!(invocations, [("run".to_owned(), String::new()), child.clone(), child]);
+    let mut names = restate.step_names().await;
+    names.sort();
+    assert_eq!(names, ["Meeting > left#0 tool:left", "Meeting > right#0 tool:right"]);
+    // The ingress does not offer `step`.
+    let response = reqwest::Client::new()
+        .post(format!("{}/Meeting/step", restate.ingress))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_client_error(), "{}", response.status());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_during_parallel_steps_repeats_only_the_unfinished_one() {
+    let (_server, _scribe, dir) = setup(None).await;
+    let restate = Restate::start();
+    let first = Worker::start(dir.path(), "steps.ign");
+    let second = Worker::start(dir.path(), "steps.ign");
+    let uri = forwarder(vec![first.address.clone(), second.address.clone()]).await;
+    restate.register(&uri);
+    let slow = |dir: &Path| -> Vec<u32> {
+        let text = std::fs::read_to_string(dir.join("slow.txt")).unwrap_or_default();
+        text.lines().map(|pid| pid.parse().unwrap()).collect()
+    };
+
+    let ingress = restate.ingress.clone();
+    let call = tokio::spawn(async move { call(&ingress, "Fan", &json!({}), None).await });
+    // `a` and `b` done while `c` waits: the worker is killed.
+    wait_for("two steps done, one in flight", || {
+        log(dir.path()).len() == 2 && slow(dir.path()).len() == 1
+    })
+    .await;
+    let mut killed = first;
+    assert!(log(dir.path()).iter().all(|(pid, _)| *pid == killed.pid()));
+    assert_eq!(slow(dir.path()), [killed.pid()]);
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    wait_for("the step again on the other worker", || slow(dir.path()).len() == 2).await;
+    std::fs::write(dir.path().join("go"), "").unwrap();
+
+    let (status, outputs) = call.await.unwrap();
+    let expected = json!({"a": "appended", "b": "appended", "c": "slow"});
+    assert_eq!((status, outputs), (200, expected));
+    // The finished steps ran once; the one cut off ran again, elsewhere.
+    let mut lines: Vec<(u32, String)> = log(dir.path());
+    lines.sort();
+    assert_eq!(lines, [(killed.pid(), "a".to_owned()), (killed.pid(), "b".to_owned())]);
+    assert_eq!(slow(dir.path()), [killed.pid(), second.pid()]);
 }
 
 /// The `error` object of ignite inside a Restate failure's message.
