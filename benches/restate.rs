@@ -6,9 +6,11 @@
 //! fronts one release worker; a plain `ignite serve` runs beside it. Each
 //! serves contracts that chain N tool calls one after the other (`returns`
 //! tools, which cost next to nothing, and `exec` tools, a child process
-//! each) and a contract with no effect. One client sends requests one at a
-//! time, the cases alternating round by round; the cost per effect is
-//! (median of the chain − median of the contract without effects) / N.
+//! each), a contract with no effect and one with N independent `exec`
+//! tools that each sleep 50 ms (in parallel, about 50 ms in all). One
+//! client sends requests one at a time, the cases alternating round by
+//! round; the cost per effect is (median of the chain − median of the
+//! contract without effects) / N.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, missing_docs)]
 
@@ -29,8 +31,14 @@ fn program() -> String {
     let mut text = String::from(
         "tool Inc {\n  description \"adds one\"\n  param n: integer\n  returns n + 1\n}\n\n\
          tool Cat {\n  description \"echoes its arguments\"\n  param n: integer\n  exec \"cat\"\n}\n\n\
+         tool Nap {\n  description \"sleeps 50 ms\"\n  param n: integer\n  exec \"sh\" \"-c\" \"sleep 0.05; cat\"\n}\n\n\
          contract Pure {\n  input n: integer\n  compute a = n + 1\n  output a\n}\n",
     );
+    let _ = write!(text, "\ncontract Wide {{\n  input n: integer\n");
+    for i in 1..=CALLS {
+        let _ = writeln!(text, "  compute a{i} = Nap(n: n + {i})\n  output a{i}");
+    }
+    text.push_str("}\n");
     for (contract, tool, field) in [("Returns", "Inc", ""), ("Exec", "Cat", ".n")] {
         let _ = write!(text, "\ncontract {contract} {{\n  input n: integer\n  compute a0 = n\n");
         for i in 1..=CALLS {
@@ -94,7 +102,7 @@ async fn main() {
 
     let client = reqwest::Client::new();
     let body = json!({"n": 1});
-    let cases = ["Pure", "Returns", "Exec"];
+    let cases = ["Pure", "Returns", "Exec", "Wide"];
     let url = |restate: bool, contract: &str| {
         if restate {
             format!("{ingress}/{contract}/run")
@@ -149,4 +157,9 @@ async fn main() {
             restate / plain
         );
     }
+    println!(
+        "| {CALLS} independent `exec` tools of 50 ms | {:.2} ms | {:.2} ms | | | |",
+        ms(false, 3),
+        ms(true, 3)
+    );
 }
