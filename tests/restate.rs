@@ -242,6 +242,18 @@ contract Meeting {
   output right
 }
 
+agent Pair {
+  provider Fake
+  model "pair"
+  tools Left, Right
+  prompt "meet"
+}
+
+contract Pairing {
+  compute text = Pair()
+  output text
+}
+
 tool Slow {
   description "Notes the worker's process ID in slow.txt, then waits for the file go"
   exec "sh" "-c" "echo $PPID >> slow.txt; while [ ! -e go ]; do sleep 0.05; done; echo slow"
@@ -307,6 +319,32 @@ async fn setup(slow: Option<usize>) -> (MockServer, Arc<Scribe>, tempfile::TempD
     let server = MockServer::start().await;
     let scribe = Arc::new(Scribe { seen: Mutex::new(BTreeMap::new()), slow });
     let responder = Arc::clone(&scribe);
+    // Agent `Pair`: one turn asks for both `left` and `right`, the next answers.
+    Mock::given(wiremock::matchers::body_partial_json(json!({"model": "pair"})))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let messages = body["messages"].as_array().unwrap();
+            let results = messages.iter().filter(|m| m["role"] == "tool").count();
+            let call = |name: &str| {
+                let function = json!({"name": name, "arguments": "{}"});
+                json!({"id": name, "type": "function", "function": function})
+            };
+            let (message, reason) = match results {
+                0 => (
+                    json!({"role": "assistant", "tool_calls": [call("left"), call("right")]}),
+                    "tool_calls",
+                ),
+                2 => (json!({"role": "assistant", "content": "met twice"}), "stop"),
+                _ => {
+                    (json!({"role": "assistant", "content": format!("{results} results")}), "stop")
+                }
+            };
+            let choice = json!({"message": message, "finish_reason": reason});
+            ResponseTemplate::new(200).set_body_json(json!({"choices": [choice]}))
+        })
+        .with_priority(1)
+        .mount(&server)
+        .await;
     Mock::given(wiremock::matchers::method("POST"))
         .respond_with(move |request: &Request| responder.respond(request))
         .mount(&server)
@@ -347,8 +385,8 @@ async fn a_run_survives_its_worker_and_repeats_no_finished_call() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(services.len(), 5, "{registered}");
-    for name in ["Steps", "Retried", "Failing", "Meeting", "Fan"] {
+    assert_eq!(services.len(), 6, "{registered}");
+    for name in ["Steps", "Retried", "Failing", "Meeting", "Pairing", "Fan"] {
         assert!(services.contains(&name), "{registered}");
     }
 
@@ -484,6 +522,13 @@ async fn independent_steps_are_in_flight_together() {
         .await
         .unwrap();
     assert!(response.status().is_client_error(), "{}", response.status());
+
+    // The tool calls of one model turn are in flight together too.
+    for file in ["left.here", "right.here"] {
+        std::fs::remove_file(dir.path().join(file)).unwrap();
+    }
+    let (status, outputs) = restate.call("Pairing", &json!({}), None).await;
+    assert_eq!((status, outputs), (200, json!({"text": "met twice"})));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
