@@ -465,6 +465,14 @@ impl Node {
         }
     }
 
+    /// The node's name, to change.
+    pub fn name_mut(&mut self) -> &mut Ident {
+        match self {
+            Node::Input(param) => &mut param.name,
+            Node::Compute(name, ..) | Node::Compose(name, ..) | Node::Guard { name, .. } => name,
+        }
+    }
+
     /// The whole statement.
     #[must_use]
     pub fn span(&self) -> Span {

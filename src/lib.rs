@@ -83,20 +83,12 @@ fn finish(loaded: load::Loaded) -> Compilation {
     let load::Loaded { sources, files, mut diagnostics } = loaded;
     let mut program = None;
     if !diagnostics.has_errors() {
-        let (lowered, found) = lower::lower(&sources, &files);
+        let (lowered, found) = lower::lower(&sources, files);
         diagnostics.extend(found);
         program = lowered;
     }
-    drop_later(files);
     diagnostics.sort(&sources);
     Compilation { sources, diagnostics, program }
-}
-
-/// Frees the syntax trees on a thread of their own: nothing reads them
-/// after lowering, and freeing a big program's trees node by node is a
-/// tenth of its check. Freed here when no thread can be started.
-fn drop_later<T: Send + 'static>(trees: T) {
-    let _ = std::thread::Builder::new().stack_size(64 << 20).spawn(move || drop(trees));
 }
 
 /// Runs `f` on a thread with a [`STACK_SIZE`] stack, or on this thread

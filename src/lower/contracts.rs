@@ -11,22 +11,35 @@ use super::Lowerer;
 use super::calls::Stmt;
 use super::cycles::effectful_contracts;
 use super::expr::Scope;
-use super::names::Decl;
 use super::suggest::did_you_mean;
 use crate::ast::{self, ExprKind, Node};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Graph, MAX_POOL_SIZE, NodeId, NodeKind, Runner};
 use crate::source::Span;
 
+/// Takes the nodes out of every contract of `files`, in declaration
+/// order (the order of [`Declarations`](super::names::Declarations)), so
+/// that lowering can free them one by one.
+pub(super) fn take_bodies(files: &mut [(crate::source::FileId, ast::File)]) -> Vec<Vec<Node>> {
+    files
+        .iter_mut()
+        .flat_map(|(_, file)| &mut file.items)
+        .filter_map(|item| match item {
+            ast::Item::Contract(contract) => Some(std::mem::take(&mut contract.nodes)),
+            _ => None,
+        })
+        .collect()
+}
+
 impl Lowerer<'_> {
-    /// Lowers every contract, then checks for recursive composition.
-    pub(super) fn lower_contracts(&mut self) -> Vec<ir::Contract> {
+    /// Lowers every contract (`bodies[i]` holds the nodes of contract
+    /// `i`, consumed here), then checks for recursive composition.
+    pub(super) fn lower_contracts(&mut self, bodies: Vec<Vec<Node>>) -> Vec<ir::Contract> {
         let decls = self.decls;
-        self.contract_inputs = decls
-            .contracts
+        self.contract_inputs = bodies
             .iter()
-            .map(|c| {
-                c.nodes
+            .map(|nodes| {
+                nodes
                     .iter()
                     .filter_map(|n| match n {
                         Node::Input(param) => Some(self.lower_param(param, "input")),
@@ -37,19 +50,23 @@ impl Lowerer<'_> {
             .collect();
         let mut composes = Vec::with_capacity(decls.contracts.len());
         let mut contracts = Vec::with_capacity(decls.contracts.len());
-        let mut clean = Vec::with_capacity(decls.contracts.len());
-        for (index, contract) in decls.contracts.iter().enumerate() {
+        // The place of each node's name, for the graph's diagnostics; `None`
+        // for a contract with errors (its graph is not checked).
+        let mut name_spans = Vec::with_capacity(decls.contracts.len());
+        for (index, (contract, body)) in decls.contracts.iter().zip(bodies).enumerate() {
             let mut sites = Vec::new();
             let errors_before = self.errors;
-            contracts.push(self.lower_contract(index, contract, &mut sites));
-            clean.push(self.errors == errors_before);
+            let (lowered, spans) = self.lower_contract(index, contract, body, &mut sites);
+            contracts.push(lowered);
+            name_spans.push((self.errors == errors_before).then_some(spans));
             composes.push(sites);
         }
         // Graphs come last: gates need to know which contracts make effects.
         let effectful = effectful_contracts(&contracts);
-        for ((contract, decl), clean) in contracts.iter_mut().zip(&decls.contracts).zip(clean) {
-            if clean {
-                self.check_graph(decl, contract, &effectful);
+        for (contract, spans) in contracts.iter_mut().zip(name_spans) {
+            if let Some(spans) = spans {
+                self.check_graph(&spans, contract, &effectful);
+                drop(spans);
                 self.check_types(contract);
             }
         }
@@ -57,56 +74,62 @@ impl Lowerer<'_> {
         contracts
     }
 
-    /// One contract. `composes` receives each composed contract with the
-    /// place of its call.
+    /// One contract, its nodes consumed as they lower; also the place of
+    /// each node's name. `composes` receives each composed contract with
+    /// the place of its call.
     fn lower_contract(
         &mut self,
         index: usize,
         contract: &ast::Contract,
+        mut body: Vec<Node>,
         composes: &mut Vec<(usize, Span)>,
-    ) -> ir::Contract {
+    ) -> (ir::Contract, Vec<Span>) {
         let runner = self.runner(contract);
+        // The names move to the checked nodes once every node is lowered:
+        // until then the scope reads them.
+        let names: Vec<String> =
+            body.iter_mut().map(|n| std::mem::take(&mut n.name_mut().name)).collect();
+        let name_spans: Vec<Span> = body.iter().map(|n| n.name().span).collect();
         let scope = Scope::new(
-            contract.nodes.iter().map(|n| n.name().name.as_str()).collect(),
+            names.iter().map(String::as_str).collect(),
             "node",
             format!("contract `{}`", contract.name.name),
         );
-        self.check_duplicate_nodes(contract, &scope);
+        self.check_duplicate_nodes(contract, &name_spans, &scope);
         let mut inputs = self.contract_inputs[index].clone().into_iter();
         let mut types = self.contract_inputs[index].iter().map(|p| p.ty.clone());
-        self.input_types = contract
-            .nodes
+        self.input_types = body
             .iter()
             .map(|n| matches!(n, Node::Input(_)).then(|| types.next()).flatten())
             .collect();
-        let mut nodes = Vec::with_capacity(contract.nodes.len());
-        for node in &contract.nodes {
+        let mut nodes = Vec::with_capacity(body.len());
+        for node in body {
+            let span = node.span();
             let kind = match node {
                 Node::Input(_) => NodeKind::Input(Box::new(
                     inputs.next().unwrap_or_else(|| unreachable!("one lowered param per input")),
                 )),
                 Node::Compute(_, expr, _) => {
-                    self.lower_node_expr(expr, &scope, Stmt::Compute, composes)
+                    self.lower_node_expr(&expr, &scope, Stmt::Compute, composes)
                 }
                 Node::Compose(_, expr, _) => {
-                    self.lower_node_expr(expr, &scope, Stmt::Compose, composes)
+                    self.lower_node_expr(&expr, &scope, Stmt::Compose, composes)
                 }
                 Node::Guard { condition, message, .. } => NodeKind::Guard {
-                    condition: self.lower_expr(condition, &scope),
-                    message: message.as_ref().map(|m| Box::new(self.lower_expr(m, &scope))),
+                    condition: self.lower_expr(&condition, &scope),
+                    message: message.map(|m| Box::new(self.lower_expr(&m, &scope))),
                 },
             };
-            nodes.push(ir::Node {
-                name: node.name().name.clone(),
-                kind,
-                ty: ir::Type::any(),
-                span: node.span(),
-            });
+            nodes.push(ir::Node { name: String::new(), kind, ty: ir::Type::any(), span });
         }
         // Needed only while the nodes lower: freed before the graph is built.
         self.input_types = Vec::new();
-        let outputs = self.lower_outputs(contract, &scope);
-        ir::Contract {
+        let outputs = self.lower_outputs(contract, &scope, &nodes);
+        drop(scope);
+        for (node, name) in nodes.iter_mut().zip(names) {
+            node.name = name;
+        }
+        let lowered = ir::Contract {
             name: contract.name.name.clone(),
             runner,
             nodes,
@@ -115,27 +138,29 @@ impl Lowerer<'_> {
             gated: Vec::new(),
             span: contract.span,
             name_span: contract.name.span,
-        }
+        };
+        (lowered, name_spans)
     }
 
-    fn check_duplicate_nodes(&mut self, contract: &ast::Contract, scope: &Scope<'_>) {
-        for (i, node) in contract.nodes.iter().enumerate() {
-            let name = node.name();
-            let Some(first) = scope.var(&name.name) else { continue };
+    fn check_duplicate_nodes(
+        &mut self,
+        contract: &ast::Contract,
+        name_spans: &[Span],
+        scope: &Scope<'_>,
+    ) {
+        for (i, (name, &span)) in scope.names().zip(name_spans).enumerate() {
+            let Some(first) = scope.var(name) else { continue };
             if first as usize == i {
                 continue;
             }
             self.push(
                 Diagnostic::error(
                     Code::Duplicate,
-                    name.span,
-                    format!(
-                        "node `{}` is declared twice in contract `{}`",
-                        name.name, contract.name.name
-                    ),
+                    span,
+                    format!("node `{name}` is declared twice in contract `{}`", contract.name.name),
                 )
                 .label("declared again here")
-                .note(contract.nodes[first as usize].name().span, "first declared here")
+                .note(name_spans[first as usize], "first declared here")
                 .help("give each node its own name"),
             );
         }
@@ -195,7 +220,12 @@ impl Lowerer<'_> {
     }
 
     /// Outputs: each of a node, each public name once; at least one.
-    fn lower_outputs(&mut self, contract: &ast::Contract, scope: &Scope<'_>) -> Vec<ir::Output> {
+    fn lower_outputs(
+        &mut self,
+        contract: &ast::Contract,
+        scope: &Scope<'_>,
+        nodes: &[ir::Node],
+    ) -> Vec<ir::Output> {
         let mut outputs = Vec::with_capacity(contract.outputs.len());
         let mut public: HashMap<&str, &ast::Output> = HashMap::new();
         for output in &contract.outputs {
@@ -228,7 +258,7 @@ impl Lowerer<'_> {
                 continue;
             };
             if let Some(field) = fields.first() {
-                self.check_child_output(contract, head, field);
+                self.check_child_output(&nodes[node as usize], field);
             }
             outputs.push(ir::Output {
                 name: name.name.clone(),
@@ -254,22 +284,13 @@ impl Lowerer<'_> {
     /// `output child.field` where `child` composes a contract directly: the
     /// field must be one of that contract's outputs (its value is an object
     /// of exactly those).
-    fn check_child_output(
-        &mut self,
-        contract: &ast::Contract,
-        node: &ast::Ident,
-        field: &ast::Ident,
-    ) {
-        let composed = contract.nodes.iter().find_map(|n| match n {
-            Node::Compose(name, expr, _) if name.name == node.name => match &expr.kind {
-                ExprKind::Call(call) => Some(&call.callee),
-                _ => None,
-            },
-            _ => None,
-        });
-        let Some(callee) = composed else { return };
-        let Some(Decl::Contract(i)) = self.decls.get(&callee.name) else { return };
-        let child = self.decls.contracts[i];
+    fn check_child_output(&mut self, node: &ir::Node, field: &ast::Ident) {
+        let NodeKind::Call(ir::Call { callee: ir::Callee::Contract(id), catch: false, .. }) =
+            node.kind
+        else {
+            return;
+        };
+        let child = self.decls.contracts[id.index()];
         let names: Vec<&str> = child
             .outputs
             .iter()

@@ -13,7 +13,6 @@
 //! no output and no guard needs, directly or not, is reported unused.
 
 use super::Lowerer;
-use crate::ast;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, ContractId, Graph, NodeId, NodeKind};
 use crate::source::Span;
@@ -21,10 +20,11 @@ use crate::source::Span;
 impl Lowerer<'_> {
     /// Builds the graph of a contract without other errors: reports its
     /// cycles, or else sets its gates and graph and reports its unused
-    /// nodes. `effectful[c]` tells whether contract `c` makes effects.
+    /// nodes. `name_spans[i]` is where node `i`'s name is written;
+    /// `effectful[c]` tells whether contract `c` makes effects.
     pub(super) fn check_graph(
         &mut self,
-        decl: &ast::Contract,
+        name_spans: &[Span],
         contract: &mut ir::Contract,
         effectful: &[bool],
     ) {
@@ -33,7 +33,7 @@ impl Lowerer<'_> {
             Ok(graph) => graph,
             Err(cycles) => {
                 for cycle in cycles {
-                    self.report_cycle(decl, &cycle);
+                    self.report_cycle(&contract.nodes, name_spans, &cycle);
                 }
                 return;
             }
@@ -48,14 +48,14 @@ impl Lowerer<'_> {
         };
         drop(deps);
         set_branch_deps(&mut contract.nodes, &gated);
-        self.check_unused(decl, &contract.nodes, &contract.outputs, &graph);
+        self.check_unused(name_spans, &contract.nodes, &contract.outputs, &graph);
         contract.graph = graph;
         contract.gated = gated;
     }
 
-    fn report_cycle(&mut self, contract: &ast::Contract, cycle: &[NodeId]) {
-        let name = |id: NodeId| &contract.nodes[id.index()].name().name;
-        let span = |id: NodeId| contract.nodes[id.index()].name().span;
+    fn report_cycle(&mut self, nodes: &[ir::Node], name_spans: &[Span], cycle: &[NodeId]) {
+        let name = |id: NodeId| &nodes[id.index()].name;
+        let span = |id: NodeId| name_spans[id.index()];
         let path: Vec<String> = cycle.iter().map(|&id| format!("`{}`", name(id))).collect();
         let first = cycle[0];
         let message = if cycle.len() <= 2 {
@@ -75,7 +75,7 @@ impl Lowerer<'_> {
 
     fn check_unused(
         &mut self,
-        contract: &ast::Contract,
+        name_spans: &[Span],
         nodes: &[ir::Node],
         outputs: &[ir::Output],
         graph: &Graph,
@@ -97,7 +97,7 @@ impl Lowerer<'_> {
             self.push(
                 Diagnostic::warning(
                     Code::UnusedNode,
-                    contract.nodes[i].name().span,
+                    name_spans[i],
                     format!("{what} `{}` is never used", node.name),
                 )
                 .label("no output or guard needs it")

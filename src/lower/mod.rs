@@ -58,9 +58,17 @@ use names::Declarations;
 /// Lowers the parsed files of one program (in load order) and checks it.
 /// The program is returned only when no error was found; warnings do not
 /// prevent it.
+///
+/// The syntax trees are consumed: each contract's nodes are freed one by
+/// one as they lower, so a big contract's syntax tree and checked program
+/// are not both whole at the peak.
 #[must_use]
-pub fn lower(sources: &Sources, files: &[(FileId, ast::File)]) -> (Option<Program>, Diagnostics) {
-    let declarations = Declarations::collect(files);
+pub fn lower(
+    sources: &Sources,
+    mut files: Vec<(FileId, ast::File)>,
+) -> (Option<Program>, Diagnostics) {
+    let bodies = contracts::take_bodies(&mut files);
+    let declarations = Declarations::collect(&files);
     let mut lowerer = Lowerer::new(sources, &declarations);
     lowerer.check_duplicate_declarations();
     lowerer.lower_declared_types();
@@ -69,7 +77,7 @@ pub fn lower(sources: &Sources, files: &[(FileId, ast::File)]) -> (Option<Progra
     let agents = lowerer.lower_agents(&tools);
     lowerer.tools = tools;
     lowerer.agents = agents;
-    let contracts = lowerer.lower_contracts();
+    let contracts = lowerer.lower_contracts(bodies);
     let tests = lowerer.lower_tests(&contracts);
     let Lowerer { diagnostics, tools, agents, .. } = lowerer;
     if diagnostics.has_errors() {
