@@ -65,11 +65,11 @@ impl EvalError {
 /// missing field, a string where a number is needed, ...
 pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Val, EvalError> {
     match &expr.kind {
-        ExprKind::Literal(value) => Ok(Val::from(value)),
+        ExprKind::Literal(value) => Ok(value.clone()),
         ExprKind::Var(var) => Ok(scope.var(*var).clone()),
         ExprKind::Field(target, name) => {
             // `a.b.c` over a variable reads in place: no copy of `a` is made.
-            if let Some(value) = place(target, scope).and_then(|t| t.get(name.as_str())) {
+            if let Some(value) = place(target, scope).and_then(|t| t.get(name)) {
                 return Ok(value.clone());
             }
             let target = eval(target, scope)?;
@@ -125,7 +125,7 @@ pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Val, EvalError>
 fn place<'s, S: Scope + ?Sized>(expr: &Expr, scope: &'s S) -> Option<&'s Val> {
     match &expr.kind {
         ExprKind::Var(var) => Some(scope.var(*var)),
-        ExprKind::Field(target, name) => place(target, scope)?.get(name.as_str()),
+        ExprKind::Field(target, name) => place(target, scope)?.get(name),
         _ => None,
     }
 }

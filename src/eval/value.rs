@@ -23,7 +23,11 @@ use serde_json::{Number, Value};
 pub type Fields = IndexMap<String, Val>;
 
 /// A runtime value: JSON with shared strings, arrays and objects.
-#[derive(Debug, Clone, Default)]
+///
+/// `==` is equality of the JSON (as `serde_json::Value` compares: `1` and
+/// `1.0` differ), for comparing checked programs; the language's `==` is
+/// [`equal`](super::equal).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub enum Val {
     /// `null`.
     #[default]

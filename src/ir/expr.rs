@@ -1,8 +1,7 @@
 //! Resolved expressions: names are slots, functions are [`Function`]s.
 
-use serde_json::Value;
-
 pub use crate::ast::{BinaryOp, UnaryOp};
+use crate::eval::Val;
 use crate::source::Span;
 
 /// A resolved expression with its source span (runtime errors point at it).
@@ -17,13 +16,14 @@ pub struct Expr {
 /// The kinds of resolved expression.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExprKind {
-    /// A constant.
-    Literal(Value),
+    /// A constant, as the runtime value it evaluates to (a string's text
+    /// is shared, so evaluating it copies nothing).
+    Literal(Val),
     /// A variable: a node of the contract ([`NodeId`](super::NodeId) index), a
     /// param of the tool, or an input of the agent, by position.
     Var(u32),
     /// `a.b`.
-    Field(Box<Expr>, String),
+    Field(Box<Expr>, Box<str>),
     /// `a[i]`.
     Index(Box<Expr>, Box<Expr>),
     /// `-a`, `not a`.

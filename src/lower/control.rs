@@ -89,8 +89,12 @@ impl Lowerer<'_> {
         stmt: Stmt,
         composes: &mut Vec<(usize, Span)>,
     ) -> Body {
-        let null =
-            || Body::Pure(ir::Expr { kind: ir::ExprKind::Literal(Value::Null), span: expr.span });
+        let null = || {
+            Body::Pure(ir::Expr {
+                kind: ir::ExprKind::Literal(crate::eval::Val::Null),
+                span: expr.span,
+            })
+        };
         let ExprKind::Try(inner) = &expr.kind else {
             return match self.lower_call(expr, scope, stmt, composes) {
                 Lowered::Call(call) => Body::Call(call),
@@ -136,7 +140,7 @@ impl Lowerer<'_> {
     /// declared with another type.
     fn check_iterable(&mut self, written: &ast::Expr, items: &ir::Expr) {
         let found = match &items.kind {
-            ir::ExprKind::Literal(Value::Array(_)) => return,
+            ir::ExprKind::Literal(crate::eval::Val::Array(_)) => return,
             ir::ExprKind::Literal(value) => format!("{} `{}`", a_kind(value), show(value)),
             ir::ExprKind::Object(_) => "an object".to_owned(),
             ir::ExprKind::Interpolate(_) => "a string".to_owned(),

@@ -8,13 +8,14 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use serde_json::{Number, Value};
+use serde_json::Number;
 
 use super::Lowerer;
 use super::names::Decl;
 use super::suggest::{did_you_mean, list, with_article};
 use crate::ast::{self, ExprKind, StringPart};
 use crate::diagnostic::{Code, Diagnostic};
+use crate::eval::Val;
 use crate::ir::{self, Function, Part};
 
 /// The names an expression may read: nodes of a contract, params of a
@@ -79,11 +80,11 @@ impl Lowerer<'_> {
     pub(super) fn lower_expr(&mut self, expr: &ast::Expr, scope: &Scope<'_>) -> ir::Expr {
         let span = expr.span;
         let kind = match &expr.kind {
-            ExprKind::Null => ir::ExprKind::Literal(Value::Null),
-            ExprKind::Bool(b) => ir::ExprKind::Literal(Value::Bool(*b)),
-            ExprKind::Integer(n) => ir::ExprKind::Literal(Value::from(*n)),
+            ExprKind::Null => ir::ExprKind::Literal(Val::Null),
+            ExprKind::Bool(b) => ir::ExprKind::Literal(Val::Bool(*b)),
+            ExprKind::Integer(n) => ir::ExprKind::Literal(Val::int(*n)),
             ExprKind::Float(x) => {
-                ir::ExprKind::Literal(Number::from_f64(*x).map_or(Value::Null, Value::Number))
+                ir::ExprKind::Literal(Number::from_f64(*x).map_or(Val::Null, Val::Number))
             }
             ExprKind::String(parts) => self.lower_string(parts, scope),
             ExprKind::Array(items) => {
@@ -93,9 +94,10 @@ impl Lowerer<'_> {
                 entries.iter().map(|(k, v)| (k.name.clone(), self.lower_expr(v, scope))).collect(),
             ),
             ExprKind::Name(ident) => self.lower_name(ident, scope),
-            ExprKind::Field(inner, field) => {
-                ir::ExprKind::Field(Box::new(self.lower_expr(inner, scope)), field.name.clone())
-            }
+            ExprKind::Field(inner, field) => ir::ExprKind::Field(
+                Box::new(self.lower_expr(inner, scope)),
+                field.name.as_str().into(),
+            ),
             ExprKind::Index(a, b) => ir::ExprKind::Index(
                 Box::new(self.lower_expr(a, scope)),
                 Box::new(self.lower_expr(b, scope)),
@@ -116,7 +118,7 @@ impl Lowerer<'_> {
             ExprKind::Call(call) => self.lower_function_call(&call.callee, &call.args, scope),
             ExprKind::Match(..) | ExprKind::For(_) | ExprKind::Try(_) => {
                 self.nested_control(expr);
-                ir::ExprKind::Literal(Value::Null)
+                ir::ExprKind::Literal(Val::Null)
             }
         };
         ir::Expr { kind, span }
@@ -132,7 +134,7 @@ impl Lowerer<'_> {
                     StringPart::Expr(_) => "",
                 })
                 .collect();
-            return ir::ExprKind::Literal(Value::String(text));
+            return ir::ExprKind::Literal(Val::string(text));
         }
         ir::ExprKind::Interpolate(
             parts
@@ -167,7 +169,7 @@ impl Lowerer<'_> {
                 .maybe_help(literal_spelling(name).or_else(|| did_you_mean(name, scope.names()))),
         };
         self.push(diagnostic);
-        ir::ExprKind::Literal(Value::Null)
+        ir::ExprKind::Literal(Val::Null)
     }
 
     /// A call inside an expression: a pure function with positional
@@ -182,7 +184,7 @@ impl Lowerer<'_> {
         let name = &callee.name;
         let Some(function) = Function::from_name(name) else {
             self.report_bad_callee(callee);
-            return ir::ExprKind::Literal(Value::Null);
+            return ir::ExprKind::Literal(Val::Null);
         };
         for arg in args {
             if let Some(arg_name) = &arg.name {

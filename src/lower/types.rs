@@ -14,7 +14,7 @@ use super::names::Decl;
 use super::suggest::did_you_mean;
 use crate::ast::{self, ExprKind, UnaryOp};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{self, Type, TypeKind, value_kind};
+use crate::ir::{self, Json, Type, TypeKind, value_kind};
 use crate::source::Span;
 
 /// The type names of `.ign`.
@@ -59,7 +59,7 @@ pub(super) fn constant(expr: &ast::Expr) -> Option<Value> {
 }
 
 /// A value for messages: `"UA"`, `42`, `[1, 2]`; long ones cut short.
-pub(super) fn show(value: &Value) -> String {
+pub(super) fn show(value: &impl Json) -> String {
     let text = value.to_string();
     if text.chars().count() > 40 {
         format!("{}…", text.chars().take(39).collect::<String>())
@@ -69,8 +69,8 @@ pub(super) fn show(value: &Value) -> String {
 }
 
 /// "a string", "an integer", ...: the kind of a value in words.
-pub(super) fn a_kind(value: &Value) -> String {
-    let kind = value_kind(value);
+pub(super) fn a_kind(value: &impl Json) -> String {
+    let kind = value.kind();
     let article = if kind.starts_with(['a', 'i', 'o']) { "an" } else { "a" };
     format!("{article} {kind}")
 }

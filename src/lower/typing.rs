@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::Lowerer;
 use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::eval::Val;
 use crate::ir::{self, BinaryOp, Expr, ExprKind, Function, NodeKind, Type, TypeKind, UnaryOp};
 use crate::source::Span;
 
@@ -77,15 +78,15 @@ fn join(a: Type, b: Type) -> Type {
 }
 
 /// The type of a constant.
-fn literal(value: &Value) -> Type {
+fn literal(value: &Val) -> Type {
     of(match value {
-        Value::Null => return Type { kind: TypeKind::Any, nullable: true },
-        Value::Bool(_) => TypeKind::Boolean,
-        Value::Number(n) if n.is_i64() || n.is_u64() => TypeKind::Integer,
-        Value::Number(_) => TypeKind::Float,
-        Value::String(_) => TypeKind::String,
-        Value::Array(_) => TypeKind::Array(None),
-        Value::Object(_) => TypeKind::Object,
+        Val::Null => return Type { kind: TypeKind::Any, nullable: true },
+        Val::Bool(_) => TypeKind::Boolean,
+        Val::Number(n) if n.is_i64() || n.is_u64() => TypeKind::Integer,
+        Val::Number(_) => TypeKind::Float,
+        Val::String(_) => TypeKind::String,
+        Val::Array(_) => TypeKind::Array(None),
+        Val::Object(_) => TypeKind::Object,
     })
 }
 
@@ -490,8 +491,7 @@ impl Lowerer<'_> {
 
     /// `enum_value == "text"` where the text is none of the variants.
     fn check_variant(&mut self, ty: &Type, other: &Expr) {
-        if let (TypeKind::Enum(e), ExprKind::Literal(Value::String(text))) = (&ty.kind, &other.kind)
-        {
+        if let (TypeKind::Enum(e), ExprKind::Literal(Val::String(text))) = (&ty.kind, &other.kind) {
             self.check_variant_text(e, text, other.span);
         }
     }

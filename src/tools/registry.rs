@@ -249,7 +249,7 @@ fn url_label(tool: &ir::Tool, url: &ir::Expr) -> String {
         _ => "{...}".to_owned(),
     };
     match &url.kind {
-        ir::ExprKind::Literal(Value::String(s)) => s.clone(),
+        ir::ExprKind::Literal(crate::eval::Val::String(s)) => s.to_string(),
         ir::ExprKind::Interpolate(parts) => parts
             .iter()
             .map(|p| match p {

@@ -85,7 +85,7 @@ pub(crate) fn expr(kind: ExprKind) -> Expr {
 }
 
 pub(crate) fn lit(value: Value) -> Expr {
-    expr(ExprKind::Literal(value))
+    expr(ExprKind::Literal(value.into()))
 }
 
 pub(crate) fn var(i: u32) -> Expr {

@@ -69,7 +69,7 @@ pub(crate) fn tools() -> Vec<Tool> {
             "send_email",
             vec![param("to", TypeKind::String)],
             &["email_send"],
-            ExprKind::Literal(json!("sent")),
+            ExprKind::Literal(json!("sent").into()),
         ),
         tool(
             "lookup",
@@ -77,7 +77,7 @@ pub(crate) fn tools() -> Vec<Tool> {
             &["database_read"],
             ExprKind::Object(vec![
                 ("sku".into(), *var(0)),
-                ("price".into(), expr(ExprKind::Literal(json!(29.99)))),
+                ("price".into(), expr(ExprKind::Literal(json!(29.99).into()))),
             ]),
         ),
     ]
@@ -89,7 +89,7 @@ pub(crate) fn agent(providers: Vec<ProviderChoice>, models: &[&str]) -> Agent {
         name: "Assistant".into(),
         providers,
         models: models.iter().map(|m| (*m).to_owned()).collect(),
-        system_prompt: Some(expr(ExprKind::Literal(json!("Use tools when needed.")))),
+        system_prompt: Some(expr(ExprKind::Literal(json!("Use tools when needed.").into()))),
         tools: (0..4).map(ToolId::from_index).collect(),
         capabilities: vec!["database_read".into()],
         max_tool_iterations: 3,
