@@ -35,7 +35,7 @@ pub fn load(root: &Path) -> Loaded {
     let mut loader = Loader::default();
     match read(root) {
         Ok(text) => {
-            loader.add(root.to_path_buf(), &text);
+            loader.add(root.to_path_buf(), text);
         }
         Err(reason) => {
             // The root has no text to point into: register it empty so the
@@ -95,10 +95,13 @@ struct Loader {
 
 impl Loader {
     /// Registers and parses a file, then loads its uses depth first.
-    fn add(&mut self, path: PathBuf, text: &str) -> FileId {
+    fn add(&mut self, path: PathBuf, text: impl Into<std::sync::Arc<str>>) -> FileId {
+        // The text moves into the table first: a big file is held once
+        // while it parses.
         let file = self.loaded.sources.add(path.clone(), text);
         self.seen.insert(key(&path), file);
-        let ast = match syntax::parse(file, text) {
+        let text = std::sync::Arc::clone(&self.loaded.sources[file].text);
+        let ast = match syntax::parse(file, &text) {
             Ok(ast) => ast,
             Err(errors) => {
                 self.loaded.diagnostics.extend(errors);
@@ -149,7 +152,7 @@ impl Loader {
         }
         match read(&path) {
             Ok(text) => {
-                self.add(path, &text);
+                self.add(path, text);
             }
             Err(reason) => self.loaded.diagnostics.push(
                 Diagnostic::error(
