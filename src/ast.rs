@@ -342,8 +342,9 @@ pub struct Contract {
     pub name: Ident,
     /// `runner` statements.
     pub runners: Vec<Runner>,
-    /// Inputs, computes, composes and guards in source order.
-    pub nodes: Vec<Node>,
+    /// Inputs, computes, composes and guards in source order, each boxed:
+    /// lowering frees a node as soon as it is lowered.
+    pub nodes: Vec<Box<Node>>,
     /// `output` statements.
     pub outputs: Vec<Output>,
     /// The whole declaration.

@@ -299,7 +299,7 @@ fn syntax() {
             let ast::Item::Contract(contract) = item else { continue };
             let _ = writeln!(out, "contract {}", contract.name.name);
             for node in &contract.nodes {
-                let (kind, expr) = match node {
+                let (kind, expr) = match &**node {
                     ast::Node::Compute(_, expr, _) => ("compute", expr),
                     ast::Node::Compose(_, expr, _) => ("compose", expr),
                     ast::Node::Guard { condition, .. } => ("guard", condition),

@@ -20,7 +20,7 @@ use crate::source::Span;
 /// Takes the nodes out of every contract of `files`, in declaration
 /// order (the order of [`Declarations`](super::names::Declarations)), so
 /// that lowering can free them one by one.
-pub(super) fn take_bodies(files: &mut [(crate::source::FileId, ast::File)]) -> Vec<Vec<Node>> {
+pub(super) fn take_bodies(files: &mut [(crate::source::FileId, ast::File)]) -> Vec<Vec<Box<Node>>> {
     files
         .iter_mut()
         .flat_map(|(_, file)| &mut file.items)
@@ -34,14 +34,14 @@ pub(super) fn take_bodies(files: &mut [(crate::source::FileId, ast::File)]) -> V
 impl Lowerer<'_> {
     /// Lowers every contract (`bodies[i]` holds the nodes of contract
     /// `i`, consumed here), then checks for recursive composition.
-    pub(super) fn lower_contracts(&mut self, bodies: Vec<Vec<Node>>) -> Vec<ir::Contract> {
+    pub(super) fn lower_contracts(&mut self, bodies: Vec<Vec<Box<Node>>>) -> Vec<ir::Contract> {
         let decls = self.decls;
         self.contract_inputs = bodies
             .iter()
             .map(|nodes| {
                 nodes
                     .iter()
-                    .filter_map(|n| match n {
+                    .filter_map(|n| match &**n {
                         Node::Input(param) => Some(self.lower_param(param, "input")),
                         _ => None,
                     })
@@ -81,7 +81,7 @@ impl Lowerer<'_> {
         &mut self,
         index: usize,
         contract: &ast::Contract,
-        mut body: Vec<Node>,
+        mut body: Vec<Box<Node>>,
         composes: &mut Vec<(usize, Span)>,
     ) -> (ir::Contract, Vec<Span>) {
         let runner = self.runner(contract);
@@ -97,15 +97,17 @@ impl Lowerer<'_> {
         );
         self.check_duplicate_nodes(contract, &name_spans, &scope);
         let mut inputs = self.contract_inputs[index].clone().into_iter();
-        let mut types = self.contract_inputs[index].iter().map(|p| p.ty.clone());
         self.input_types = body
             .iter()
-            .map(|n| matches!(n, Node::Input(_)).then(|| types.next()).flatten())
+            .enumerate()
+            .filter(|(_, n)| matches!(***n, Node::Input(_)))
+            .map(|(i, _)| u32::try_from(i).unwrap_or(u32::MAX))
+            .zip(self.contract_inputs[index].iter().map(|p| p.ty.clone()))
             .collect();
         let mut nodes = Vec::with_capacity(body.len());
         for node in body {
             let span = node.span();
-            let kind = match node {
+            let kind = match *node {
                 Node::Input(_) => NodeKind::Input(Box::new(
                     inputs.next().unwrap_or_else(|| unreachable!("one lowered param per input")),
                 )),

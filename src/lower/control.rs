@@ -145,7 +145,10 @@ impl Lowerer<'_> {
             ir::ExprKind::Object(_) => "an object".to_owned(),
             ir::ExprKind::Interpolate(_) => "a string".to_owned(),
             ir::ExprKind::Var(var) => {
-                let Some(Some(ty)) = self.input_types.get(*var as usize) else { return };
+                let Ok(at) = self.input_types.binary_search_by_key(var, |(node, _)| *node) else {
+                    return;
+                };
+                let ty = &self.input_types[at].1;
                 if matches!(ty.kind, TypeKind::Array(_) | TypeKind::Any) {
                     return;
                 }

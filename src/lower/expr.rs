@@ -5,9 +5,11 @@
 //! Every expression lowers to an [`ir::Expr`], even a wrong one (a `null`
 //! literal stands in), so one pass reports every problem.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::rc::Rc;
 
+use hashbrown::hash_table::Entry;
+use hashbrown::{DefaultHashBuilder, HashTable};
 use serde_json::Number;
 
 use super::Lowerer;
@@ -23,10 +25,13 @@ use crate::ir::{self, Function, Part};
 /// `for`, also its item. The names are shared by a `for`'s scope, not
 /// copied, so lowering stays linear in the number of `for` nodes.
 pub(super) struct Scope<'s> {
-    /// Variable of each name (the first when repeated).
-    vars: Rc<HashMap<&'s str, u32>>,
-    /// Names in declaration order, for "did you mean".
+    /// Names in declaration order: variable `i` is `names[i]`.
     names: Rc<[&'s str]>,
+    /// The variable of each name (the first when repeated), found by the
+    /// name's hash: four bytes a name, its text being in `names` (a
+    /// contract may have a million nodes).
+    vars: Rc<HashTable<u32>>,
+    hasher: DefaultHashBuilder,
     /// A `for`'s item: its name (hiding a node of that name) and variable.
     item: Option<(&'s str, u32)>,
     /// What the names are: "node", "param", "input".
@@ -39,11 +44,19 @@ impl<'s> Scope<'s> {
     /// A scope of `names`, numbered in order; a repeated name keeps its
     /// first number.
     pub(super) fn new(names: Vec<&'s str>, what: &'static str, owner: String) -> Self {
-        let mut vars = HashMap::with_capacity(names.len());
-        for (i, name) in names.iter().enumerate() {
-            vars.entry(*name).or_insert(u32::try_from(i).unwrap_or(u32::MAX));
+        let hasher = DefaultHashBuilder::default();
+        let mut vars = HashTable::with_capacity(names.len());
+        for (i, &name) in names.iter().enumerate() {
+            let entry = vars.entry(
+                hasher.hash_one(name),
+                |&v: &u32| names[v as usize] == name,
+                |&v| hasher.hash_one(names[v as usize]),
+            );
+            if let Entry::Vacant(slot) = entry {
+                slot.insert(u32::try_from(i).unwrap_or(u32::MAX));
+            }
         }
-        Self { vars: Rc::new(vars), names: names.into(), item: None, what, owner }
+        Self { names: names.into(), vars: Rc::new(vars), hasher, item: None, what, owner }
     }
 
     /// This node-level scope with a `for`'s item `name` as the next
@@ -52,8 +65,9 @@ impl<'s> Scope<'s> {
     pub(super) fn with_item(&self, name: &'s str) -> (Self, u32) {
         let var = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
         let scope = Self {
-            vars: Rc::clone(&self.vars),
             names: Rc::clone(&self.names),
+            vars: Rc::clone(&self.vars),
+            hasher: self.hasher.clone(),
             item: Some((name, var)),
             what: self.what,
             owner: self.owner.clone(),
@@ -65,7 +79,10 @@ impl<'s> Scope<'s> {
     pub(super) fn var(&self, name: &str) -> Option<u32> {
         match self.item {
             Some((item, var)) if item == name => Some(var),
-            _ => self.vars.get(name).copied(),
+            _ => self
+                .vars
+                .find(self.hasher.hash_one(name), |&v| self.names[v as usize] == name)
+                .copied(),
         }
     }
 

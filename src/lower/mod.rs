@@ -103,9 +103,9 @@ struct Lowerer<'a> {
     contract_inputs: Vec<Vec<ir::Param>>,
     /// Errors counted so far, kept in step with `diagnostics`.
     errors: usize,
-    /// The declared type of each node of the contract being lowered that
-    /// is an input.
-    input_types: Vec<Option<ir::Type>>,
+    /// The declared type of each input of the contract being lowered, by
+    /// node index (ascending).
+    input_types: Vec<(u32, ir::Type)>,
     /// Record declarations, lowered on first use.
     records: Vec<records::Slot>,
     /// Enum declarations, lowered on first use.

@@ -478,11 +478,11 @@ impl<'t> Parser<'t> {
                     p.expect(b'=')?;
                     let expr = p.expr()?;
                     let span = p.span_from(s);
-                    contract.nodes.push(if word == "compose" {
+                    contract.nodes.push(Box::new(if word == "compose" {
                         Node::Compose(name, expr, span)
                     } else {
                         Node::Compute(name, expr, span)
-                    });
+                    }));
                 }
                 "output" => {
                     let mut path = vec![p.ident()?];
@@ -498,14 +498,14 @@ impl<'t> Parser<'t> {
                     let condition = p.expr()?;
                     let message =
                         if p.keyword("else") { Some(Box::new(p.string()?)) } else { None };
-                    contract.nodes.push(Node::Guard {
+                    contract.nodes.push(Box::new(Node::Guard {
                         name,
                         condition,
                         message,
                         span: p.span_from(s),
-                    });
+                    }));
                 }
-                "input" => contract.nodes.push(Node::Input(Box::new(p.param(s)?))),
+                "input" => contract.nodes.push(Box::new(Node::Input(Box::new(p.param(s)?)))),
                 "runner" => {
                     let runner = match p.take_word() {
                         "inline" => Runner::Inline(p.span_from(s)),

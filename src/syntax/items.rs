@@ -331,7 +331,7 @@ impl<'t> Builder<'t> {
             match stmt.as_rule() {
                 Rule::runner_stmt => contract.runners.push(self.runner(stmt)),
                 Rule::input_stmt => {
-                    contract.nodes.push(Node::Input(Box::new(self.param(stmt))));
+                    contract.nodes.push(Box::new(Node::Input(Box::new(self.param(stmt)))));
                 }
                 Rule::compute_stmt | Rule::compose_stmt => {
                     let compose = stmt.as_rule() == Rule::compose_stmt;
@@ -339,11 +339,11 @@ impl<'t> Builder<'t> {
                     let name =
                         self.ident(inner.next().unwrap_or_else(|| unreachable!("node name")));
                     let expr = self.expr(inner.next().unwrap_or_else(|| unreachable!("node expr")));
-                    contract.nodes.push(if compose {
+                    contract.nodes.push(Box::new(if compose {
                         Node::Compose(name, expr, stmt_span)
                     } else {
                         Node::Compute(name, expr, stmt_span)
-                    });
+                    }));
                 }
                 Rule::guard_stmt => {
                     let mut inner = Self::operands(stmt);
@@ -352,7 +352,12 @@ impl<'t> Builder<'t> {
                     let condition =
                         self.expr(inner.next().unwrap_or_else(|| unreachable!("guard")));
                     let message = inner.next().map(|p| Box::new(self.expr(p)));
-                    contract.nodes.push(Node::Guard { name, condition, message, span: stmt_span });
+                    contract.nodes.push(Box::new(Node::Guard {
+                        name,
+                        condition,
+                        message,
+                        span: stmt_span,
+                    }));
                 }
                 Rule::output_stmt => contract.outputs.push(self.output(stmt, stmt_span)),
                 rule => unreachable!("contract statement {rule:?}"),
