@@ -26,7 +26,7 @@ use crate::ir::{self, Function, Part};
 /// copied, so lowering stays linear in the number of `for` nodes.
 pub(super) struct Scope<'s> {
     /// Names in declaration order: variable `i` is `names[i]`.
-    names: Rc<[&'s str]>,
+    names: Rc<Vec<&'s str>>,
     /// The variable of each name (the first when repeated), found by the
     /// name's hash: four bytes a name, its text being in `names` (a
     /// contract may have a million nodes).
@@ -56,7 +56,7 @@ impl<'s> Scope<'s> {
                 slot.insert(u32::try_from(i).unwrap_or(u32::MAX));
             }
         }
-        Self { names: names.into(), vars: Rc::new(vars), hasher, item: None, what, owner }
+        Self { names: Rc::new(names), vars: Rc::new(vars), hasher, item: None, what, owner }
     }
 
     /// This node-level scope with a `for`'s item `name` as the next
