@@ -9,7 +9,7 @@ use crate::source::Span;
 /// A name as written, with its place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ident {
-    /// The text.
+    /// The text: exactly the source at `span` (lowering relies on it).
     pub name: String,
     /// Where it is.
     pub span: Span,
@@ -462,14 +462,6 @@ impl Node {
     pub fn name(&self) -> &Ident {
         match self {
             Node::Input(param) => &param.name,
-            Node::Compute(name, ..) | Node::Compose(name, ..) | Node::Guard { name, .. } => name,
-        }
-    }
-
-    /// The node's name, to change.
-    pub fn name_mut(&mut self) -> &mut Ident {
-        match self {
-            Node::Input(param) => &mut param.name,
             Node::Compute(name, ..) | Node::Compose(name, ..) | Node::Guard { name, .. } => name,
         }
     }

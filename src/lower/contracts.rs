@@ -81,17 +81,16 @@ impl Lowerer<'_> {
         &mut self,
         index: usize,
         contract: &ast::Contract,
-        mut body: Vec<Box<Node>>,
+        body: Vec<Box<Node>>,
         composes: &mut Vec<(usize, Span)>,
     ) -> (ir::Contract, Vec<Span>) {
         let runner = self.runner(contract);
-        // The names move to the checked nodes once every node is lowered:
-        // until then the scope reads them.
-        let names: Vec<String> =
-            body.iter_mut().map(|n| std::mem::take(&mut n.name_mut().name)).collect();
         let name_spans: Vec<Span> = body.iter().map(|n| n.name().span).collect();
+        // The scope reads the names in the source (a name is the text at
+        // its span), so each node's name can move to its checked node.
+        let text = &self.sources[contract.span.file].text;
         let scope = Scope::new(
-            names.iter().map(String::as_str).collect(),
+            name_spans.iter().map(|span| &text[span.range()]).collect(),
             "node",
             format!("contract `{}`", contract.name.name),
         );
@@ -107,30 +106,34 @@ impl Lowerer<'_> {
         let mut nodes = Vec::with_capacity(body.len());
         for node in body {
             let span = node.span();
-            let kind = match *node {
-                Node::Input(_) => NodeKind::Input(Box::new(
-                    inputs.next().unwrap_or_else(|| unreachable!("one lowered param per input")),
-                )),
-                Node::Compute(_, expr, _) => {
-                    self.lower_node_expr(&expr, &scope, Stmt::Compute, composes)
+            let (name, kind) = match *node {
+                Node::Input(param) => (
+                    param.name.name,
+                    NodeKind::Input(Box::new(
+                        inputs
+                            .next()
+                            .unwrap_or_else(|| unreachable!("one lowered param per input")),
+                    )),
+                ),
+                Node::Compute(name, expr, _) => {
+                    (name.name, self.lower_node_expr(&expr, &scope, Stmt::Compute, composes))
                 }
-                Node::Compose(_, expr, _) => {
-                    self.lower_node_expr(&expr, &scope, Stmt::Compose, composes)
+                Node::Compose(name, expr, _) => {
+                    (name.name, self.lower_node_expr(&expr, &scope, Stmt::Compose, composes))
                 }
-                Node::Guard { condition, message, .. } => NodeKind::Guard {
-                    condition: self.lower_expr(&condition, &scope),
-                    message: message.map(|m| Box::new(self.lower_expr(&m, &scope))),
-                },
+                Node::Guard { name, condition, message, .. } => (
+                    name.name,
+                    NodeKind::Guard {
+                        condition: self.lower_expr(&condition, &scope),
+                        message: message.map(|m| Box::new(self.lower_expr(&m, &scope))),
+                    },
+                ),
             };
-            nodes.push(ir::Node { name: String::new(), kind, ty: ir::Type::any(), span });
+            nodes.push(ir::Node { name, kind, ty: ir::Type::any(), span });
         }
         // Needed only while the nodes lower: freed before the graph is built.
         self.input_types = Vec::new();
         let outputs = self.lower_outputs(contract, &scope, &nodes);
-        drop(scope);
-        for (node, name) in nodes.iter_mut().zip(names) {
-            node.name = name;
-        }
         let lowered = ir::Contract {
             name: contract.name.name.clone(),
             runner,
