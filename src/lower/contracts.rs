@@ -17,10 +17,16 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Graph, MAX_POOL_SIZE, NodeId, NodeKind, Runner};
 use crate::source::Span;
 
+/// A contract's nodes as parsed, each boxed: lowering frees each node as
+/// soon as it is lowered (in a vector of nodes, the room of all would stay
+/// taken until the last).
+#[allow(clippy::vec_box, reason = "the boxes are freed one by one")]
+type Body = Vec<Box<Node>>;
+
 /// Takes the nodes out of every contract of `files`, in declaration
 /// order (the order of [`Declarations`](super::names::Declarations)), so
 /// that lowering can free them one by one.
-pub(super) fn take_bodies(files: &mut [(crate::source::FileId, ast::File)]) -> Vec<Vec<Box<Node>>> {
+pub(super) fn take_bodies(files: &mut [(crate::source::FileId, ast::File)]) -> Vec<Body> {
     files
         .iter_mut()
         .flat_map(|(_, file)| &mut file.items)
@@ -34,7 +40,7 @@ pub(super) fn take_bodies(files: &mut [(crate::source::FileId, ast::File)]) -> V
 impl Lowerer<'_> {
     /// Lowers every contract (`bodies[i]` holds the nodes of contract
     /// `i`, consumed here), then checks for recursive composition.
-    pub(super) fn lower_contracts(&mut self, bodies: Vec<Vec<Box<Node>>>) -> Vec<ir::Contract> {
+    pub(super) fn lower_contracts(&mut self, bodies: Vec<Body>) -> Vec<ir::Contract> {
         let decls = self.decls;
         self.contract_inputs = bodies
             .iter()
@@ -81,7 +87,7 @@ impl Lowerer<'_> {
         &mut self,
         index: usize,
         contract: &ast::Contract,
-        body: Vec<Box<Node>>,
+        body: Body,
         composes: &mut Vec<(usize, Span)>,
     ) -> (ir::Contract, Vec<Span>) {
         let runner = self.runner(contract);
