@@ -95,8 +95,10 @@ fn journals(dir: &Path) -> Vec<PathBuf> {
         .map_or_else(|_| Vec::new(), |entries| entries.map(|e| e.unwrap().path()).collect())
 }
 
+/// The lines that ended (a running or killed journal ends in zeros: room
+/// allocated ahead).
 fn lines(path: &Path) -> usize {
-    std::fs::read_to_string(path).unwrap_or_default().lines().count()
+    std::fs::read(path).unwrap_or_default().iter().filter(|&&b| b == b'\n').count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,6 +128,8 @@ async fn resume_after_sigkill_repeats_no_finished_effect() {
     child.wait().unwrap();
     let journal = journals(dir.path()).remove(0);
     let id = journal.file_stem().unwrap().to_string_lossy().into_owned();
+    // What the kill left: the three lines, then the room not used (zeros).
+    assert!(std::fs::read(&journal).unwrap().ends_with(&[0]));
     assert_eq!(requests_with(&server, "first marked").await, 1);
     assert_eq!(marks(dir.path()), 1);
 
@@ -141,6 +145,10 @@ async fn resume_after_sigkill_repeats_no_finished_effect() {
     assert_eq!(marks(dir.path()), 1);
     assert_eq!(requests_with(&server, "first").await, 0);
     assert_eq!(requests_with(&server, "second").await, 1);
+    // A finished run leaves whole JSON lines only: header, tool, two models.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(text.ends_with('\n') && !text.contains('\0'), "{text}");
+    assert_eq!(text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).count(), 4);
     // The journal now holds every effect: resuming again sends nothing.
     server.reset().await;
     let again = ignite(dir.path()).args(["run", "chain.ign", "--resume", &id]).output().unwrap();

@@ -40,6 +40,7 @@
 
 mod activity;
 mod cache;
+mod lines;
 mod recording;
 
 use std::future::Future;

@@ -13,11 +13,12 @@
 //!  "failed": {"message": "`./save.sh` exited with status 1 (no stderr)", "code": "ignite::tools::failed"}}
 //! ```
 //!
-//! A line is appended (one `write`) as soon as its effect completes, so a
-//! killed run leaves every finished effect on disk; a line cut short by a
-//! kill is ignored when the file is read (and cut off before a resumed run
-//! appends). `--record` sorts the file by key when the run ends, so a
-//! recording is stable under concurrency.
+//! A line is appended (into the file's memory map, see [`LineFile`]) as
+//! soon as its effect completes, so a killed run leaves every finished
+//! effect in the file; what a kill cut short is ignored when the file is
+//! read (and removed before a resumed run appends). `--record` sorts the
+//! file by key when the run ends, so a recording is stable under
+//! concurrency.
 //!
 //! Matching: an effect is answered by an unused entry of the same kind,
 //! name, URL path and request (the one with the same key first); each
@@ -26,14 +27,15 @@
 //! runs it live. A resumed journal reuses successes only: failures run
 //! again.
 
+use std::borrow::Cow;
 use std::fs::File;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::lines::{LineFile, json_line, whole_lines};
 use super::{Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome};
 
 /// The file format version.
@@ -51,23 +53,24 @@ pub struct RunHeader {
 }
 
 #[derive(Serialize, Deserialize)]
-struct Header {
+struct Header<'a> {
     version: u32,
     #[serde(flatten)]
-    run: RunHeader,
+    run: Cow<'a, RunHeader>,
 }
 
-/// One line: an effect and its outcome.
+/// One line: an effect and its outcome; borrowed when written, owned
+/// when read.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Entry {
-    key: EffectKey,
+struct Entry<'a> {
+    key: Cow<'a, EffectKey>,
     kind: EffectKind,
-    name: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    route: String,
-    request: Value,
+    name: Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    route: Cow<'a, str>,
+    request: Cow<'a, Value>,
     #[serde(flatten)]
-    outcome: Outcome,
+    outcome: Cow<'a, Outcome>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,8 +86,11 @@ pub struct Recording {
     path: PathBuf,
     mode: Mode,
     header: RunHeader,
-    unused: Mutex<Vec<Option<Entry>>>,
-    file: Option<Mutex<File>>,
+    unused: Mutex<Vec<Option<Entry<'static>>>>,
+    /// False when no effect can be answered from the file (a recording, a
+    /// new journal): lookups take no lock.
+    answers: bool,
+    file: Option<Arc<LineFile>>,
 }
 
 impl Recording {
@@ -102,7 +108,7 @@ impl Recording {
     /// # Errors
     /// The file cannot be read or is not a recording.
     pub fn replay(path: &Path) -> Result<Self, String> {
-        let (header, entries, _) = load(path)?;
+        let (header, entries) = load(path)?;
         Ok(Self::new(path, Mode::Replay, header, entries, None))
     }
 
@@ -135,15 +141,27 @@ impl Recording {
                 path.display()
             ));
         }
-        let (header, entries, whole) = load(&path)?;
-        let file = std::fs::OpenOptions::new()
-            .append(true)
+        let bytes = read(&path)?;
+        let (header, entries) = parse(&path, &bytes)?;
+        // What a kill left unfinished goes, so the next line starts clean:
+        // cut off at the end, or (a line cut short before others that
+        // ended) the whole lines written afresh.
+        let mut kept = Vec::with_capacity(bytes.len());
+        for (_, line) in whole_lines(&bytes) {
+            kept.extend_from_slice(line);
+            kept.push(b'\n');
+        }
+        if !bytes.starts_with(&kept) {
+            replace(&path, &kept)?;
+        }
+        let file = File::options()
+            .read(true)
+            .write(true)
             .open(&path)
             .map_err(|e| format!("cannot append to `{}`: {e}", path.display()))?;
-        // Cut a line a kill left half-written, so the next one starts clean.
-        file.set_len(whole).map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
+        let file = LineFile::open(&path, file, kept.len() as u64)?;
         let entries =
-            entries.into_iter().filter(|e| matches!(e.outcome, Outcome::Value(_))).collect();
+            entries.into_iter().filter(|e| matches!(*e.outcome, Outcome::Value(_))).collect();
         Ok(Self::new(&path, Mode::Journal, header, entries, Some(file)))
     }
 
@@ -151,15 +169,16 @@ impl Recording {
         path: &Path,
         mode: Mode,
         header: RunHeader,
-        entries: Vec<Entry>,
-        file: Option<File>,
+        entries: Vec<Entry<'static>>,
+        file: Option<Arc<LineFile>>,
     ) -> Self {
         Self {
             path: path.to_owned(),
             mode,
             header,
+            answers: mode == Mode::Replay || !entries.is_empty(),
             unused: Mutex::new(entries.into_iter().map(Some).collect()),
-            file: file.map(Mutex::new),
+            file,
         }
     }
 
@@ -175,22 +194,14 @@ impl Recording {
         &self.path
     }
 
-    fn append(&self, entry: &Entry) -> Result<(), String> {
-        let Some(file) = &self.file else { return Ok(()) };
-        let mut line = serde_json::to_string(entry).map_err(|e| self.error(&e))?;
-        line.push('\n');
-        let mut file = lock(file);
-        crate::shutdown::whole(|| file.write_all(line.as_bytes())).map_err(|e| self.error(&e))
-    }
-
     fn error(&self, error: &dyn std::fmt::Display) -> String {
-        format!("cannot write `{}`: {error}", self.path.display())
+        write_error(&self.path, error)
     }
 }
 
 impl EffectStore for Recording {
     fn lookup(&self, effect: &Effect<'_>) -> Lookup {
-        if effect.kind == EffectKind::Agent || self.mode == Mode::Record {
+        if effect.kind == EffectKind::Agent || !self.answers {
             return Lookup::Miss;
         }
         let route = url_path(effect.route);
@@ -198,13 +209,13 @@ impl EffectStore for Recording {
         let same_call = |e: &Entry| {
             e.kind == effect.kind && e.name == effect.name && url_path(&e.route) == route
         };
-        let matches = |e: &Entry| same_call(e) && e.request == *effect.request;
+        let matches = |e: &Entry| same_call(e) && *e.request == *effect.request;
         let found = unused
             .iter()
-            .position(|s| s.as_ref().is_some_and(|e| matches(e) && e.key == *effect.key))
+            .position(|s| s.as_ref().is_some_and(|e| matches(e) && *e.key == *effect.key))
             .or_else(|| unused.iter().position(|s| s.as_ref().is_some_and(matches)));
         if let Some(entry) = found.and_then(|i| unused[i].take()) {
-            return Lookup::Hit(entry.outcome);
+            return Lookup::Hit(entry.outcome.into_owned());
         }
         if self.mode == Mode::Journal {
             return Lookup::Miss;
@@ -222,16 +233,16 @@ impl EffectStore for Recording {
     }
 
     fn record(&self, effect: &Effect<'_>, outcome: &Outcome) -> Result<(), String> {
-        if effect.kind == EffectKind::Agent {
+        let Some(file) = self.file.as_ref().filter(|_| effect.kind != EffectKind::Agent) else {
             return Ok(());
-        }
-        self.append(&Entry {
-            key: effect.key.clone(),
+        };
+        file.append_json(&Entry {
+            key: Cow::Borrowed(effect.key),
             kind: effect.kind,
-            name: effect.name.to_owned(),
-            route: effect.route.to_owned(),
-            request: effect.request.clone(),
-            outcome: outcome.clone(),
+            name: Cow::Borrowed(effect.name),
+            route: Cow::Borrowed(effect.route),
+            request: Cow::Borrowed(effect.request),
+            outcome: Cow::Borrowed(outcome),
         })
     }
 
@@ -247,24 +258,24 @@ impl EffectStore for Recording {
         self.mode == Mode::Replay
     }
 
-    /// A recording is rewritten sorted by key (then request), through a
-    /// temporary file, so it reads the same however the run was scheduled.
+    /// The file is cut to the lines written; a recording is then rewritten
+    /// sorted by key (then request), through a temporary file, so it reads
+    /// the same however the run was scheduled.
     fn finish(&self) -> Result<(), String> {
+        let Some(file) = &self.file else { return Ok(()) };
+        file.trim()?;
         if self.mode != Mode::Record {
             return Ok(());
         }
-        let (header, mut entries, _) = load(&self.path)?;
+        let (header, mut entries) = load(&self.path)?;
         entries.sort_by_cached_key(|e| (e.key.clone(), e.request.to_string()));
-        let mut text = serde_json::to_string(&Header { version: VERSION, run: header })
-            .map_err(|e| self.error(&e))?;
-        text.push('\n');
+        let mut text = Vec::new();
+        let header = Header { version: VERSION, run: Cow::Owned(header) };
+        json_line(&header, &mut text).map_err(|e| self.error(&e))?;
         for entry in &entries {
-            text.push_str(&serde_json::to_string(entry).map_err(|e| self.error(&e))?);
-            text.push('\n');
+            json_line(entry, &mut text).map_err(|e| self.error(&e))?;
         }
-        let temp = self.path.with_extension("jsonl.tmp");
-        std::fs::write(&temp, text).map_err(|e| self.error(&e))?;
-        std::fs::rename(&temp, &self.path).map_err(|e| self.error(&e))
+        replace(&self.path, &text)
     }
 }
 
@@ -274,28 +285,47 @@ fn journal_path(dir: &Path, id: &str) -> PathBuf {
 }
 
 /// Creates `path` with its header line.
-fn create(path: &Path, header: &RunHeader) -> Result<File, String> {
-    let mut line = serde_json::to_string(&Header { version: VERSION, run: header.clone() })
-        .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
-    line.push('\n');
-    let mut file =
-        File::create(path).map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
-    file.write_all(line.as_bytes())
-        .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+fn create(path: &Path, header: &RunHeader) -> Result<Arc<LineFile>, String> {
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
+    let file = LineFile::open(path, file, 0)?;
+    file.append_json(&Header { version: VERSION, run: Cow::Borrowed(header) })?;
     Ok(file)
 }
 
-/// The header, the entries and the length of the whole lines of `path`.
-fn load(path: &Path) -> Result<(RunHeader, Vec<Entry>, u64), String> {
+/// `path` now holds `bytes`: written to a temporary file, then renamed.
+fn replace(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let temp = path.with_extension("jsonl.tmp");
+    std::fs::write(&temp, bytes).map_err(|e| write_error(path, &e))?;
+    std::fs::rename(&temp, path).map_err(|e| write_error(path, &e))
+}
+
+fn write_error(path: &Path, error: &dyn std::fmt::Display) -> String {
+    format!("cannot write `{}`: {error}", path.display())
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))
+}
+
+/// The header and the entries of `path`.
+fn load(path: &Path) -> Result<(RunHeader, Vec<Entry<'static>>), String> {
+    parse(path, &read(path)?)
+}
+
+/// The header and the entries in `bytes`, the text of `path`: its whole
+/// lines (what a kill cut short is not there).
+fn parse(path: &Path, bytes: &[u8]) -> Result<(RunHeader, Vec<Entry<'static>>), String> {
     let bad = |what: String| format!("`{}` is not a recording: {what}", path.display());
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    // A last line without its newline was cut short by a kill: not written.
-    let whole = text.rfind('\n').map_or(0, |i| i + 1);
-    let mut lines = text[..whole].lines().enumerate();
+    let mut lines = whole_lines(bytes);
     let header = match lines.next() {
-        Some((_, line)) => match serde_json::from_str::<Header>(line) {
-            Ok(h) if h.version == VERSION => h.run,
+        Some((n, line)) => match serde_json::from_slice::<Header>(line) {
+            Ok(h) if h.version == VERSION => h.run.into_owned(),
             Ok(h) => {
                 return Err(bad(format!(
                     "version {} (this ignite reads {VERSION}); record it again with `--record`",
@@ -304,19 +334,16 @@ fn load(path: &Path) -> Result<(RunHeader, Vec<Entry>, u64), String> {
             }
             Err(e) => {
                 return Err(bad(format!(
-                    "line 1: {e}; recordings made before version 2 must be recorded again with `--record`"
+                    "line {n}: {e}; recordings made before version 2 must be recorded again with `--record`"
                 )));
             }
         },
         None => return Err(bad("the file is empty".to_owned())),
     };
     let entries = lines
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| {
-            serde_json::from_str(line).map_err(|e| bad(format!("line {}: {e}", i + 1)))
-        })
+        .map(|(n, line)| serde_json::from_slice(line).map_err(|e| bad(format!("line {n}: {e}"))))
         .collect::<Result<_, _>>()?;
-    Ok((header, entries, whole as u64))
+    Ok((header, entries))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -377,5 +404,117 @@ fn short(value: &Value) -> String {
         format!("{}...", text.chars().take(57).collect::<String>())
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(n: u32) -> EffectKey {
+        EffectKey { node: "Run > step".to_owned(), item: None, seq: n }
+    }
+
+    /// Tool call `n` of `Step`, answered `n + 1`: recorded, or looked up.
+    fn call(store: &Recording, n: u32, record: bool) -> Lookup {
+        let (key, request) = (key(n), json!({"n": n}));
+        let effect = Effect {
+            key: &key,
+            kind: EffectKind::Tool,
+            name: "Step",
+            route: "",
+            request: &request,
+            cache: None,
+        };
+        if record {
+            store.record(&effect, &Outcome::Value(json!(n + 1))).expect("recorded");
+            return Lookup::Miss;
+        }
+        store.lookup(&effect)
+    }
+
+    fn hit(store: &Recording, n: u32) -> bool {
+        matches!(call(store, n, false), Lookup::Hit(Outcome::Value(v)) if v == json!(n + 1))
+    }
+
+    #[test]
+    fn a_resumed_journal_keeps_the_whole_lines_a_kill_left() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (journal, id) = Recording::journal(dir.path(), RunHeader::default()).expect("journal");
+        call(&journal, 0, true);
+        call(&journal, 1, true);
+        let path = journal.path().to_owned();
+        // SIGKILL: the file is not trimmed, and a third line was half
+        // written when it came.
+        std::mem::forget(journal);
+        let mut bytes = std::fs::read(&path).expect("read");
+        let end = bytes.iter().rposition(|&b| b == b'\n').expect("lines") + 1;
+        assert!(bytes.len() > end + 100 && bytes[end..].iter().all(|&b| b == 0));
+        bytes[end..end + 12].copy_from_slice(br#"{"key":{"nod"#);
+        std::fs::write(&path, &bytes).expect("written");
+
+        let resumed = Recording::resume(dir.path(), &id).expect("resumed");
+        assert!(hit(&resumed, 0) && hit(&resumed, 1));
+        assert!(matches!(call(&resumed, 2, false), Lookup::Miss));
+        call(&resumed, 2, true);
+        resumed.finish().expect("finished");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.starts_with(std::str::from_utf8(&bytes[..end]).expect("text")));
+        assert_eq!(text.lines().count(), 4);
+        assert!(text.ends_with(r#"{"key":{"node":"Run > step","seq":2},"kind":"tool","name":"Step","request":{"n":2},"value":3}
+"#));
+    }
+
+    #[test]
+    fn a_line_cut_short_before_others_is_dropped_when_resuming() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (journal, id) = Recording::journal(dir.path(), RunHeader::default()).expect("journal");
+        for n in 0..3 {
+            call(&journal, n, true);
+        }
+        journal.finish().expect("finished");
+        let path = journal.path().to_owned();
+        drop(journal);
+        // Line 3 (call 1) was reserved first and written last when the
+        // kill came: a part of it, zeros, and no `\n`.
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        let mut torn = lines[2].as_bytes()[..20].to_vec();
+        torn.resize(lines[2].len() + 1, 0);
+        let mut bytes = format!("{}\n{}\n", lines[0], lines[1]).into_bytes();
+        bytes.extend(torn);
+        bytes.extend(format!("{}\n", lines[3]).bytes());
+        bytes.extend([0; 4096]);
+        std::fs::write(&path, &bytes).expect("written");
+
+        let resumed = Recording::resume(dir.path(), &id).expect("resumed");
+        assert!(hit(&resumed, 0) && hit(&resumed, 2));
+        assert!(matches!(call(&resumed, 1, false), Lookup::Miss));
+        drop(resumed);
+        let kept = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(kept, format!("{}\n{}\n{}\n", lines[0], lines[1], lines[3]));
+    }
+
+    #[test]
+    fn a_recording_is_sorted_and_whole_when_the_run_ends() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("run.jsonl");
+        let recording = Recording::record(&path, RunHeader::default()).expect("recording");
+        for n in [2, 0, 1] {
+            call(&recording, n, true);
+        }
+        recording.finish().expect("finished");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let seqs: Vec<u64> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                serde_json::from_str::<Value>(l).expect("json")["key"]["seq"].as_u64().expect("seq")
+            })
+            .collect();
+        assert_eq!(seqs, [0, 1, 2]);
+        let replay = Recording::replay(&path).expect("replay");
+        assert!((0..3).all(|n| hit(&replay, n)));
     }
 }
