@@ -426,6 +426,7 @@ mod tests {
             route: "",
             request: &request,
             cache: None,
+            work: None,
         };
         if record {
             store.record(&effect, &Outcome::Value(json!(n + 1))).expect("recorded");
