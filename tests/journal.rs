@@ -148,7 +148,8 @@ async fn resume_after_sigkill_repeats_no_finished_effect() {
     // A finished run leaves whole JSON lines only: header, tool, two models.
     let text = std::fs::read_to_string(&journal).unwrap();
     assert!(text.ends_with('\n') && !text.contains('\0'), "{text}");
-    assert_eq!(text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).count(), 4);
+    let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(entries.len(), 4);
     // The journal now holds every effect: resuming again sends nothing.
     server.reset().await;
     let again = ignite(dir.path()).args(["run", "chain.ign", "--resume", &id]).output().unwrap();
