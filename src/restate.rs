@@ -186,6 +186,15 @@ async fn invoke(
             asked.push(request);
         }
         asked.sort_by(|a: &StepRequest, b| a.step.name.cmp(&b.step.name));
+        // A lone step, nothing in flight: no other effect could overlap it,
+        // so it is a step of this invocation (cheaper than a child).
+        if let ([_], true) = (asked.as_slice(), calls.is_empty()) {
+            if let Some(StepRequest { step, answer }) = asked.pop() {
+                let result = run_step(ctx, engine, step).await;
+                let _ = answer.send(result.map_err(|e| e.message().to_owned()));
+            }
+            continue;
+        }
         for StepRequest { step, answer } in asked {
             let target = RequestTarget::service(service.as_str(), STEP);
             let call = ctx.request::<_, Json<Outcome>>(target, Json(step)).call();
@@ -220,14 +229,24 @@ fn finished_run(
     }
 }
 
-/// Does the effect `body` (a [`Step`]) as one `ctx.run` named by its key.
+/// Does the effect `body` (a [`Step`]): the `step` handler.
 async fn step(
     ctx: &Context<'_>,
     engine: &Arc<Engine>,
     body: &[u8],
 ) -> HandlerResult<Json<Outcome>> {
-    let Step { name, retries, work } = serde_json::from_slice(body)
+    let step = serde_json::from_slice(body)
         .map_err(|e| TerminalError::new(format!("the `{STEP}` handler takes a step: {e}")))?;
+    Ok(Json(run_step(ctx, engine, step).await?))
+}
+
+/// Does `step` as one `ctx.run` of `ctx` named by its key: its result from
+/// the journal, or from the engine's work, journaled.
+async fn run_step(
+    ctx: &Context<'_>,
+    engine: &Arc<Engine>,
+    Step { name, retries, work }: Step,
+) -> Result<Outcome, TerminalError> {
     let policy = RunRetryPolicy::new()
         .initial_delay(Duration::from_millis(100))
         .exponentiation_factor(2.0)
@@ -242,7 +261,7 @@ async fn step(
         .name(name)
         .retry_policy(policy)
         .await?;
-    Ok(result)
+    Ok(result.into_inner())
 }
 
 /// A step the engine asks for, and where its result goes.

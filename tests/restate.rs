@@ -437,6 +437,10 @@ async fn an_idempotency_key_runs_the_effects_once() {
         })
         .collect();
     assert_eq!(restate.step_names().await, names);
+    // One effect at a time (an agent's turns): steps of the run itself,
+    // no child invocations.
+    let children = "SELECT id FROM sys_invocation WHERE target_handler_name = 'step'";
+    assert_eq!(restate.query(children).await, Vec::<Value>::new());
     let again = restate.call("Steps", &inputs, Some("order-17")).await;
     assert_eq!(again, first);
     assert_eq!(seen(&scribe), [(0, 1), (1, 1), (2, 1), (3, 1)]);
