@@ -31,7 +31,13 @@
 //! to complete (Restate gives completions in journal order, also on a
 //! replay) and hands its result to the engine, which reacts before the
 //! next round. The order of the calls therefore depends only on the
-//! inputs and the results, and `--jobs` and runners keep their meaning.
+//! inputs and the results, and runners keep their meaning.
+//!
+//! A round with one new request and no call in flight has nothing to
+//! overlap: that step is a `ctx.run` of the run's own invocation, done by
+//! the same [`Engine::perform`] (a child invocation costs several times
+//! more). Whether a step is a child or not depends on the rounds only, so
+//! a replay makes the same choice.
 //!
 //! A tool's `retries N` become the step's retry policy (N more attempts,
 //! 100 ms doubling up to 10 s, then a terminal failure of the child); a
