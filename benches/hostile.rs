@@ -4,8 +4,9 @@
 //! time, each at 2,000 and 8,000 declarations or nodes, and prints the
 //! 8k/2k ratio (linear: 4): broken declarations (every one a syntax
 //! error), a chain of nodes each nesting the previous one in a list (its
-//! static type one level deeper each time), and `for` nodes. Then one line
-//! of 10,000,000 operators and a 4,000-deep `else if` chain (both refused
+//! static type one level deeper each time), and `for` nodes; and `ignite
+//! run` of a chain of contracts each composing the last. Then one line of
+//! 10,000,000 operators and a 4,000-deep `else if` chain (both refused
 //! before parsing). Times the release binary on each, best of 3.
 //!
 //! Run with `cargo build --release && cargo bench --bench hostile`.
@@ -19,27 +20,31 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A generator of a program with `n` declarations or nodes, and the exit
-/// code `check` must give it.
-type Case = (&'static str, fn(usize) -> String, i32);
+/// A generator of a program with `n` declarations or nodes, the command
+/// after the file, and the exit code it must give.
+type Case = (&'static str, fn(usize) -> String, &'static [&'static str], i32);
+
+const CHECK: &[&str] = &[];
+const RUN: &[&str] = &["--input", "x=1"];
 
 fn main() {
     let binary = binary::release_binary();
     let dir = std::env::temp_dir().join(format!("ignite-hostile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("case.ign");
-    let best = |text: String, code: i32| {
+    let best = |text: String, run: &[&str], code: i32| {
         std::fs::write(&file, text).unwrap();
-        (0..3).map(|_| time(&binary, &file, code)).min().unwrap()
+        (0..3).map(|_| time(&binary, &file, run, code)).min().unwrap()
     };
-    let scaled: [Case; 3] = [
-        ("broken declarations", broken, 1),
-        ("nodes nesting lists", nested_lists, 0),
-        ("`for` nodes", fors, 0),
+    let scaled: [Case; 4] = [
+        ("broken declarations", broken, CHECK, 1),
+        ("nodes nesting lists", nested_lists, CHECK, 0),
+        ("`for` nodes", fors, CHECK, 0),
+        ("run: compositions", compositions, RUN, 0),
     ];
-    for (name, generate, code) in scaled {
-        let small = best(generate(2_000), code);
-        let large = best(generate(8_000), code);
+    for (name, generate, run, code) in scaled {
+        let small = best(generate(2_000), run, code);
+        let large = best(generate(8_000), run, code);
         println!(
             "{name:<24} ×2,000 {:>9.1} ms   ×8,000 {:>9.1} ms   ratio {:.1} (linear: 4)",
             ms(small),
@@ -52,7 +57,7 @@ fn main() {
         ("`else if` chain 4,000 deep", else_ifs(4_000)),
     ];
     for (name, text) in once {
-        println!("{name:<36} {:>10.1} ms", ms(best(text, 1)));
+        println!("{name:<36} {:>10.1} ms", ms(best(text, CHECK, 1)));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -61,10 +66,12 @@ fn ms(time: Duration) -> f64 {
     time.as_secs_f64() * 1000.0
 }
 
-/// Wall time of `ignite check file`, which must exit with `code`.
-fn time(binary: &Path, file: &Path, code: i32) -> Duration {
+/// Wall time of `ignite check file` (`ignite run file ARGS` when `run` has
+/// arguments), which must exit with `code`.
+fn time(binary: &Path, file: &Path, run: &[&str], code: i32) -> Duration {
+    let command = if run.is_empty() { "check" } else { "run" };
     let start = Instant::now();
-    let output = Command::new(binary).arg("check").arg(file).output().unwrap();
+    let output = Command::new(binary).arg(command).arg(file).args(run).output().unwrap();
     let elapsed = start.elapsed();
     assert_eq!(output.status.code(), Some(code), "{}", String::from_utf8_lossy(&output.stderr));
     elapsed
@@ -114,5 +121,19 @@ fn fors(n: usize) -> String {
         let _ = writeln!(out, "  compute f{i} = for x in xs: x + {i}\n  output f{i}");
     }
     out.push_str("}\n");
+    out
+}
+
+/// Contract `C{i}` composes `C{i-1}`: an execution `n` levels deep.
+fn compositions(n: usize) -> String {
+    let mut out =
+        String::from("contract C0 {\n  input x: integer\n  compute y = x + 1\n  output y\n}\n");
+    for i in 1..n {
+        let _ = write!(
+            out,
+            "contract C{i} {{\n  input x: integer\n  compose c = C{}(x: x)\n  output c.y as y\n}}\n",
+            i - 1
+        );
+    }
     out
 }

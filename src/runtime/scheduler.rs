@@ -32,6 +32,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Instant;
@@ -110,7 +111,7 @@ fn run_in(
         failures: Vec::new(),
         result: None,
     };
-    scheduler.start(contract, values, outputs, None, root.name.clone(), span.clone());
+    scheduler.start(contract, values, outputs, None, span.clone());
     let result = scheduler.drive();
     for task in &scheduler.tasks {
         task.abort();
@@ -148,8 +149,6 @@ fn requested_outputs(
 /// One running contract: the root or a composed child.
 struct Exec {
     contract: ContractId,
-    /// `Root.child.grandchild`, `Root.lines[3]` for a per-item child.
-    path: String,
     values: Vec<Val>,
     /// Unfinished dependencies each needed node is waiting for.
     pending: Vec<u32>,
@@ -159,7 +158,10 @@ struct Exec {
     remaining: usize,
     /// Indexes of the outputs to produce.
     outputs: Vec<usize>,
-    /// The call waiting for this execution.
+    /// The call waiting for this execution (`None` for the root); its
+    /// path (`Root.child.grandchild`, `Root.lines[3]` for a per-item child)
+    /// is built from the parents only when shown, so a deep composition
+    /// does not hold a path per level.
     parent: Option<Job>,
     /// When it started, when tracing.
     started: Option<Instant>,
@@ -167,8 +169,11 @@ struct Exec {
     chosen: HashMap<NodeId, usize>,
     /// The per-item results of `for` nodes with call bodies.
     gathers: HashMap<NodeId, Gather>,
-    /// Abandoned: a `try` above caught its failure; late results are dropped.
+    /// Abandoned: a `try` above caught its failure (its or an ancestor's);
+    /// late results are dropped.
     dead: bool,
+    /// The executions its `compose` nodes started, to abandon with it.
+    children: Vec<usize>,
     /// The parent of its nodes' spans: the run's, or the `compose` node's.
     span: Span,
 }
@@ -327,7 +332,6 @@ impl Scheduler<'_> {
         values: Vec<Val>,
         outputs: Vec<usize>,
         parent: Option<Job>,
-        path: String,
         span: Span,
     ) {
         let c = &self.program[contract];
@@ -339,9 +343,13 @@ impl Scheduler<'_> {
             done[id.index()] = true;
         }
         let exec = self.execs.len();
+        let dead = parent.is_some_and(|call| {
+            let parent = &mut self.execs[call.exec];
+            parent.children.push(exec);
+            parent.dead
+        });
         self.execs.push(Exec {
             contract,
-            path,
             values: table,
             pending: vec![0; n],
             needed: vec![false; n],
@@ -352,7 +360,8 @@ impl Scheduler<'_> {
             started: self.trace.enabled().then(Instant::now),
             chosen: HashMap::new(),
             gathers: HashMap::new(),
-            dead: false,
+            dead,
+            children: Vec::new(),
             span,
         });
         let mut roots: Vec<NodeId> = outputs.iter().map(|&o| c.outputs[o].node).collect();
@@ -435,15 +444,18 @@ impl Scheduler<'_> {
     }
 
     /// True when `exec` or an execution above it was abandoned.
-    fn is_dead(&self, mut exec: usize) -> bool {
-        loop {
-            let e = &self.execs[exec];
-            if e.dead {
-                return true;
-            }
-            match e.parent {
-                Some(parent) => exec = parent.exec,
-                None => return false,
+    fn is_dead(&self, exec: usize) -> bool {
+        self.execs[exec].dead
+    }
+
+    /// Abandons `exec` and every execution under it (each is marked once,
+    /// so a deep composition stays linear).
+    fn abandon(&mut self, exec: usize) {
+        let mut stack = vec![exec];
+        while let Some(exec) = stack.pop() {
+            let e = &mut self.execs[exec];
+            if !std::mem::replace(&mut e.dead, true) {
+                stack.extend_from_slice(&e.children);
             }
         }
     }
@@ -655,12 +667,7 @@ impl Scheduler<'_> {
 
     /// The path of a job in messages and traces: `Root.child > node[3]`.
     fn path_of(&self, job: Job) -> String {
-        let e = &self.execs[job.exec];
-        let name = &self.program[e.contract][job.node].name;
-        match job.item {
-            Some(i) => format!("{} > {name}[{i}]", e.path),
-            None => format!("{} > {name}", e.path),
-        }
+        job_path(self.program, &self.execs, job)
     }
 
     /// Starts the child execution of a contract call.
@@ -678,13 +685,9 @@ impl Scheduler<'_> {
         });
         match bound {
             Ok(values) => {
-                let path = match job.item {
-                    Some(i) => format!("{}.{}[{i}]", e.path, node.name),
-                    None => format!("{}.{}", e.path, node.name),
-                };
                 let outputs = (0..child.outputs.len()).collect();
                 let span = self.span(job);
-                self.start(contract, values, outputs, Some(job), path, span);
+                self.start(contract, values, outputs, Some(job), span);
             }
             Err(failure) => self.deliver(job, Err(failure)),
         }
@@ -709,13 +712,14 @@ impl Scheduler<'_> {
         let tx = self.tx.clone();
         let program = Arc::clone(&self.engine.program);
         let toolbox = self.engine.toolbox.clone();
-        let e = &self.execs[job.exec];
         let span = self.span(job);
-        let scope =
-            effects::Scope::new(self.engine.effects.clone(), format!("{} > {}", e.path, node.name))
-                .with_item(job.item)
-                .with_trace(Arc::clone(self.trace))
-                .with_span(span.clone());
+        let scope = effects::Scope::new(
+            self.engine.effects.clone(),
+            node_path(self.program, &self.execs, job),
+        )
+        .with_item(job.item)
+        .with_trace(Arc::clone(self.trace))
+        .with_span(span.clone());
         let activity = self.engine.effects.activity();
         let task = match call.callee {
             Callee::Tool(tool) => io.spawn(effects::track(activity, async move {
@@ -840,7 +844,7 @@ impl Scheduler<'_> {
             // The `compose` node whose execution failed.
             self.execs[exec].span.fail(failure.code.as_str());
             if self.call_of(parent).is_some_and(|call| call.catch) {
-                self.execs[exec].dead = true;
+                self.abandon(exec);
                 return self.deliver(parent, Err(failure));
             }
             exec = parent.exec;
@@ -900,7 +904,7 @@ impl Scheduler<'_> {
             if e.needed[i] || e.done[i] || std::mem::replace(&mut seen[i], true) {
                 continue;
             }
-            let path = format!("{} > {}", e.path, contract[skipped].name);
+            let path = node_path(self.program, &self.execs, Job::node(exec, skipped));
             self.trace.record(
                 &path,
                 contract[skipped].kind.label(),
@@ -1007,6 +1011,40 @@ impl Failure {
     }
 }
 
+/// The path of an execution: `Root`, `Root.child`, `Root.lines[3]`.
+fn exec_path(program: &Program, execs: &[Exec], exec: usize) -> String {
+    let mut calls = Vec::new();
+    let mut at = &execs[exec];
+    while let Some(call) = at.parent {
+        calls.push(call);
+        at = &execs[call.exec];
+    }
+    let mut path = program[at.contract].name.clone();
+    for call in calls.iter().rev() {
+        path.push('.');
+        path.push_str(&program[execs[call.exec].contract][call.node].name);
+        if let Some(i) = call.item {
+            let _ = write!(path, "[{i}]");
+        }
+    }
+    path
+}
+
+/// The path of a job's node, without its item: `Root.child > node`.
+fn node_path(program: &Program, execs: &[Exec], job: Job) -> String {
+    let name = &program[execs[job.exec].contract][job.node].name;
+    format!("{} > {name}", exec_path(program, execs, job.exec))
+}
+
+/// The path of a job: `Root.child > node[3]`.
+fn job_path(program: &Program, execs: &[Exec], job: Job) -> String {
+    let path = node_path(program, execs, job);
+    match job.item {
+        Some(i) => format!("{path}[{i}]"),
+        None => path,
+    }
+}
+
 /// Evaluates a `compute` or `guard` node; `None` for the others, which the
 /// scheduler runs itself.
 fn evaluate(
@@ -1026,7 +1064,7 @@ fn evaluate(
         _ => return None,
     };
     if let Some(started) = started {
-        let path = format!("{} > {}", e.path, node.name);
+        let path = node_path(program, execs, job);
         let error = result.as_ref().err().map(|f| f.code.as_str());
         e.span.node_since(started, || path.clone(), node.kind.label()).end(error);
         let status = if error.is_none() { "ok" } else { "failed" };
