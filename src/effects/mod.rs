@@ -281,9 +281,9 @@ impl Effects {
         self
     }
 
-    /// Runs every tool call and model exchange as a step of `journal`;
-    /// `activity` is where the run's tasks hold their tokens (one run per
-    /// `Effects` with a journal).
+    /// Runs every tool call and model exchange as a step of `journal`
+    /// (the stores are not asked for those); `activity` is where the run's
+    /// tasks hold their tokens (one run per `Effects` with a journal).
     #[must_use]
     pub fn with_journal(mut self, journal: Arc<dyn Journal>, activity: Arc<Activity>) -> Self {
         self.journal = Some((journal, activity));
