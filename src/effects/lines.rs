@@ -38,6 +38,11 @@ use crate::shutdown::AtHalt;
 /// The size of the first segment; later ones double.
 const FIRST: u64 = 1 << 20;
 
+/// Pages are made writable ahead of the appends a window of this many
+/// bytes at a time: one system call (`MADV_POPULATE_WRITE`) instead of a
+/// page fault for each page.
+const AHEAD: u64 = 1 << 16;
+
 /// Segments: enough for `FIRST << (SEGMENTS - 1)` bytes (32 PiB).
 const SEGMENTS: usize = 36;
 
@@ -51,6 +56,9 @@ pub(super) struct LineFile {
     /// How far the file is allocated (and mapped): appends below it need
     /// no system call.
     room: AtomicU64,
+    /// Below it the pages are mapped writable already (a hint: a page
+    /// fault does the same, one page at a time).
+    ready: AtomicU64,
     segments: [OnceLock<MmapRaw>; SEGMENTS],
     /// Taken by whoever makes room.
     growing: Mutex<()>,
@@ -65,13 +73,16 @@ impl LineFile {
     /// bytes are kept; [`crate::shutdown::halt`] trims it.
     ///
     /// # Errors
-    /// The first room cannot be allocated or mapped.
+    /// Another process writes the file, or the first room cannot be
+    /// allocated or mapped.
     pub(super) fn open(path: &Path, file: File, len: u64) -> Result<Arc<Self>, String> {
+        exclusive(&file, path)?;
         let lines = Self {
             path: path.to_owned(),
             file,
             end: AtomicU64::new(len),
             room: AtomicU64::new(0),
+            ready: AtomicU64::new(len),
             segments: std::array::from_fn(|_| OnceLock::new()),
             growing: Mutex::new(()),
             gate: RwLock::new(()),
@@ -118,6 +129,9 @@ impl LineFile {
         if self.room.load(Ordering::Acquire) < stop {
             self.make_room(stop)?;
         }
+        if self.ready.load(Ordering::Relaxed) < stop {
+            self.prepare(stop);
+        }
         self.copy(start, body);
         // SAFETY: the byte at `stop - 1` was reserved by this append alone
         // and is mapped (`make_room`); it stays mapped while the gate is
@@ -145,6 +159,7 @@ impl LineFile {
         if self.room.load(Ordering::Relaxed) > end {
             self.file.set_len(end).map_err(|e| self.error(&e))?;
             self.room.store(end, Ordering::Release);
+            self.ready.fetch_min(end, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -177,6 +192,24 @@ impl LineFile {
             self.room.store(room, Ordering::Release);
         }
         Ok(())
+    }
+
+    /// Maps the pages up to `stop` writable, a window at a time, within the
+    /// room; skipped while another append does it (this one's page faults
+    /// then do it).
+    fn prepare(&self, stop: u64) {
+        let Ok(_growing) = self.growing.try_lock() else { return };
+        let room = self.room.load(Ordering::Acquire);
+        let mut ready = self.ready.load(Ordering::Relaxed);
+        while ready < stop.min(room) {
+            // Windows are page-aligned (a window may be made ready twice).
+            let from = ready / AHEAD * AHEAD;
+            // Segments start at multiples of `FIRST`: a window is in one.
+            let to = (from + AHEAD).min(room);
+            populate(self.at(from), to - from);
+            ready = to;
+        }
+        self.ready.store(ready, Ordering::Relaxed);
     }
 
     /// Copies `bytes` to offset `at`, across segments if need be.
@@ -227,6 +260,35 @@ impl Drop for LineFile {
     }
 }
 
+/// Takes `file` for this process alone: an advisory lock (`flock`) that
+/// goes when the file is closed or the process ends, however it ends. Two
+/// processes appending to one map would write over each other's lines,
+/// and cutting a file another process maps would kill it (SIGBUS).
+///
+/// # Errors
+/// Another process holds it.
+pub(super) fn exclusive(file: &File, path: &Path) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: `flock` only locks our own descriptor.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let error = io::Error::last_os_error();
+            return Err(if error.kind() == io::ErrorKind::WouldBlock {
+                format!(
+                    "`{}` is being written by another ignite process: wait for it to end, or use another file",
+                    path.display()
+                )
+            } else {
+                format!("cannot lock `{}`: {error}", path.display())
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (file, path);
+    Ok(())
+}
+
 /// The segment holding offset `at`.
 fn segment(at: u64) -> usize {
     (u64::BITS - (at / FIRST).leading_zeros()) as usize
@@ -270,6 +332,19 @@ pub(super) fn json_line(value: &impl Serialize, line: &mut Vec<u8>) -> serde_jso
     line.push(b'\n');
     Ok(())
 }
+
+/// Maps `len` bytes of a file map from `at` writable (a hint: before
+/// Linux 5.14 it does nothing, and page faults do it one page at a time).
+#[cfg(target_os = "linux")]
+fn populate(at: *mut u8, len: u64) {
+    // SAFETY: `madvise` only changes the page tables of our own map.
+    unsafe {
+        libc::madvise(at.cast(), usize::try_from(len).unwrap_or(0), libc::MADV_POPULATE_WRITE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn populate(_at: *mut u8, _len: u64) {}
 
 /// The lines of `bytes` that got their `\n` (without it), each with its
 /// 1-based line number: what a [`LineFile`] holds however its process
@@ -394,6 +469,19 @@ mod tests {
         lines.append(b"{\"b\":2}\n").expect("appended");
         AtHalt::halt(&*lines);
         assert_eq!(std::fs::read(&path).expect("read"), b"{\"a\":1}\n{\"b\":2}\n");
+    }
+
+    #[test]
+    fn a_second_writer_of_a_file_is_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lines = new_file(dir.path());
+        let path = lines_path(dir.path());
+        let again = File::options().read(true).write(true).open(&path).expect("opened");
+        let refused = LineFile::open(&path, again, 0).expect_err("refused");
+        assert!(refused.contains("being written by another ignite process"), "{refused}");
+        lines.append(b"{\"a\":1}\n").expect("appended");
+        drop(lines);
+        assert_eq!(std::fs::read(&path).expect("read"), b"{\"a\":1}\n");
     }
 
     #[test]

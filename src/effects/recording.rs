@@ -29,13 +29,14 @@
 
 use std::borrow::Cow;
 use std::fs::File;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::lines::{LineFile, json_line, whole_lines};
+use super::lines::{LineFile, exclusive, json_line, whole_lines};
 use super::{Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome};
 
 /// The file format version.
@@ -141,6 +142,14 @@ impl Recording {
                 path.display()
             ));
         }
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("cannot append to `{}`: {e}", path.display()))?;
+        // Before anything is read or changed: another process may be
+        // appending to it.
+        exclusive(&file, &path)?;
         let bytes = read(&path)?;
         let (header, entries) = parse(&path, &bytes)?;
         // What a kill left unfinished goes, so the next line starts clean:
@@ -151,14 +160,7 @@ impl Recording {
             kept.extend_from_slice(line);
             kept.push(b'\n');
         }
-        if !bytes.starts_with(&kept) {
-            replace(&path, &kept)?;
-        }
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| format!("cannot append to `{}`: {e}", path.display()))?;
+        let file = if bytes.starts_with(&kept) { file } else { replace(&path, &kept)? };
         let file = LineFile::open(&path, file, kept.len() as u64)?;
         let entries =
             entries.into_iter().filter(|e| matches!(*e.outcome, Outcome::Value(_))).collect();
@@ -275,7 +277,7 @@ impl EffectStore for Recording {
         for entry in &entries {
             json_line(entry, &mut text).map_err(|e| self.error(&e))?;
         }
-        replace(&self.path, &text)
+        replace(&self.path, &text).map(drop)
     }
 }
 
@@ -286,11 +288,12 @@ fn journal_path(dir: &Path, id: &str) -> PathBuf {
 
 /// Creates `path` with its header line.
 fn create(path: &Path, header: &RunHeader) -> Result<Arc<LineFile>, String> {
+    // Not truncated here: `LineFile::open` empties it once it holds it.
     let file = File::options()
         .read(true)
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(false)
         .open(path)
         .map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
     let file = LineFile::open(path, file, 0)?;
@@ -299,10 +302,21 @@ fn create(path: &Path, header: &RunHeader) -> Result<Arc<LineFile>, String> {
 }
 
 /// `path` now holds `bytes`: written to a temporary file, then renamed.
-fn replace(path: &Path, bytes: &[u8]) -> Result<(), String> {
+/// Returns the new file, open for reading and writing and held
+/// ([`exclusive`]) from before it had its name.
+fn replace(path: &Path, bytes: &[u8]) -> Result<File, String> {
     let temp = path.with_extension("jsonl.tmp");
-    std::fs::write(&temp, bytes).map_err(|e| write_error(path, &e))?;
-    std::fs::rename(&temp, path).map_err(|e| write_error(path, &e))
+    let mut file = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)
+        .map_err(|e| write_error(path, &e))?;
+    exclusive(&file, path)?;
+    file.write_all(bytes).map_err(|e| write_error(path, &e))?;
+    std::fs::rename(&temp, path).map_err(|e| write_error(path, &e))?;
+    Ok(file)
 }
 
 fn write_error(path: &Path, error: &dyn std::fmt::Display) -> String {
@@ -442,20 +456,22 @@ mod tests {
     #[test]
     fn a_resumed_journal_keeps_the_whole_lines_a_kill_left() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (journal, id) = Recording::journal(dir.path(), RunHeader::default()).expect("journal");
+        let (journal, _) = Recording::journal(dir.path(), RunHeader::default()).expect("journal");
         call(&journal, 0, true);
         call(&journal, 1, true);
-        let path = journal.path().to_owned();
         // SIGKILL: the file is not trimmed, and a third line was half
-        // written when it came.
+        // written when it came. (The killed process's lock went with it:
+        // its file is read here, and resumed under another run ID.)
+        let mut bytes = std::fs::read(journal.path()).expect("read");
         std::mem::forget(journal);
-        let mut bytes = std::fs::read(&path).expect("read");
         let end = bytes.iter().rposition(|&b| b == b'\n').expect("lines") + 1;
         assert!(bytes.len() > end + 100 && bytes[end..].iter().all(|&b| b == 0));
         bytes[end..end + 12].copy_from_slice(br#"{"key":{"nod"#);
+        let id = "killed";
+        let path = journal_path(dir.path(), id);
         std::fs::write(&path, &bytes).expect("written");
 
-        let resumed = Recording::resume(dir.path(), &id).expect("resumed");
+        let resumed = Recording::resume(dir.path(), id).expect("resumed");
         assert!(hit(&resumed, 0) && hit(&resumed, 1));
         assert!(matches!(call(&resumed, 2, false), Lookup::Miss));
         call(&resumed, 2, true);
