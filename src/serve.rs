@@ -13,8 +13,9 @@
 //! JSON objects carrying the CLI's diagnostic codes (see [`error_body`]).
 //! At most [`Limits::max_runs`] runs go at once (others wait for a turn,
 //! within the time limit); a run that outlasts [`Limits::timeout`] is
-//! answered 504 and left to finish in the background, still holding its
-//! turn. When the shutdown future resolves, new requests are answered 503,
+//! answered 504 and stopped: no new node starts, and its tool and agent
+//! calls in flight are cancelled (their child processes killed), which
+//! gives its turn back. When the shutdown future resolves, new requests are answered 503,
 //! the server waits for every run in flight, then stops.
 
 use std::future::Future;
@@ -238,7 +239,7 @@ impl Service {
             failure(
                 StatusCode::GATEWAY_TIMEOUT,
                 "ignite::serve::timeout",
-                format!("the run did not finish within {:?}", self.limits.timeout),
+                format!("the run did not finish within {:?} and was stopped", self.limits.timeout),
             )
         };
         let turn = match tokio::time::timeout_at(deadline, self.turns.clone().acquire_owned()).await
@@ -252,13 +253,18 @@ impl Service {
             let result = engine.run(
                 contract,
                 &inputs,
-                &RunOptions { span, inputs_from: InputsFrom::Body, ..RunOptions::default() },
+                &RunOptions {
+                    span,
+                    inputs_from: InputsFrom::Body,
+                    deadline: Some(deadline.into_std()),
+                    ..RunOptions::default()
+                },
             );
             drop(turn);
             result
         });
         match tokio::time::timeout_at(deadline, run).await {
-            Err(_) => timed_out(),
+            Err(_) | Ok(Ok(Err(RunError::Deadline))) => timed_out(),
             Ok(Err(join)) => failure(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "ignite::serve::internal",
@@ -291,6 +297,7 @@ pub(crate) fn run_error(program: &Program, error: &RunError) -> (StatusCode, Val
         RunError::Inputs { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunInput.as_str()),
         RunError::Output { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunOutput.as_str()),
         RunError::Contract { .. } => (StatusCode::NOT_FOUND, "ignite::serve::unknown_contract"),
+        RunError::Deadline => (StatusCode::GATEWAY_TIMEOUT, "ignite::serve::timeout"),
         RunError::Node { code: Code::GuardFailed, .. } => {
             (StatusCode::UNPROCESSABLE_ENTITY, Code::GuardFailed.as_str())
         }

@@ -195,11 +195,15 @@ async fn openapi_document_is_valid_openapi_3_1() {
 }
 
 #[tokio::test]
-async fn runs_past_the_time_limit_are_504() {
-    let server = Server::start(&[SLOW, "--timeout", "1"]);
-    let (status, body) = server.post("Slow", json!({"seconds": 5})).await;
+async fn runs_past_the_time_limit_are_504_and_stopped() {
+    let server = Server::start(&[SLOW, "--timeout", "1", "--max-runs", "1"]);
+    let (status, body) = server.post("Slow", json!({"seconds": 60})).await;
     assert_eq!(status, 504);
     assert_eq!(body["error"]["code"], "ignite::serve::timeout");
+    // The run was stopped, so its one turn is free at once: the next
+    // request runs (were the first still going, it would wait and be 504).
+    let (status, body) = server.post("Slow", json!({"seconds": 0})).await;
+    assert_eq!((status, body), (200, json!({"rested": "rested"})));
 }
 
 #[tokio::test]

@@ -293,7 +293,7 @@ fn report(result: Result<Map<String, Value>, RunError>, engine: &Engine, color: 
                 RunError::Inputs { .. } | RunError::Contract { .. } | RunError::Output { .. } => {
                     ExitCode::from(2)
                 }
-                RunError::Node { .. } => ExitCode::from(3),
+                RunError::Node { .. } | RunError::Deadline => ExitCode::from(3),
             }
         }
     }

@@ -126,6 +126,7 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
                     (Code::RunInput.as_str(), Value::Null)
                 }
                 RunError::Output { .. } => (Code::RunOutput.as_str(), Value::Null),
+                RunError::Deadline => ("ignite::run::deadline", Value::Null),
             };
             let message = match &error {
                 RunError::Inputs { problems, .. } => inputs::one_line(problems),

@@ -33,6 +33,10 @@ pub enum RunError {
         /// The contract declaration.
         span: Span,
     },
+    /// The run passed its [`RunOptions::deadline`](super::RunOptions::deadline)
+    /// and was stopped.
+    #[error("the run did not finish by its deadline and was stopped")]
+    Deadline,
     /// A node failed.
     #[error("{path}: {message}")]
     Node {
@@ -58,7 +62,7 @@ impl RunError {
     pub fn code(&self) -> Option<Code> {
         match self {
             RunError::Inputs { .. } => Some(Code::RunInput),
-            RunError::Contract { .. } => None,
+            RunError::Contract { .. } | RunError::Deadline => None,
             RunError::Output { .. } => Some(Code::RunOutput),
             RunError::Node { code, .. } => Some(*code),
         }
@@ -78,7 +82,7 @@ impl RunError {
                     );
                 }
             }
-            RunError::Contract { .. } => return None,
+            RunError::Contract { .. } | RunError::Deadline => return None,
             RunError::Output { output, suggestion, span, .. } => out.push(
                 Diagnostic::error(Code::RunOutput, *span, self.to_string())
                     .label("in this contract")

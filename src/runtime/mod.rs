@@ -45,6 +45,10 @@ pub struct RunOptions {
     pub span: crate::telemetry::RunSpan,
     /// Where the inputs came from: how a missing one's help says to give it.
     pub inputs_from: InputsFrom,
+    /// Stop the run at this time if it has not finished: no new node
+    /// starts and the tool and agent calls in flight are cancelled (their
+    /// child processes killed), giving [`RunError::Deadline`].
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// A finished run.

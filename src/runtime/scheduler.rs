@@ -34,7 +34,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError, Sender, channel};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -110,6 +110,7 @@ fn run_in(
         tasks: Vec::new(),
         failures: Vec::new(),
         result: None,
+        deadline: options.deadline,
     };
     scheduler.start(contract, values, outputs, None, span.clone());
     let result = scheduler.drive();
@@ -275,6 +276,8 @@ struct Scheduler<'e> {
     tasks: Vec<tokio::task::AbortHandle>,
     failures: Vec<Failure>,
     result: Option<Map<String, Value>>,
+    /// When the run stops if it has not finished ([`RunOptions::deadline`]).
+    deadline: Option<std::time::Instant>,
 }
 
 impl Scheduler<'_> {
@@ -293,6 +296,9 @@ impl Scheduler<'_> {
             }
             if let Some(outputs) = self.result.take() {
                 return Ok(outputs);
+            }
+            if self.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return Err(RunError::Deadline);
             }
             // `runner inline`: nothing else starts while a call waits.
             let held = self.inline && self.in_flight > 0;
@@ -314,7 +320,16 @@ impl Scheduler<'_> {
             if let Some(activity) = activity {
                 activity.leave();
             }
-            match self.rx.recv() {
+            let received = match self.deadline {
+                Some(deadline) => {
+                    match self.rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                        Err(RecvTimeoutError::Timeout) => return Err(RunError::Deadline),
+                        other => other.map_err(|_| RecvError),
+                    }
+                }
+                None => self.rx.recv(),
+            };
+            match received {
                 Ok(done) if self.in_flight > 0 => self.complete(done),
                 _ => {
                     return Err(RunError::Contract {
