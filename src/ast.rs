@@ -10,7 +10,7 @@ use crate::source::Span;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ident {
     /// The text: exactly the source at `span` (lowering relies on it).
-    pub name: String,
+    pub name: Box<str>,
     /// Where it is.
     pub span: Span,
 }
@@ -642,8 +642,9 @@ pub enum ExprKind {
     Object(Vec<(Ident, Expr)>),
     /// A name.
     Name(Ident),
-    /// `a.b`.
-    Field(Box<Expr>, Ident),
+    /// `a.b`, boxed whole: with its name inline it would be the largest
+    /// kind, and every expression as large.
+    Field(Box<(Expr, Ident)>),
     /// `a[i]`.
     Index(Box<Expr>, Box<Expr>),
     /// `Name(args)`, boxed: the largest kind, and rarer than names and

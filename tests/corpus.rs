@@ -354,8 +354,8 @@ fn sexpr(expr: &ast::Expr) -> String {
                 entries.iter().map(|(k, v)| format!("{}: {}", k.name, sexpr(v))).collect();
             format!("{{{}}}", entries.join(", "))
         }
-        E::Name(name) => name.name.clone(),
-        E::Field(target, name) => format!("(. {} {})", sexpr(target), name.name),
+        E::Name(name) => name.name.to_string(),
+        E::Field(field) => format!("(. {} {})", sexpr(&field.0), field.1.name),
         E::Index(target, index) => format!("([] {} {})", sexpr(target), sexpr(index)),
         E::Call(call) => {
             let ast::Call { callee, args } = &**call;

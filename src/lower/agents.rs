@@ -48,8 +48,8 @@ impl Lowerer<'_> {
         };
         let mut capabilities: Vec<String> = Vec::new();
         for cap in &agent.capabilities {
-            if !capabilities.contains(&cap.name) {
-                capabilities.push(cap.name.clone());
+            if !capabilities.iter().any(|c| *c == *cap.name) {
+                capabilities.push(cap.name.to_string());
             }
         }
         let agent_tools = self.agent_tools(agent, tools, &capabilities);
@@ -88,7 +88,7 @@ impl Lowerer<'_> {
             .and_then(|s| self.whole_number(&s.value, "result_retries", 0))
             .unwrap_or(DEFAULT_RESULT_RETRIES);
         ir::Agent {
-            name: name.clone(),
+            name: name.to_string(),
             providers,
             models,
             system_prompt,
@@ -143,7 +143,7 @@ impl Lowerer<'_> {
 
     /// One provider of the chain: a kind, `script "file"` or a declaration.
     fn provider_choice(&mut self, reference: &ast::ProviderRef) -> Option<ProviderChoice> {
-        let name = reference.name.name.as_str();
+        let name = &*reference.name.name;
         if name == "script" {
             let Some(file) = &reference.file else {
                 self.push(

@@ -29,7 +29,7 @@ impl Lowerer<'_> {
         let known: Vec<&str> = spec.config.iter().map(|k| k.name).collect();
         if let Some(ast::ExprKind::Object(entries)) = config_expr.map(|e| &e.kind) {
             for (key, value) in entries {
-                if !known.contains(&key.name.as_str()) {
+                if !known.contains(&&*key.name) {
                     let help =
                         did_you_mean(&key.name, known.iter().copied()).unwrap_or_else(|| {
                             if known.is_empty() {
@@ -47,7 +47,7 @@ impl Lowerer<'_> {
                         .label("unknown config key")
                         .help(help),
                     );
-                } else if config.get(&key.name).is_some_and(|v| !v.is_string()) {
+                } else if config.get(&*key.name).is_some_and(|v| !v.is_string()) {
                     self.push(
                         Diagnostic::error(
                             Code::BuiltinConfig,

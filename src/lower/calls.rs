@@ -171,7 +171,7 @@ impl Lowerer<'_> {
                 self.positional_argument(callee, arg);
                 continue;
             };
-            let Some(index) = callee.params.iter().position(|p| p.name == name.name) else {
+            let Some(index) = callee.params.iter().position(|p| *p.name == *name.name) else {
                 self.unknown_argument(callee, name);
                 continue;
             };

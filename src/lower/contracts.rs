@@ -135,13 +135,13 @@ impl Lowerer<'_> {
                     },
                 ),
             };
-            nodes.push(ir::Node { name, kind, ty: ir::Type::any(), span });
+            nodes.push(ir::Node { name: name.into(), kind, ty: ir::Type::any(), span });
         }
         // Needed only while the nodes lower: freed before the graph is built.
         self.input_types = Vec::new();
         let outputs = self.lower_outputs(contract, &scope, &nodes);
         let lowered = ir::Contract {
-            name: contract.name.name.clone(),
+            name: contract.name.name.to_string(),
             runner,
             nodes,
             outputs,
@@ -193,7 +193,7 @@ impl Lowerer<'_> {
         let mut size = None;
         let mut named = false;
         for arg in args {
-            let Some(name) = arg.name.as_ref().filter(|n| n.name == "pool_size") else {
+            let Some(name) = arg.name.as_ref().filter(|n| &*n.name == "pool_size") else {
                 let at = arg.name.as_ref().map_or(arg.value.span, |n| n.span);
                 self.push(
                     Diagnostic::error(
@@ -272,9 +272,9 @@ impl Lowerer<'_> {
                 self.check_child_output(&nodes[node as usize], field);
             }
             outputs.push(ir::Output {
-                name: name.name.clone(),
+                name: name.name.to_string(),
                 node: NodeId(node),
-                fields: fields.iter().map(|f| f.name.clone()).collect(),
+                fields: fields.iter().map(|f| f.name.to_string()).collect(),
                 span: output.span,
             });
         }
@@ -305,9 +305,9 @@ impl Lowerer<'_> {
         let names: Vec<&str> = child
             .outputs
             .iter()
-            .filter_map(|o| o.alias.as_ref().or(o.path.last()).map(|n| n.name.as_str()))
+            .filter_map(|o| o.alias.as_ref().or(o.path.last()).map(|n| &*n.name))
             .collect();
-        if names.contains(&field.name.as_str()) {
+        if names.contains(&&*field.name) {
             return;
         }
         self.push(

@@ -108,13 +108,16 @@ impl Lowerer<'_> {
                 ir::ExprKind::Array(items.iter().map(|e| self.lower_expr(e, scope)).collect())
             }
             ExprKind::Object(entries) => ir::ExprKind::Object(
-                entries.iter().map(|(k, v)| (k.name.clone(), self.lower_expr(v, scope))).collect(),
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.name.to_string(), self.lower_expr(v, scope)))
+                    .collect(),
             ),
             ExprKind::Name(ident) => self.lower_name(ident, scope),
-            ExprKind::Field(inner, field) => ir::ExprKind::Field(
-                Box::new(self.lower_expr(inner, scope)),
-                field.name.as_str().into(),
-            ),
+            ExprKind::Field(field) => {
+                let (inner, name) = &**field;
+                ir::ExprKind::Field(Box::new(self.lower_expr(inner, scope)), name.name.clone())
+            }
             ExprKind::Index(a, b) => ir::ExprKind::Index(
                 Box::new(self.lower_expr(a, scope)),
                 Box::new(self.lower_expr(b, scope)),

@@ -100,7 +100,7 @@ impl<'a> Declarations<'a> {
                     }
                 };
                 decls.all.push((name, decl));
-                decls.by_name.entry(name.name.as_str()).or_insert(decl);
+                decls.by_name.entry(&*name.name).or_insert(decl);
             }
         }
         decls
@@ -125,7 +125,7 @@ impl<'a> Declarations<'a> {
 
     /// The names of the declarations `keep` accepts, for "did you mean".
     pub(super) fn names_where(&self, keep: impl Fn(Decl) -> bool) -> Vec<&'a str> {
-        self.all.iter().filter(|(_, d)| keep(*d)).map(|(n, _)| n.name.as_str()).collect()
+        self.all.iter().filter(|(_, d)| keep(*d)).map(|(n, _)| &*n.name).collect()
     }
 }
 

@@ -69,7 +69,7 @@ impl Lowerer<'_> {
             Some(ir::Price { input: input?, output: output? })
         });
         ir::Provider {
-            name: provider.name.name.clone(),
+            name: provider.name.name.to_string(),
             kind,
             base_url,
             api_key_env,
@@ -101,7 +101,7 @@ impl Lowerer<'_> {
                 )),
             );
         }
-        let period = match rate.per.name.as_str() {
+        let period = match &*rate.per.name {
             "second" => Some(Duration::from_secs(1)),
             "minute" => Some(Duration::from_secs(60)),
             "hour" => Some(Duration::from_secs(3600)),
@@ -158,7 +158,7 @@ impl Lowerer<'_> {
     /// `env("VAR")`: the variable's name; the key itself is never written.
     fn api_key(&mut self, expr: &ast::Expr) -> Option<String> {
         if let ExprKind::Call(call) = &expr.kind {
-            if let ([arg], "env") = (call.args.as_slice(), call.callee.name.as_str()) {
+            if let ([arg], "env") = (call.args.as_slice(), &*call.callee.name) {
                 if let (None, Some(var)) = (&arg.name, arg.value.as_plain_string()) {
                     return Some(var);
                 }

@@ -64,7 +64,7 @@ impl Lowerer<'_> {
         let decl = self.decls.types[index];
         let fields = self.lower_params(&decl.fields, "field");
         let record =
-            Arc::new(Record { name: decl.name.name.clone(), fields, span: decl.name.span });
+            Arc::new(Record { name: decl.name.name.to_string(), fields, span: decl.name.span });
         self.records[index] = Slot::Done(Arc::clone(&record));
         TypeKind::Record(record)
     }
@@ -92,7 +92,7 @@ impl Lowerer<'_> {
                     .note(first.span, "first declared here"),
                 );
             } else {
-                variants.push(variant.name.clone());
+                variants.push(variant.name.to_string());
             }
         }
         if variants.is_empty() {
@@ -106,7 +106,7 @@ impl Lowerer<'_> {
                 .help(format!("list the values: `enum {} {{ a, b }}`", decl.name.name)),
             );
         }
-        let e = Arc::new(Enum { name: decl.name.name.clone(), variants, span: decl.name.span });
+        let e = Arc::new(Enum { name: decl.name.name.to_string(), variants, span: decl.name.span });
         self.enums[index] = Some(Arc::clone(&e));
         TypeKind::Enum(e)
     }

@@ -86,8 +86,8 @@ impl Lowerer<'_> {
             .and_then(|r| self.whole_number(r, "retries", 0).map(|n| (n, r.span)));
         let mut capabilities: Vec<String> = Vec::new();
         for cap in &tool.capabilities {
-            if !capabilities.contains(&cap.name) {
-                capabilities.push(cap.name.clone());
+            if !capabilities.iter().any(|c| *c == *cap.name) {
+                capabilities.push(cap.name.to_string());
             }
         }
         let scope = Scope::new(
@@ -120,7 +120,7 @@ impl Lowerer<'_> {
         let result =
             self.single(&tool.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
         ir::Tool {
-            name: tool.name.name.clone(),
+            name: tool.name.name.to_string(),
             tool_name: name,
             description,
             params,

@@ -45,7 +45,7 @@ pub(super) fn constant(expr: &ast::Expr) -> Option<Value> {
         ExprKind::Object(entries) => {
             let mut map = Map::new();
             for (key, value) in entries {
-                map.insert(key.name.clone(), constant(value)?);
+                map.insert(key.name.to_string(), constant(value)?);
             }
             Value::Object(map)
         }
@@ -78,7 +78,7 @@ pub(super) fn a_kind(value: &impl Json) -> String {
 impl Lowerer<'_> {
     /// Resolves a written type; an unknown name is reported and read as `any`.
     pub(super) fn lower_type(&mut self, ty: &ast::TypeExpr) -> Type {
-        let kind = match ty.name.name.as_str() {
+        let kind = match &*ty.name.name {
             "string" => TypeKind::String,
             "integer" => TypeKind::Integer,
             "float" => TypeKind::Float,
@@ -190,7 +190,7 @@ impl Lowerer<'_> {
         });
         let description =
             param.description.as_ref().and_then(|d| self.expect_plain_string(d, "a description"));
-        ir::Param { name: param.name.name.clone(), ty, default, description, span: param.span }
+        ir::Param { name: param.name.name.to_string(), ty, default, description, span: param.span }
     }
 
     /// Params of a tool or inputs of an agent, repeated names reported.
@@ -198,7 +198,7 @@ impl Lowerer<'_> {
         let mut seen: HashMap<&str, &ast::Param> = HashMap::new();
         let mut out = Vec::with_capacity(params.len());
         for param in params {
-            if let Some(first) = seen.get(param.name.name.as_str()) {
+            if let Some(first) = seen.get(&*param.name.name) {
                 self.push(
                     Diagnostic::error(
                         Code::Duplicate,

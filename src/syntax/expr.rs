@@ -101,7 +101,7 @@ impl Builder<'_> {
                 let inner =
                     op.into_inner().next().unwrap_or_else(|| unreachable!("postfix operand"));
                 let kind = match inner.as_rule() {
-                    Rule::ident => ExprKind::Field(Box::new(lhs), self.ident(inner)),
+                    Rule::ident => ExprKind::Field(Box::new((lhs, self.ident(inner)))),
                     _ => ExprKind::Index(Box::new(lhs), Box::new(self.expr(inner))),
                 };
                 Expr { kind, span }

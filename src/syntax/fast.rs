@@ -84,7 +84,7 @@ fn pratt(pieces: &mut Peekable<IntoIter<Piece>>, rbp: u8) -> Option<Expr> {
         }
         lhs = match pieces.next()? {
             Piece::Field(name, span) => {
-                Expr { span: lhs.span.to(span), kind: ExprKind::Field(Box::new(lhs), name) }
+                Expr { span: lhs.span.to(span), kind: ExprKind::Field(Box::new((lhs, name))) }
             }
             Piece::Index(index, span) => Expr {
                 span: lhs.span.to(span),
@@ -224,7 +224,7 @@ impl<'t> Parser<'t> {
             return None;
         }
         self.advance(word.len());
-        Some(Ident { name: word.to_owned(), span: self.span_from(start) })
+        Some(Ident { name: word.into(), span: self.span_from(start) })
     }
 
     fn pos_after_ws(&mut self) -> usize {
@@ -324,7 +324,7 @@ impl<'t> Parser<'t> {
 
     fn tool(&mut self, start: usize) -> Option<Tool> {
         let dummy = Span::new(self.file, 0, 0);
-        let mut tool = Tool::new(Ident { name: String::new(), span: dummy }, dummy);
+        let mut tool = Tool::new(Ident { name: Box::default(), span: dummy }, dummy);
         let name = self.block(|p, word, s| {
             match word {
                 "description" => tool.descriptions.push(p.string()?),
@@ -387,7 +387,7 @@ impl<'t> Parser<'t> {
 
     fn agent(&mut self, start: usize) -> Option<Agent> {
         let dummy = Span::new(self.file, 0, 0);
-        let mut agent = Agent::new(Ident { name: String::new(), span: dummy }, dummy);
+        let mut agent = Agent::new(Ident { name: Box::default(), span: dummy }, dummy);
         let name = self.block(|p, word, s| {
             match word {
                 "provider" => {
@@ -434,7 +434,7 @@ impl<'t> Parser<'t> {
 
     fn provider(&mut self, start: usize) -> Option<Provider> {
         let dummy = Span::new(self.file, 0, 0);
-        let mut provider = Provider::new(Ident { name: String::new(), span: dummy }, dummy);
+        let mut provider = Provider::new(Ident { name: Box::default(), span: dummy }, dummy);
         let name = self.block(|p, word, s| {
             match word {
                 "kind" => provider.kinds.push(p.ident()?),
@@ -465,7 +465,7 @@ impl<'t> Parser<'t> {
     fn contract(&mut self, start: usize) -> Option<Contract> {
         let dummy = Span::new(self.file, 0, 0);
         let mut contract = Contract {
-            name: Ident { name: String::new(), span: dummy },
+            name: Ident { name: Box::default(), span: dummy },
             runners: Vec::new(),
             nodes: Vec::new(),
             outputs: Vec::new(),
@@ -534,7 +534,7 @@ impl<'t> Parser<'t> {
             if word.is_empty() || RESERVED.contains(&word) {
                 return None;
             }
-            let name = Ident { name: word.to_owned(), span: p.span_from(s) };
+            let name = Ident { name: word.into(), span: p.span_from(s) };
             fields.push(p.param_after_name(name, s)?);
             Some(())
         })?;
@@ -855,7 +855,7 @@ impl<'t> Parser<'t> {
                     StringPart::Expr(_) => None,
                 })
                 .collect::<Option<String>>()?;
-            Ident { name, span: string.span }
+            Ident { name: name.into(), span: string.span }
         } else {
             self.ident()?
         };

@@ -73,7 +73,7 @@ impl<'t> Builder<'t> {
     }
 
     pub(super) fn ident(&mut self, pair: Pair<'_, Rule>) -> Ident {
-        Ident { name: pair.as_str().to_owned(), span: span(self.file, &pair) }
+        Ident { name: pair.as_str().into(), span: span(self.file, &pair) }
     }
 
     fn idents(&mut self, pair: Pair<'_, Rule>) -> Vec<Ident> {
