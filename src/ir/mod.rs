@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 
 pub use builtin::{BUILTINS, Builtin, BuiltinParam, BuiltinSpec, ConfigKey, ParamKind};
 pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp, pattern};
-pub use graph::Graph;
+pub use graph::{Deps, Graph};
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
 pub use json::{Json, describe, value_kind};
 pub use test_block::{Mock, MockAnswer, Snapshot, Test};

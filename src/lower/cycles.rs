@@ -14,7 +14,7 @@
 
 use super::Lowerer;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{self, ContractId, Graph, NodeId, NodeKind};
+use crate::ir::{self, ContractId, Deps, Graph, NodeId, NodeKind};
 use crate::source::Span;
 
 impl Lowerer<'_> {
@@ -28,8 +28,7 @@ impl Lowerer<'_> {
         contract: &mut ir::Contract,
         effectful: &[bool],
     ) {
-        let mut deps = dependencies(&contract.nodes);
-        let graph = match Graph::new(&deps) {
+        let graph = match Graph::new(dependencies(&contract.nodes)) {
             Ok(graph) => graph,
             Err(cycles) => {
                 for cycle in cycles {
@@ -38,15 +37,15 @@ impl Lowerer<'_> {
                 return;
             }
         };
-        let gated = gate(&contract.nodes, &mut deps, effectful);
+        let (gated, gated_deps) = gate(&contract.nodes, &graph, effectful);
         // Gates add edges: the graph is built again only when there are some.
-        let graph = if gated.is_empty() {
-            graph
-        } else {
-            drop(graph);
-            Graph::new(&deps).unwrap_or_else(|_| unreachable!("gates add no cycle"))
+        let graph = match gated_deps {
+            None => graph,
+            Some(deps) => {
+                drop(graph);
+                Graph::new(deps).unwrap_or_else(|_| unreachable!("gates add no cycle"))
+            }
         };
-        drop(deps);
         set_branch_deps(&mut contract.nodes, &gated);
         self.check_unused(name_spans, &contract.nodes, &contract.outputs, &graph);
         contract.graph = graph;
@@ -109,19 +108,18 @@ impl Lowerer<'_> {
     /// Reports contracts that compose themselves; `composes[c]` lists the
     /// contracts `c` composes with the place of each call.
     pub(super) fn check_recursive_compose(&mut self, composes: &[Vec<(usize, Span)>]) {
-        let deps: Vec<Vec<NodeId>> = composes
-            .iter()
-            .map(|sites| {
-                let mut children: Vec<NodeId> = Vec::new();
-                for &(child, _) in sites {
-                    if !children.iter().any(|c| c.index() == child) {
-                        children.push(NodeId::from_index(child));
-                    }
+        let mut deps = Deps::with_capacity(composes.len());
+        for sites in composes {
+            let mut children: Vec<NodeId> = Vec::new();
+            for &(child, _) in sites {
+                if !children.iter().any(|c| c.index() == child) {
+                    children.push(NodeId::from_index(child));
                 }
-                children
-            })
-            .collect();
-        let Err(cycles) = Graph::new(&deps) else { return };
+            }
+            children.into_iter().for_each(|child| deps.push(child));
+            deps.end_row();
+        }
+        let Err(cycles) = Graph::new(deps) else { return };
         let decls = self.decls;
         let name = |id: NodeId| &decls.contracts[id.index()].name.name;
         let site = |from: NodeId, to: NodeId| {
@@ -160,21 +158,20 @@ impl Lowerer<'_> {
 
 /// The nodes each node reads, in first-mention order, once each. A stamp
 /// per node makes the dedup linear however many names an expression has.
-fn dependencies(nodes: &[ir::Node]) -> Vec<Vec<NodeId>> {
-    let mut stamp = vec![usize::MAX; nodes.len()];
-    let mut deps = Vec::with_capacity(nodes.len());
+fn dependencies(nodes: &[ir::Node]) -> Deps {
+    let mut stamp = vec![u32::MAX; nodes.len()];
+    let mut deps = Deps::with_capacity(nodes.len());
     for (i, node) in nodes.iter().enumerate() {
-        let mut node_deps = Vec::new();
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
         for expr in node.kind.exprs() {
             expr.visit_vars(&mut |var| {
-                let var = var as usize;
-                if var < stamp.len() && stamp[var] != i {
-                    stamp[var] = i;
-                    node_deps.push(NodeId::from_index(var));
+                if (var as usize) < stamp.len() && stamp[var as usize] != i {
+                    stamp[var as usize] = i;
+                    deps.push(NodeId(var));
                 }
             });
         }
-        deps.push(node_deps);
+        deps.end_row();
     }
     deps
 }
@@ -215,35 +212,41 @@ fn guards(nodes: &[ir::Node]) -> Vec<NodeId> {
         .collect()
 }
 
-/// Adds an edge from every guard to every effect that no guard needs;
-/// returns those effects.
-fn gate(nodes: &[ir::Node], deps: &mut [Vec<NodeId>], effectful: &[bool]) -> Vec<NodeId> {
+/// The effects that no guard needs, and when there are some, the edges of
+/// `graph` with one more from every guard to each of them.
+fn gate(nodes: &[ir::Node], graph: &Graph, effectful: &[bool]) -> (Vec<NodeId>, Option<Deps>) {
     let guards = guards(nodes);
     if guards.is_empty() {
-        return Vec::new();
+        return (Vec::new(), None);
     }
     let mut guarded = vec![false; nodes.len()];
     let mut stack = guards.clone();
     while let Some(node) = stack.pop() {
-        for &dep in &deps[node.index()] {
+        for &dep in graph.deps(node) {
             if !std::mem::replace(&mut guarded[dep.index()], true) {
                 stack.push(dep);
             }
         }
     }
-    let mut gated = Vec::new();
-    for (i, node) in nodes.iter().enumerate() {
-        if guarded[i] || !is_effect(&node.kind, effectful) {
-            continue;
-        }
-        for guard in &guards {
-            if !deps[i].contains(guard) {
-                deps[i].push(*guard);
-            }
-        }
-        gated.push(NodeId::from_index(i));
+    let gated: Vec<NodeId> = (0..nodes.len())
+        .filter(|&i| !guarded[i] && is_effect(&nodes[i].kind, effectful))
+        .map(NodeId::from_index)
+        .collect();
+    if gated.is_empty() {
+        return (gated, None);
     }
-    gated
+    let mut deps = Deps::with_capacity(nodes.len());
+    let mut next = gated.iter().peekable();
+    for i in 0..nodes.len() {
+        let id = NodeId::from_index(i);
+        let row = graph.deps(id);
+        row.iter().for_each(|&dep| deps.push(dep));
+        if next.next_if_eq(&&id).is_some() {
+            guards.iter().filter(|g| !row.contains(g)).for_each(|&g| deps.push(g));
+        }
+        deps.end_row();
+    }
+    (gated, Some(deps))
 }
 
 /// Fills in what each branch waits for before choosing (its condition's
