@@ -105,7 +105,7 @@ fn text(program: &Program, contract: &Contract) -> String {
                 let name = &contract[edge.from].name;
                 match edge.when {
                     Some(when) => format!("{name} ({when})"),
-                    None => name.clone(),
+                    None => name.to_string(),
                 }
             })
             .collect();
@@ -125,7 +125,7 @@ fn text(program: &Program, contract: &Contract) -> String {
 }
 
 fn field_path(contract: &Contract, output: &crate::ir::Output) -> String {
-    let mut path = contract[output.node].name.clone();
+    let mut path = contract[output.node].name.to_string();
     for field in &output.fields {
         path.push('.');
         path.push_str(field);

@@ -348,7 +348,7 @@ pub(crate) fn output_schema(program: &Program, id: ContractId) -> Value {
             }
             _ => Map::new(),
         };
-        let mut from = node.name.clone();
+        let mut from = node.name.to_string();
         for field in &output.fields {
             from.push('.');
             from.push_str(field);

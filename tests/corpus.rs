@@ -219,7 +219,7 @@ fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
                             Pattern::Literal(value) => value.to_string(),
                         };
                         let deps: Vec<&str> =
-                            arm.deps.iter().map(|d| contract[*d].name.as_str()).collect();
+                            arm.deps.iter().map(|d| &*contract[*d].name).collect();
                         format!(
                             "{pattern} => {} [{}]",
                             body_text(program, &arm.body),
@@ -227,8 +227,7 @@ fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
                         )
                     })
                     .collect();
-                let waits: Vec<&str> =
-                    branch.deps.iter().map(|d| contract[*d].name.as_str()).collect();
+                let waits: Vec<&str> = branch.deps.iter().map(|d| &*contract[*d].name).collect();
                 format!("branch {} on [{}] {{ {} }}", node.name, waits.join(", "), arms.join("; "))
             }
             NodeKind::For(each) => format!(
@@ -260,7 +259,7 @@ fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
         }
     }
     for output in &contract.outputs {
-        let mut path = vec![contract[output.node].name.clone()];
+        let mut path = vec![contract[output.node].name.to_string()];
         path.extend(output.fields.iter().cloned());
         let _ = writeln!(out, "  output {} = {}", output.name, path.join("."));
     }

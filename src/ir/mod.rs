@@ -314,7 +314,7 @@ impl Contract {
     /// The node named `name`.
     #[must_use]
     pub fn node_named(&self, name: &str) -> Option<NodeId> {
-        self.nodes.iter().position(|n| n.name == name).map(NodeId::from_index)
+        self.nodes.iter().position(|n| &*n.name == name).map(NodeId::from_index)
     }
 }
 
@@ -343,7 +343,7 @@ pub enum Runner {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// Its name.
-    pub name: String,
+    pub name: Box<str>,
     /// What it does.
     pub kind: NodeKind,
     /// Its static type (`any` where nothing is known).
