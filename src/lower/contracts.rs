@@ -95,8 +95,9 @@ impl Lowerer<'_> {
         // The scope reads the names in the source (a name is the text at
         // its span), so each node's name can move to its checked node.
         let text = &self.sources[contract.span.file].text;
-        let scope = Scope::new(
-            name_spans.iter().map(|span| &text[span.range()]).collect(),
+        let scope = Scope::of_spans(
+            text,
+            &name_spans,
             "node",
             format!("contract `{}`", contract.name.name),
         );
@@ -140,6 +141,7 @@ impl Lowerer<'_> {
         // Needed only while the nodes lower: freed before the graph is built.
         self.input_types = Vec::new();
         let outputs = self.lower_outputs(contract, &scope, &nodes);
+        drop(scope);
         let lowered = ir::Contract {
             name: contract.name.name.to_string(),
             runner,

@@ -19,14 +19,15 @@ use crate::ast::{self, ExprKind, StringPart};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::eval::Val;
 use crate::ir::{self, Function, Part};
+use crate::source::Span;
 
 /// The names an expression may read: nodes of a contract, params of a
 /// tool or inputs of an agent, each with its variable number; inside a
 /// `for`, also its item. The names are shared by a `for`'s scope, not
 /// copied, so lowering stays linear in the number of `for` nodes.
 pub(super) struct Scope<'s> {
-    /// Names in declaration order: variable `i` is `names[i]`.
-    names: Rc<Vec<&'s str>>,
+    /// Names in declaration order: variable `i` is the `i`-th.
+    names: Rc<Names<'s>>,
     /// The variable of each name (the first when repeated), found by the
     /// name's hash: four bytes a name, its text being in `names` (a
     /// contract may have a million nodes).
@@ -40,17 +41,55 @@ pub(super) struct Scope<'s> {
     pub(super) owner: String,
 }
 
+/// The names of a [`Scope`]: a list, or the text at each name's span (a
+/// contract's nodes: a million names are not listed a second time).
+enum Names<'s> {
+    List(Vec<&'s str>),
+    Spans(&'s str, &'s [Span]),
+}
+
+impl<'s> Names<'s> {
+    fn len(&self) -> usize {
+        match self {
+            Names::List(names) => names.len(),
+            Names::Spans(_, spans) => spans.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> &'s str {
+        match *self {
+            Names::List(ref names) => names[i],
+            Names::Spans(text, spans) => &text[spans[i].range()],
+        }
+    }
+}
+
 impl<'s> Scope<'s> {
     /// A scope of `names`, numbered in order; a repeated name keeps its
     /// first number.
     pub(super) fn new(names: Vec<&'s str>, what: &'static str, owner: String) -> Self {
+        Self::of(Names::List(names), what, owner)
+    }
+
+    /// A scope of the names written at `spans` of `text`, numbered in order.
+    pub(super) fn of_spans(
+        text: &'s str,
+        spans: &'s [Span],
+        what: &'static str,
+        owner: String,
+    ) -> Self {
+        Self::of(Names::Spans(text, spans), what, owner)
+    }
+
+    fn of(names: Names<'s>, what: &'static str, owner: String) -> Self {
         let hasher = DefaultHashBuilder::default();
         let mut vars = HashTable::with_capacity(names.len());
-        for (i, &name) in names.iter().enumerate() {
+        for i in 0..names.len() {
+            let name = names.get(i);
             let entry = vars.entry(
                 hasher.hash_one(name),
-                |&v: &u32| names[v as usize] == name,
-                |&v| hasher.hash_one(names[v as usize]),
+                |&v: &u32| names.get(v as usize) == name,
+                |&v| hasher.hash_one(names.get(v as usize)),
             );
             if let Entry::Vacant(slot) = entry {
                 slot.insert(u32::try_from(i).unwrap_or(u32::MAX));
@@ -81,14 +120,14 @@ impl<'s> Scope<'s> {
             Some((item, var)) if item == name => Some(var),
             _ => self
                 .vars
-                .find(self.hasher.hash_one(name), |&v| self.names[v as usize] == name)
+                .find(self.hasher.hash_one(name), |&v| self.names.get(v as usize) == name)
                 .copied(),
         }
     }
 
     /// Every name, for "did you mean".
     pub(super) fn names(&self) -> impl Iterator<Item = &'s str> + '_ {
-        self.names.iter().copied().chain(self.item.map(|(name, _)| name))
+        (0..self.names.len()).map(|i| self.names.get(i)).chain(self.item.map(|(name, _)| name))
     }
 }
 
