@@ -17,6 +17,13 @@
 mod server;
 mod support;
 
+/// mimalloc, as the `ignite` binary uses: with the system allocator the
+/// checked program's expressions land among the freed syntax tree's
+/// chunks, and a wide fan-out evaluates them out of cache (BENCHMARKS.md,
+/// "run").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::fmt::Write as _;
 use std::time::Duration;
 
