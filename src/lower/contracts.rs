@@ -136,7 +136,7 @@ impl Lowerer<'_> {
                     },
                 ),
             };
-            nodes.push(ir::Node { name: name.into(), kind, ty: ir::Type::any(), span });
+            nodes.push(ir::Node { name, kind, ty: ir::Type::any(), span });
         }
         // Needed only while the nodes lower: freed before the graph is built.
         self.input_types = Vec::new();
