@@ -623,7 +623,9 @@ pub enum StringPart {
     Expr(Expr),
 }
 
-/// The kinds of expression.
+/// The kinds of expression. Every kind holds at most 16 bytes beside its
+/// tag (lists as boxed slices, the rare wide kinds boxed whole), so an
+/// expression is 40 bytes: a program holds millions of them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExprKind {
     /// `null`.
@@ -635,13 +637,13 @@ pub enum ExprKind {
     /// `0.5`.
     Float(f64),
     /// A string, maybe interpolated.
-    String(Vec<StringPart>),
+    String(Box<[StringPart]>),
     /// `[a, b]`.
-    Array(Vec<Expr>),
+    Array(Box<[Expr]>),
     /// `{key: value}` with keys as written.
-    Object(Vec<(Ident, Expr)>),
-    /// A name.
-    Name(Ident),
+    Object(Box<[(Ident, Expr)]>),
+    /// A name; its span is the expression's.
+    Name(Box<str>),
     /// `a.b`, boxed whole: with its name inline it would be the largest
     /// kind, and every expression as large.
     Field(Box<(Expr, Ident)>),
@@ -654,15 +656,19 @@ pub enum ExprKind {
     Unary(UnaryOp, Box<Expr>),
     /// `a + b`.
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
-    /// `if c then a else b`.
-    If(Box<Expr>, Box<Expr>, Box<Expr>),
-    /// `match x { pattern => body ... }`.
-    Match(Box<Expr>, Vec<MatchArm>),
+    /// `if c then a else b`: the condition and the two values.
+    If(Box<(Expr, Expr, Expr)>),
+    /// `match x { pattern => body ... }`: the value matched and the arms.
+    Match(Box<(Expr, Vec<MatchArm>)>),
     /// `for name in items if cond: body`.
     For(Box<For>),
     /// `try Call(...)`.
     Try(Box<Expr>),
 }
+
+// An expression's size, asserted where the layout is known (64-bit).
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Expr>() == 40);
 
 /// `Name(args)`: a call of a function, tool, agent or contract.
 #[derive(Debug, Clone, PartialEq)]

@@ -353,7 +353,7 @@ fn sexpr(expr: &ast::Expr) -> String {
                 entries.iter().map(|(k, v)| format!("{}: {}", k.name, sexpr(v))).collect();
             format!("{{{}}}", entries.join(", "))
         }
-        E::Name(name) => name.name.to_string(),
+        E::Name(name) => name.to_string(),
         E::Field(field) => format!("(. {} {})", sexpr(&field.0), field.1.name),
         E::Index(target, index) => format!("([] {} {})", sexpr(target), sexpr(index)),
         E::Call(call) => {
@@ -369,8 +369,12 @@ fn sexpr(expr: &ast::Expr) -> String {
         }
         E::Unary(op, operand) => format!("({op:?} {})", sexpr(operand)),
         E::Binary(op, a, b) => format!("({} {} {})", op.symbol(), sexpr(a), sexpr(b)),
-        E::If(c, a, b) => format!("(if {} {} {})", sexpr(c), sexpr(a), sexpr(b)),
-        E::Match(on, arms) => {
+        E::If(parts) => {
+            let (c, a, b) = &**parts;
+            format!("(if {} {} {})", sexpr(c), sexpr(a), sexpr(b))
+        }
+        E::Match(parts) => {
+            let (on, arms) = &**parts;
             let arms: Vec<String> = arms
                 .iter()
                 .map(|arm| {

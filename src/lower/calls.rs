@@ -162,28 +162,32 @@ impl Lowerer<'_> {
         args: &[ast::Arg],
         scope: &Scope<'_>,
     ) -> Vec<(String, ir::Expr)> {
-        let mut given: HashMap<&str, (usize, &ast::Ident)> = HashMap::new();
+        let mut given: HashMap<&str, (usize, Span)> = HashMap::new();
         let mut values: Vec<Option<ir::Expr>> = vec![None; callee.params.len()];
         for arg in args {
             let value = self.lower_expr(&arg.value, scope);
-            let ((Some(name), _) | (None, ExprKind::Name(name))) = (&arg.name, &arg.value.kind)
-            else {
-                self.positional_argument(callee, arg);
+            // `name: value`, or a bare name standing for `name: name`.
+            let (name, span): (&str, Span) = match (&arg.name, &arg.value.kind) {
+                (Some(name), _) => (&name.name, name.span),
+                (None, ExprKind::Name(name)) => (name, arg.value.span),
+                _ => {
+                    self.positional_argument(callee, arg);
+                    continue;
+                }
+            };
+            let Some(index) = callee.params.iter().position(|p| *p.name == *name) else {
+                self.unknown_argument(callee, name, span);
                 continue;
             };
-            let Some(index) = callee.params.iter().position(|p| *p.name == *name.name) else {
-                self.unknown_argument(callee, name);
-                continue;
-            };
-            if let Some((_, first)) = given.insert(&name.name, (index, name)) {
+            if let Some((_, first)) = given.insert(name, (index, span)) {
                 self.push(
                     Diagnostic::error(
                         Code::Duplicate,
-                        name.span,
-                        format!("argument `{}` is given twice", name.name),
+                        span,
+                        format!("argument `{name}` is given twice"),
                     )
                     .label("given again")
-                    .note(first.span, "first given here"),
+                    .note(first, "first given here"),
                 );
                 continue;
             }
@@ -237,9 +241,9 @@ impl Lowerer<'_> {
         );
     }
 
-    fn unknown_argument(&mut self, callee: &Callee<'_>, name: &ast::Ident) {
+    fn unknown_argument(&mut self, callee: &Callee<'_>, name: &str, span: Span) {
         let names: Vec<&str> = callee.params.iter().map(|p| p.name.as_str()).collect();
-        let help = did_you_mean(&name.name, names.iter().copied()).unwrap_or_else(|| {
+        let help = did_you_mean(name, names.iter().copied()).unwrap_or_else(|| {
             if names.is_empty() {
                 format!("{} `{}` takes no arguments", callee.what, callee.ident.name)
             } else {
@@ -249,8 +253,8 @@ impl Lowerer<'_> {
         self.push(
             Diagnostic::error(
                 Code::UnknownArgument,
-                name.span,
-                format!("{} `{}` has no param `{}`", callee.what, callee.ident.name, name.name),
+                span,
+                format!("{} `{}` has no param `{name}`", callee.what, callee.ident.name),
             )
             .label("unknown argument")
             .help(help),

@@ -29,7 +29,8 @@ impl Lowerer<'_> {
         composes: &mut Vec<(usize, Span)>,
     ) -> NodeKind {
         match &expr.kind {
-            ExprKind::If(condition, then, otherwise) => {
+            ExprKind::If(parts) => {
+                let (condition, then, otherwise) = &**parts;
                 let on = self.lower_expr(condition, scope);
                 let arms = [(true, then), (false, otherwise)]
                     .into_iter()
@@ -47,7 +48,8 @@ impl Lowerer<'_> {
                     deps: Vec::new(),
                 }))
             }
-            ExprKind::Match(scrutinee, arms) => {
+            ExprKind::Match(parts) => {
+                let (scrutinee, arms) = &**parts;
                 let on = self.lower_expr(scrutinee, scope);
                 self.check_patterns(arms);
                 let arms = arms

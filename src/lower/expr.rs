@@ -152,7 +152,7 @@ impl Lowerer<'_> {
                     .map(|(k, v)| (k.name.to_string(), self.lower_expr(v, scope)))
                     .collect(),
             ),
-            ExprKind::Name(ident) => self.lower_name(ident, scope),
+            ExprKind::Name(name) => self.lower_name(name, expr.span, scope),
             ExprKind::Field(field) => {
                 let (inner, name) = &**field;
                 ir::ExprKind::Field(Box::new(self.lower_expr(inner, scope)), name.name.clone())
@@ -169,11 +169,14 @@ impl Lowerer<'_> {
                 Box::new(self.lower_expr(a, scope)),
                 Box::new(self.lower_expr(b, scope)),
             ),
-            ExprKind::If(c, a, b) => ir::ExprKind::If(
-                Box::new(self.lower_expr(c, scope)),
-                Box::new(self.lower_expr(a, scope)),
-                Box::new(self.lower_expr(b, scope)),
-            ),
+            ExprKind::If(parts) => {
+                let (c, a, b) = &**parts;
+                ir::ExprKind::If(
+                    Box::new(self.lower_expr(c, scope)),
+                    Box::new(self.lower_expr(a, scope)),
+                    Box::new(self.lower_expr(b, scope)),
+                )
+            }
             ExprKind::Call(call) => self.lower_function_call(&call.callee, &call.args, scope),
             ExprKind::Match(..) | ExprKind::For(_) | ExprKind::Try(_) => {
                 self.nested_control(expr);
@@ -207,13 +210,12 @@ impl Lowerer<'_> {
     }
 
     /// A name: the variable it refers to, or an unknown-name error.
-    fn lower_name(&mut self, ident: &ast::Ident, scope: &Scope<'_>) -> ir::ExprKind {
-        if let Some(var) = scope.var(&ident.name) {
+    fn lower_name(&mut self, name: &str, span: Span, scope: &Scope<'_>) -> ir::ExprKind {
+        if let Some(var) = scope.var(name) {
             return ir::ExprKind::Var(var);
         }
-        let name = &ident.name;
         let mut diagnostic =
-            Diagnostic::error(Code::UnknownName, ident.span, format!("unknown name `{name}`"))
+            Diagnostic::error(Code::UnknownName, span, format!("unknown name `{name}`"))
                 .label(format!("not {} of {}", with_article(scope.what), scope.owner));
         diagnostic = match self.decls.get(name) {
             Some(Decl::Type(_)) => diagnostic.help(format!("`{name}` is a type, not a value")),

@@ -132,8 +132,8 @@ impl Builder<'_> {
             Rule::float => self.float(&pair),
             Rule::boolean => ExprKind::Bool(pair.as_str() == "true"),
             Rule::null => ExprKind::Null,
-            Rule::plain_string | Rule::triple_string => ExprKind::String(self.string(pair)),
-            Rule::ident => ExprKind::Name(self.ident(pair)),
+            Rule::plain_string | Rule::triple_string => ExprKind::String(self.string(pair).into()),
+            Rule::ident => ExprKind::Name(self.ident(pair).name),
             Rule::array => ExprKind::Array(pair.into_inner().map(|p| self.expr(p)).collect()),
             Rule::object => ExprKind::Object(pair.into_inner().map(|p| self.entry(p)).collect()),
             Rule::reference => {
@@ -142,8 +142,7 @@ impl Builder<'_> {
                 let Some(call_args) = inner.next() else {
                     // A plain name: its span is the name's, without the
                     // whitespace `reference` may have skipped after it.
-                    let span = name.span;
-                    return Expr { kind: ExprKind::Name(name), span };
+                    return Expr { span: name.span, kind: ExprKind::Name(name.name) };
                 };
                 let args = call_args.into_inner().next().map(|args| self.args(args));
                 ExprKind::Call(Box::new(Call { callee: name, args: args.unwrap_or_default() }))
@@ -153,14 +152,14 @@ impl Builder<'_> {
                 let mut next =
                     || parts.next().unwrap_or_else(|| unreachable!("if has three parts"));
                 let (c, a, b) = (next(), next(), next());
-                ExprKind::If(Box::new(self.expr(c)), Box::new(self.expr(a)), Box::new(self.expr(b)))
+                ExprKind::If(Box::new((self.expr(c), self.expr(a), self.expr(b))))
             }
             Rule::match_expr => {
                 let mut inner = pair.into_inner().skip(1);
                 let scrutinee =
                     self.expr(inner.next().unwrap_or_else(|| unreachable!("scrutinee")));
                 let arms = inner.map(|arm| self.match_arm(arm)).collect();
-                ExprKind::Match(Box::new(scrutinee), arms)
+                ExprKind::Match(Box::new((scrutinee, arms)))
             }
             Rule::for_expr => {
                 let mut inner = pair.into_inner().filter(|p| p.as_rule() != Rule::kw_in);

@@ -731,11 +731,11 @@ impl<'t> Parser<'t> {
             }
             b'[' => {
                 self.advance(1);
-                ExprKind::Array(self.list(b']', Self::expr)?)
+                ExprKind::Array(self.list(b']', Self::expr)?.into())
             }
             b'{' => {
                 self.advance(1);
-                ExprKind::Object(self.list(b'}', Self::entry)?)
+                ExprKind::Object(self.list(b'}', Self::entry)?.into())
             }
             _ => match self.word_at(start) {
                 "if" => {
@@ -745,7 +745,7 @@ impl<'t> Parser<'t> {
                     let then = self.expr()?;
                     self.keyword("else").then_some(())?;
                     let otherwise = self.expr()?;
-                    ExprKind::If(Box::new(condition), Box::new(then), Box::new(otherwise))
+                    ExprKind::If(Box::new((condition, then, otherwise)))
                 }
                 "match" => {
                     self.advance(5);
@@ -756,7 +756,7 @@ impl<'t> Parser<'t> {
                         arms.push(self.match_arm()?);
                         self.eat(b',');
                     }
-                    ExprKind::Match(Box::new(scrutinee), arms)
+                    ExprKind::Match(Box::new((scrutinee, arms)))
                 }
                 "for" => {
                     self.advance(3);
@@ -788,7 +788,7 @@ impl<'t> Parser<'t> {
                     let name = self.ident()?;
                     if !self.eat(b'(') {
                         let span = name.span;
-                        return Some(Expr { kind: ExprKind::Name(name), span });
+                        return Some(Expr { kind: ExprKind::Name(name.name), span });
                     }
                     let args = self.list(b')', Self::arg)?;
                     ExprKind::Call(Box::new(Call { callee: name, args }))
@@ -996,6 +996,6 @@ impl<'t> Parser<'t> {
         self.pos = i;
         self.last = i;
         let parts = if triple { dedent(parts) } else { parts };
-        Some(Expr { kind: ExprKind::String(parts), span: self.span_from(start) })
+        Some(Expr { kind: ExprKind::String(parts.into()), span: self.span_from(start) })
     }
 }
