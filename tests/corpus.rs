@@ -240,7 +240,7 @@ fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
         };
         let what = match &node.kind {
             NodeKind::Input(_) => what,
-            _ => format!("{what} : {}", node.ty),
+            _ => format!("{what} : {}", contract.types[id.index()]),
         };
         let deps: Vec<String> = contract
             .graph

@@ -67,7 +67,8 @@ pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Val, EvalError>
     match &expr.kind {
         ExprKind::Literal(value) => Ok(value.clone()),
         ExprKind::Var(var) => Ok(scope.var(*var).clone()),
-        ExprKind::Field(target, name) => {
+        ExprKind::Field(field_of) => {
+            let (target, name) = &**field_of;
             // `a.b.c` over a variable reads in place: no copy of `a` is made.
             if let Some(value) = place(target, scope).and_then(|t| t.get(name)) {
                 return Ok(value.clone());
@@ -85,7 +86,8 @@ pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Val, EvalError>
             unary(*op, &value).map_err(|m| EvalError::new(expr.span, m))
         }
         ExprKind::Binary(op, lhs, rhs) => binary(*op, lhs, rhs, scope, expr.span),
-        ExprKind::If(condition, then, otherwise) => {
+        ExprKind::If(parts) => {
+            let [condition, then, otherwise] = &**parts;
             if truth(&eval(condition, scope)?, "`if`", condition.span)? {
                 eval(then, scope)
             } else {
@@ -125,7 +127,7 @@ pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Val, EvalError>
 fn place<'s, S: Scope + ?Sized>(expr: &Expr, scope: &'s S) -> Option<&'s Val> {
     match &expr.kind {
         ExprKind::Var(var) => Some(scope.var(*var)),
-        ExprKind::Field(target, name) => place(target, scope)?.get(name),
+        ExprKind::Field(field) => place(&field.0, scope)?.get(&field.1),
         _ => None,
     }
 }
@@ -350,12 +352,13 @@ mod tests {
     fn nesting_a_variable_shares_it() {
         let a = Val::from(&json!({"rows": [[1, 2], [3, 4]], "name": "big"}));
         let scope = [a.clone()];
-        let object = expr(ExprKind::Object(vec![("x".into(), var(0)), ("y".into(), var(0))]));
+        let object = expr(ExprKind::Object([("x".into(), var(0)), ("y".into(), var(0))].into()));
         let object = eval(&object, scope.as_slice()).unwrap();
         assert!(object.get("x").unwrap().same(&a) && object.get("y").unwrap().same(&a));
-        let array = eval(&expr(ExprKind::Array(vec![var(0), var(0)])), scope.as_slice()).unwrap();
+        let array =
+            eval(&expr(ExprKind::Array([var(0), var(0)].into())), scope.as_slice()).unwrap();
         assert!(array.as_array().unwrap().iter().all(|item| item.same(&a)));
-        let field = expr(ExprKind::Field(Box::new(var(0)), "rows".into()));
+        let field = expr(ExprKind::Field(Box::new((var(0), "rows".into()))));
         let rows = eval(&field, scope.as_slice()).unwrap();
         assert!(rows.same(a.get("rows").unwrap()));
         assert!(equal(&object, &object.clone()));

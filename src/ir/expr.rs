@@ -13,6 +13,10 @@ pub struct Expr {
     pub span: Span,
 }
 
+// A million-node contract holds a few million expressions: the rarer,
+// larger kinds are boxed so that each stays this size.
+const _: () = assert!(std::mem::size_of::<Expr>() == 40);
+
 /// The kinds of resolved expression.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExprKind {
@@ -22,24 +26,25 @@ pub enum ExprKind {
     /// A variable: a node of the contract ([`NodeId`](super::NodeId) index), a
     /// param of the tool, or an input of the agent, by position.
     Var(u32),
-    /// `a.b`.
-    Field(Box<Expr>, Box<str>),
+    /// `a.b`: the target and the field's name (one box, so an expression
+    /// stays 40 bytes).
+    Field(Box<(Expr, Box<str>)>),
     /// `a[i]`.
     Index(Box<Expr>, Box<Expr>),
     /// `-a`, `not a`.
     Unary(UnaryOp, Box<Expr>),
     /// `a + b`; `and`/`or` short-circuit.
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
-    /// `if c then a else b`.
-    If(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `if c then a else b`: the condition and the two values.
+    If(Box<[Expr; 3]>),
     /// `[a, b]`.
-    Array(Vec<Expr>),
+    Array(Box<[Expr]>),
     /// `{k: v}`, keys in source order.
-    Object(Vec<(String, Expr)>),
+    Object(Box<[(String, Expr)]>),
     /// An interpolated string.
-    Interpolate(Vec<Part>),
+    Interpolate(Box<[Part]>),
     /// A pure built-in function.
-    Call(Function, Vec<Expr>),
+    Call(Function, Box<[Expr]>),
 }
 
 /// A piece of an interpolated string.
@@ -69,16 +74,13 @@ impl Expr {
         match &self.kind {
             ExprKind::Literal(_) => {}
             ExprKind::Var(v) => f(*v),
-            ExprKind::Field(e, _) | ExprKind::Unary(_, e) => e.visit_vars(f),
+            ExprKind::Field(field) => field.0.visit_vars(f),
+            ExprKind::Unary(_, e) => e.visit_vars(f),
             ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
                 a.visit_vars(f);
                 b.visit_vars(f);
             }
-            ExprKind::If(c, a, b) => {
-                c.visit_vars(f);
-                a.visit_vars(f);
-                b.visit_vars(f);
-            }
+            ExprKind::If(parts) => parts.iter().for_each(|e| e.visit_vars(f)),
             ExprKind::Array(items) | ExprKind::Call(_, items) => {
                 items.iter().for_each(|e| e.visit_vars(f));
             }

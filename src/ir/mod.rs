@@ -296,6 +296,9 @@ pub struct Contract {
     /// Effect nodes that no guard needs: each waits for every guard
     /// (an edge from each guard in `graph`).
     pub gated: Vec<NodeId>,
+    /// The static type of each node, by [`NodeId`] (`any` where nothing
+    /// is known). Apart from the nodes, so a node stays 80 bytes.
+    pub types: Vec<Type>,
     /// The declaration.
     pub span: Span,
     /// The name in the declaration (where whole-contract errors point).
@@ -328,6 +331,9 @@ impl Index<NodeId> for Contract {
 /// The largest `pool_size` / `--jobs`.
 pub const MAX_POOL_SIZE: i64 = 65_535;
 
+// A contract can hold a million nodes.
+const _: () = assert!(std::mem::size_of::<Node>() == 80);
+
 /// How a contract's nodes are scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runner {
@@ -339,15 +345,13 @@ pub enum Runner {
     Pool(usize),
 }
 
-/// A node of a contract.
+/// A node of a contract. Its static type is in [`Contract::types`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// Its name.
     pub name: Box<str>,
     /// What it does.
     pub kind: NodeKind,
-    /// Its static type (`any` where nothing is known).
-    pub ty: Type,
     /// The statement.
     pub span: Span,
 }

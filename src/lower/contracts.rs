@@ -73,7 +73,7 @@ impl Lowerer<'_> {
             if let Some(spans) = spans {
                 self.check_graph(&spans, contract, &effectful);
                 drop(spans);
-                self.check_types(contract);
+                contract.types = self.check_types(contract);
             }
         }
         self.check_recursive_compose(&composes);
@@ -136,7 +136,7 @@ impl Lowerer<'_> {
                     },
                 ),
             };
-            nodes.push(ir::Node { name, kind, ty: ir::Type::any(), span });
+            nodes.push(ir::Node { name, kind, span });
         }
         // Needed only while the nodes lower: freed before the graph is built.
         self.input_types = Vec::new();
@@ -149,6 +149,7 @@ impl Lowerer<'_> {
             outputs,
             graph: Graph::default(),
             gated: Vec::new(),
+            types: Vec::new(),
             span: contract.span,
             name_span: contract.name.span,
         };

@@ -155,7 +155,7 @@ impl Lowerer<'_> {
             ExprKind::Name(name) => self.lower_name(name, expr.span, scope),
             ExprKind::Field(field) => {
                 let (inner, name) = &**field;
-                ir::ExprKind::Field(Box::new(self.lower_expr(inner, scope)), name.name.clone())
+                ir::ExprKind::Field(Box::new((self.lower_expr(inner, scope), name.name.clone())))
             }
             ExprKind::Index(a, b) => ir::ExprKind::Index(
                 Box::new(self.lower_expr(a, scope)),
@@ -171,11 +171,11 @@ impl Lowerer<'_> {
             ),
             ExprKind::If(parts) => {
                 let (c, a, b) = &**parts;
-                ir::ExprKind::If(
-                    Box::new(self.lower_expr(c, scope)),
-                    Box::new(self.lower_expr(a, scope)),
-                    Box::new(self.lower_expr(b, scope)),
-                )
+                ir::ExprKind::If(Box::new([
+                    self.lower_expr(c, scope),
+                    self.lower_expr(a, scope),
+                    self.lower_expr(b, scope),
+                ]))
             }
             ExprKind::Call(call) => self.lower_function_call(&call.callee, &call.args, scope),
             ExprKind::Match(..) | ExprKind::For(_) | ExprKind::Try(_) => {
@@ -241,7 +241,8 @@ impl Lowerer<'_> {
         args: &[ast::Arg],
         scope: &Scope<'_>,
     ) -> ir::ExprKind {
-        let values: Vec<ir::Expr> = args.iter().map(|a| self.lower_expr(&a.value, scope)).collect();
+        let values: Box<[ir::Expr]> =
+            args.iter().map(|a| self.lower_expr(&a.value, scope)).collect();
         let name = &callee.name;
         let Some(function) = Function::from_name(name) else {
             self.report_bad_callee(callee);

@@ -111,9 +111,9 @@ fn function_type(function: Function, args: &[Type]) -> Type {
 }
 
 impl Lowerer<'_> {
-    /// Sets the static type of every node of `contract` (in topological
-    /// order), reporting what cannot work.
-    pub(super) fn check_types(&mut self, contract: &mut ir::Contract) {
+    /// The static type of every node of `contract` (inferred in
+    /// topological order), reporting what cannot work.
+    pub(super) fn check_types(&mut self, contract: &ir::Contract) -> Vec<Type> {
         let mut types = vec![Type::any(); contract.nodes.len()];
         for &id in contract.graph.order() {
             let node = &contract.nodes[id.index()];
@@ -132,9 +132,7 @@ impl Lowerer<'_> {
                 NodeKind::For(collection) => self.collection_type(collection, &mut types),
             };
         }
-        for (node, ty) in contract.nodes.iter_mut().zip(types) {
-            node.ty = ty;
-        }
+        types
     }
 
     /// A call's type: a tool's `result` (else `any`), an agent's `result`
@@ -329,7 +327,8 @@ impl Lowerer<'_> {
         match &expr.kind {
             ExprKind::Literal(value) => literal(value),
             ExprKind::Var(v) => types.get(*v as usize).cloned().unwrap_or_else(Type::any),
-            ExprKind::Field(target, name) => {
+            ExprKind::Field(field) => {
+                let (target, name) = &**field;
                 let target = self.infer(target, types);
                 self.field_type(&target, name, expr)
             }
@@ -343,7 +342,8 @@ impl Lowerer<'_> {
             }
             ExprKind::Unary(op, operand) => self.unary(*op, operand, types),
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, types, expr),
-            ExprKind::If(condition, then, otherwise) => {
+            ExprKind::If(parts) => {
+                let [condition, then, otherwise] = &**parts;
                 self.expect_boolean(condition, types, "an `if` condition");
                 let a = self.infer(then, types);
                 let b = self.infer(otherwise, types);

@@ -326,9 +326,9 @@ mod tests {
             .await;
         let env = expr(ir::ExprKind::Call(
             Function::Env,
-            vec![lit(json!("IGNITE_TOOLS_TEST_UNSET_VAR")), lit(json!("fallback"))],
+            [lit(json!("IGNITE_TOOLS_TEST_UNSET_VAR")), lit(json!("fallback"))].into(),
         ));
-        let path_env = expr(ir::ExprKind::Call(Function::Env, vec![lit(json!("PATH"))]));
+        let path_env = expr(ir::ExprKind::Call(Function::Env, [lit(json!("PATH"))].into()));
         let auth = template(vec![text("Bearer "), ir::Part::Expr(env)]);
         let t = tool_with(
             "Post",

@@ -94,7 +94,7 @@ pub(crate) fn var(i: u32) -> Expr {
 
 /// An interpolated string: text pieces and `Var(i)` holes.
 pub(crate) fn template(parts: Vec<Part>) -> Expr {
-    expr(ExprKind::Interpolate(parts))
+    expr(ExprKind::Interpolate(parts.into()))
 }
 
 pub(crate) fn text(s: &str) -> Part {

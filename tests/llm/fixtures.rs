@@ -75,10 +75,13 @@ pub(crate) fn tools() -> Vec<Tool> {
             "lookup",
             vec![param("sku", TypeKind::String)],
             &["database_read"],
-            ExprKind::Object(vec![
-                ("sku".into(), *var(0)),
-                ("price".into(), expr(ExprKind::Literal(json!(29.99).into()))),
-            ]),
+            ExprKind::Object(
+                [
+                    ("sku".into(), *var(0)),
+                    ("price".into(), expr(ExprKind::Literal(json!(29.99).into()))),
+                ]
+                .into(),
+            ),
         ),
     ]
 }
@@ -96,10 +99,9 @@ pub(crate) fn agent(providers: Vec<ProviderChoice>, models: &[&str]) -> Agent {
         temperature: None,
         max_tokens: None,
         inputs: vec![param("question", TypeKind::String)],
-        prompt: expr(ExprKind::Interpolate(vec![
-            Part::Text("Q: ".into()),
-            Part::Expr(expr(ExprKind::Var(0))),
-        ])),
+        prompt: expr(ExprKind::Interpolate(
+            [Part::Text("Q: ".into()), Part::Expr(expr(ExprKind::Var(0)))].into(),
+        )),
         result: None,
         result_retries: 1,
         cache: None,
