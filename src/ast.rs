@@ -443,17 +443,25 @@ pub enum Node {
     Compute(Ident, Expr, Span),
     /// `compose name = Contract(...)`.
     Compose(Ident, Expr, Span),
-    /// `guard name = cond else "message"`.
-    Guard {
-        /// Node name.
-        name: Ident,
-        /// The condition.
-        condition: Expr,
-        /// The message when false.
-        message: Option<Box<Expr>>,
-        /// The statement.
-        span: Span,
-    },
+    /// `guard name = cond else "message"`, boxed: the largest node.
+    Guard(Box<Guard>),
+}
+
+// A node's size, asserted where the layout is known (64-bit).
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Node>() == 88);
+
+/// `guard name = cond else "message"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Guard {
+    /// Node name.
+    pub name: Ident,
+    /// The condition.
+    pub condition: Expr,
+    /// The message when false.
+    pub message: Option<Expr>,
+    /// The statement.
+    pub span: Span,
 }
 
 impl Node {
@@ -462,7 +470,8 @@ impl Node {
     pub fn name(&self) -> &Ident {
         match self {
             Node::Input(param) => &param.name,
-            Node::Compute(name, ..) | Node::Compose(name, ..) | Node::Guard { name, .. } => name,
+            Node::Compute(name, ..) | Node::Compose(name, ..) => name,
+            Node::Guard(guard) => &guard.name,
         }
     }
 
@@ -471,9 +480,8 @@ impl Node {
     pub fn span(&self) -> Span {
         match self {
             Node::Input(param) => param.span,
-            Node::Compute(_, _, span) | Node::Compose(_, _, span) | Node::Guard { span, .. } => {
-                *span
-            }
+            Node::Compute(_, _, span) | Node::Compose(_, _, span) => *span,
+            Node::Guard(guard) => guard.span,
         }
     }
 }
@@ -642,8 +650,9 @@ pub enum ExprKind {
     Array(Box<[Expr]>),
     /// `{key: value}` with keys as written.
     Object(Box<[(Ident, Expr)]>),
-    /// A name; its span is the expression's.
-    Name(Box<str>),
+    /// A name: the source text at the expression's span (kept nowhere
+    /// else, so a name costs no allocation).
+    Name,
     /// `a.b`, boxed whole: with its name inline it would be the largest
     /// kind, and every expression as large.
     Field(Box<(Expr, Ident)>),

@@ -293,7 +293,7 @@ fn syntax() {
         let mut out = String::new();
         for item in &file.items {
             if let ast::Item::Provider(provider) = item {
-                dump_provider(provider, &mut out);
+                dump_provider(&text, provider, &mut out);
             }
             let ast::Item::Contract(contract) = item else { continue };
             let _ = writeln!(out, "contract {}", contract.name.name);
@@ -301,10 +301,10 @@ fn syntax() {
                 let (kind, expr) = match &**node {
                     ast::Node::Compute(_, expr, _) => ("compute", expr),
                     ast::Node::Compose(_, expr, _) => ("compose", expr),
-                    ast::Node::Guard { condition, .. } => ("guard", condition),
+                    ast::Node::Guard(guard) => ("guard", &guard.condition),
                     ast::Node::Input(_) => continue,
                 };
-                let _ = writeln!(out, "  {kind} {} = {}", node.name().name, sexpr(expr));
+                let _ = writeln!(out, "  {kind} {} = {}", node.name().name, sexpr(&text, expr));
             }
         }
         insta::assert_snapshot!(out);
@@ -312,26 +312,27 @@ fn syntax() {
 }
 
 /// A provider's limits and price as parsed.
-fn dump_provider(provider: &ast::Provider, out: &mut String) {
+fn dump_provider(text: &str, provider: &ast::Provider, out: &mut String) {
     let _ = writeln!(out, "provider {}", provider.name.name);
     for (what, rates) in
         [("rate_limit", &provider.rate_limits), ("token_limit", &provider.token_limits)]
     {
         for rate in rates {
-            let (count, per) = (sexpr(&rate.value.count), &rate.value.per.name);
+            let (count, per) = (sexpr(text, &rate.value.count), &rate.value.per.name);
             let _ = writeln!(out, "  {what} {count} per {per}");
         }
     }
     for price in &provider.prices {
-        let (input, output) = (sexpr(&price.value.input), sexpr(&price.value.output));
+        let (input, output) = (sexpr(text, &price.value.input), sexpr(text, &price.value.output));
         let _ = writeln!(out, "  price input {input} output {output}");
     }
 }
 
 /// An expression as an S-expression: `(+ a (* b c))`.
-fn sexpr(expr: &ast::Expr) -> String {
+fn sexpr(text: &str, expr: &ast::Expr) -> String {
     use ast::ExprKind as E;
-    let all = |exprs: &[ast::Expr]| exprs.iter().map(sexpr).collect::<Vec<_>>().join(" ");
+    let all =
+        |exprs: &[ast::Expr]| exprs.iter().map(|e| sexpr(text, e)).collect::<Vec<_>>().join(" ");
     match &expr.kind {
         E::Null => "null".to_owned(),
         E::Bool(b) => b.to_string(),
@@ -342,7 +343,7 @@ fn sexpr(expr: &ast::Expr) -> String {
                 .iter()
                 .map(|p| match p {
                     ast::StringPart::Text(t) => format!("{t:?}"),
-                    ast::StringPart::Expr(e) => format!("{{{}}}", sexpr(e)),
+                    ast::StringPart::Expr(e) => format!("{{{}}}", sexpr(text, e)),
                 })
                 .collect();
             parts.join("")
@@ -350,28 +351,28 @@ fn sexpr(expr: &ast::Expr) -> String {
         E::Array(items) => format!("[{}]", all(items)),
         E::Object(entries) => {
             let entries: Vec<String> =
-                entries.iter().map(|(k, v)| format!("{}: {}", k.name, sexpr(v))).collect();
+                entries.iter().map(|(k, v)| format!("{}: {}", k.name, sexpr(text, v))).collect();
             format!("{{{}}}", entries.join(", "))
         }
-        E::Name(name) => name.to_string(),
-        E::Field(field) => format!("(. {} {})", sexpr(&field.0), field.1.name),
-        E::Index(target, index) => format!("([] {} {})", sexpr(target), sexpr(index)),
+        E::Name => text[expr.span.start as usize..expr.span.end as usize].to_owned(),
+        E::Field(field) => format!("(. {} {})", sexpr(text, &field.0), field.1.name),
+        E::Index(target, index) => format!("([] {} {})", sexpr(text, target), sexpr(text, index)),
         E::Call(call) => {
             let ast::Call { callee, args } = &**call;
             let args: Vec<String> = args
                 .iter()
                 .map(|a| match &a.name {
-                    Some(name) => format!("{}: {}", name.name, sexpr(&a.value)),
-                    None => sexpr(&a.value),
+                    Some(name) => format!("{}: {}", name.name, sexpr(text, &a.value)),
+                    None => sexpr(text, &a.value),
                 })
                 .collect();
             format!("(call {} {})", callee.name, args.join(", "))
         }
-        E::Unary(op, operand) => format!("({op:?} {})", sexpr(operand)),
-        E::Binary(op, a, b) => format!("({} {} {})", op.symbol(), sexpr(a), sexpr(b)),
+        E::Unary(op, operand) => format!("({op:?} {})", sexpr(text, operand)),
+        E::Binary(op, a, b) => format!("({} {} {})", op.symbol(), sexpr(text, a), sexpr(text, b)),
         E::If(parts) => {
             let (c, a, b) = &**parts;
-            format!("(if {} {} {})", sexpr(c), sexpr(a), sexpr(b))
+            format!("(if {} {} {})", sexpr(text, c), sexpr(text, a), sexpr(text, b))
         }
         E::Match(parts) => {
             let (on, arms) = &**parts;
@@ -380,20 +381,20 @@ fn sexpr(expr: &ast::Expr) -> String {
                 .map(|arm| {
                     let pattern = match &arm.pattern.kind {
                         ast::PatternKind::Wildcard => "_".to_owned(),
-                        ast::PatternKind::Literal(literal) => sexpr(literal),
+                        ast::PatternKind::Literal(literal) => sexpr(text, literal),
                     };
-                    format!("({pattern} => {})", sexpr(&arm.body))
+                    format!("({pattern} => {})", sexpr(text, &arm.body))
                 })
                 .collect();
-            format!("(match {} {})", sexpr(on), arms.join(" "))
+            format!("(match {} {})", sexpr(text, on), arms.join(" "))
         }
         E::For(each) => format!(
             "(for {} {}{} {})",
             each.name.name,
-            sexpr(&each.items),
-            each.filter.as_ref().map(|f| format!(" (if {})", sexpr(f))).unwrap_or_default(),
-            sexpr(&each.body)
+            sexpr(text, &each.items),
+            each.filter.as_ref().map(|f| format!(" (if {})", sexpr(text, f))).unwrap_or_default(),
+            sexpr(text, &each.body)
         ),
-        E::Try(call) => format!("(try {})", sexpr(call)),
+        E::Try(call) => format!("(try {})", sexpr(text, call)),
     }
 }

@@ -169,7 +169,7 @@ impl Lowerer<'_> {
             // `name: value`, or a bare name standing for `name: name`.
             let (name, span): (&str, Span) = match (&arg.name, &arg.value.kind) {
                 (Some(name), _) => (&name.name, name.span),
-                (None, ExprKind::Name(name)) => (name, arg.value.span),
+                (None, ExprKind::Name) => (self.sources.slice(arg.value.span), arg.value.span),
                 _ => {
                     self.positional_argument(callee, arg);
                     continue;

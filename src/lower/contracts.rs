@@ -128,13 +128,14 @@ impl Lowerer<'_> {
                 Node::Compose(name, expr, _) => {
                     (name.name, self.lower_node_expr(&expr, &scope, Stmt::Compose, composes))
                 }
-                Node::Guard { name, condition, message, .. } => (
-                    name.name,
-                    NodeKind::Guard {
+                Node::Guard(guard) => {
+                    let ast::Guard { name, condition, message, .. } = *guard;
+                    let kind = NodeKind::Guard {
                         condition: self.lower_expr(&condition, &scope),
                         message: message.map(|m| Box::new(self.lower_expr(&m, &scope))),
-                    },
-                ),
+                    };
+                    (name.name, kind)
+                }
             };
             nodes.push(ir::Node { name, kind, span });
         }

@@ -152,7 +152,10 @@ impl Lowerer<'_> {
                     .map(|(k, v)| (k.name.to_string(), self.lower_expr(v, scope)))
                     .collect(),
             ),
-            ExprKind::Name(name) => self.lower_name(name, expr.span, scope),
+            ExprKind::Name => {
+                let sources = self.sources;
+                self.lower_name(sources.slice(expr.span), expr.span, scope)
+            }
             ExprKind::Field(field) => {
                 let (inner, name) = &**field;
                 ir::ExprKind::Field(Box::new((self.lower_expr(inner, scope), name.name.clone())))

@@ -133,17 +133,18 @@ impl Builder<'_> {
             Rule::boolean => ExprKind::Bool(pair.as_str() == "true"),
             Rule::null => ExprKind::Null,
             Rule::plain_string | Rule::triple_string => ExprKind::String(self.string(pair).into()),
-            Rule::ident => ExprKind::Name(self.ident(pair).name),
+            Rule::ident => ExprKind::Name,
             Rule::array => ExprKind::Array(pair.into_inner().map(|p| self.expr(p)).collect()),
             Rule::object => ExprKind::Object(pair.into_inner().map(|p| self.entry(p)).collect()),
             Rule::reference => {
                 let mut inner = pair.into_inner();
-                let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("a name")));
+                let name = inner.next().unwrap_or_else(|| unreachable!("a name"));
                 let Some(call_args) = inner.next() else {
                     // A plain name: its span is the name's, without the
                     // whitespace `reference` may have skipped after it.
-                    return Expr { span: name.span, kind: ExprKind::Name(name.name) };
+                    return Expr { span: super::span(self.file, &name), kind: ExprKind::Name };
                 };
+                let name = self.ident(name);
                 let args = call_args.into_inner().next().map(|args| self.args(args));
                 ExprKind::Call(Box::new(Call { callee: name, args: args.unwrap_or_default() }))
             }

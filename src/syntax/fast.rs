@@ -23,7 +23,7 @@ use std::vec::IntoIter;
 
 use super::expr::{dedent, push_text};
 use crate::ast::{
-    Agent, Arg, BinaryOp, Call, Contract, EnumDecl, Expr, ExprKind, File, For, Ident,
+    Agent, Arg, BinaryOp, Call, Contract, EnumDecl, Expr, ExprKind, File, For, Guard, Ident,
     Implementation, Item, MatchArm, MockAnswer, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output,
     POSTFIX_PRECEDENCE, Param, Pattern, PatternKind, Price, Provider, ProviderRef, RESERVED, Rate,
     Runner, Setting, StringPart, Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
@@ -218,13 +218,19 @@ impl<'t> Parser<'t> {
     }
 
     fn ident(&mut self) -> Option<Ident> {
+        let span = self.name()?;
+        Some(Ident { name: self.text[span.start as usize..span.end as usize].into(), span })
+    }
+
+    /// A name that is not a keyword: where it is.
+    fn name(&mut self) -> Option<Span> {
         let start = self.pos_after_ws();
         let word = self.word_at(start);
         if word.is_empty() || RESERVED.contains(&word) {
             return None;
         }
         self.advance(word.len());
-        Some(Ident { name: word.into(), span: self.span_from(start) })
+        Some(self.span_from(start))
     }
 
     fn pos_after_ws(&mut self) -> usize {
@@ -496,14 +502,10 @@ impl<'t> Parser<'t> {
                     let name = p.ident()?;
                     p.expect(b'=')?;
                     let condition = p.expr()?;
-                    let message =
-                        if p.keyword("else") { Some(Box::new(p.string()?)) } else { None };
-                    contract.nodes.push(Box::new(Node::Guard {
-                        name,
-                        condition,
-                        message,
-                        span: p.span_from(s),
-                    }));
+                    let message = if p.keyword("else") { Some(p.string()?) } else { None };
+                    let span = p.span_from(s);
+                    let guard = Guard { name, condition, message, span };
+                    contract.nodes.push(Box::new(Node::Guard(Box::new(guard))));
                 }
                 "input" => contract.nodes.push(Box::new(Node::Input(Box::new(p.param(s)?)))),
                 "runner" => {
@@ -785,13 +787,14 @@ impl<'t> Parser<'t> {
                     ExprKind::Null
                 }
                 _ => {
-                    let name = self.ident()?;
+                    let span = self.name()?;
                     if !self.eat(b'(') {
-                        let span = name.span;
-                        return Some(Expr { kind: ExprKind::Name(name.name), span });
+                        return Some(Expr { kind: ExprKind::Name, span });
                     }
+                    let name = &self.text[span.start as usize..span.end as usize];
+                    let callee = Ident { name: name.into(), span };
                     let args = self.list(b')', Self::arg)?;
-                    ExprKind::Call(Box::new(Call { callee: name, args }))
+                    ExprKind::Call(Box::new(Call { callee, args }))
                 }
             },
         };

@@ -4,9 +4,9 @@ use pest::iterators::Pair;
 
 use super::{Rule, span};
 use crate::ast::{
-    Agent, Contract, EnumDecl, File, Ident, Implementation, Item, MockAnswer, Node, Output, Param,
-    Price, Provider, ProviderRef, Rate, Runner, Setting, Test, TestStmt, Tool, TypeDecl, TypeExpr,
-    Use,
+    Agent, Contract, EnumDecl, File, Guard, Ident, Implementation, Item, MockAnswer, Node, Output,
+    Param, Price, Provider, ProviderRef, Rate, Runner, Setting, Test, TestStmt, Tool, TypeDecl,
+    TypeExpr, Use,
 };
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
@@ -351,13 +351,9 @@ impl<'t> Builder<'t> {
                         self.ident(inner.next().unwrap_or_else(|| unreachable!("guard name")));
                     let condition =
                         self.expr(inner.next().unwrap_or_else(|| unreachable!("guard")));
-                    let message = inner.next().map(|p| Box::new(self.expr(p)));
-                    contract.nodes.push(Box::new(Node::Guard {
-                        name,
-                        condition,
-                        message,
-                        span: stmt_span,
-                    }));
+                    let message = inner.next().map(|p| self.expr(p));
+                    let guard = Guard { name, condition, message, span: stmt_span };
+                    contract.nodes.push(Box::new(Node::Guard(Box::new(guard))));
                 }
                 Rule::output_stmt => contract.outputs.push(self.output(stmt, stmt_span)),
                 rule => unreachable!("contract statement {rule:?}"),
