@@ -411,20 +411,19 @@ impl Scheduler<'_> {
     /// nothing left to wait for.
     fn demand(&mut self, exec: usize, roots: Vec<NodeId>) {
         let mut stack = roots;
-        let mut new = Vec::new();
         while let Some(node) = stack.pop() {
             if std::mem::replace(&mut self.execs[exec].needed[node.index()], true) {
                 continue;
             }
-            new.push(node);
-            stack.extend_from_slice(self.deps_of(exec, node));
-        }
-        for node in new {
+            let deps = self.deps_of(exec, node);
+            stack.extend_from_slice(deps);
+            // A node's pending count depends only on what is done, not on
+            // what else is needed: count it now (no list of new nodes).
             let e = &self.execs[exec];
             if e.done[node.index()] {
                 continue;
             }
-            let pending = self.deps_of(exec, node).iter().filter(|d| !e.done[d.index()]).count();
+            let pending = deps.iter().filter(|d| !e.done[d.index()]).count();
             let e = &mut self.execs[exec];
             e.remaining += 1;
             e.pending[node.index()] = u32::try_from(pending).unwrap_or(u32::MAX);
