@@ -91,7 +91,7 @@ fn finish(loaded: load::Loaded) -> Compilation {
     Compilation { sources, diagnostics, program }
 }
 
-/// Runs `f` on a thread with a [`STACK_SIZE`] stack, or on this thread
+/// Runs `f` on a thread with a 256 MiB stack, or on this thread
 /// when one cannot be started.
 pub fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     let (sender, receiver) = std::sync::mpsc::channel();

@@ -10,7 +10,7 @@
 //! | `GET /health` | `{"status": "ok", ...}` |
 //!
 //! Runs go through [`Engine::run`] exactly as `ignite run` does; errors are
-//! JSON objects carrying the CLI's diagnostic codes (see [`error_body`]).
+//! JSON objects carrying the CLI's diagnostic codes (`docs/serve.md`).
 //! At most [`Limits::max_runs`] runs go at once (others wait for a turn,
 //! within the time limit); a run that outlasts [`Limits::timeout`] is
 //! answered 504 and stopped: no new node starts, and its tool and agent

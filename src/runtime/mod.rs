@@ -10,8 +10,8 @@
 //! ready, wide batches of them in parallel on a rayon pool; nodes that wait
 //! (tools, agents) run as tasks on a tokio runtime and hold no CPU worker
 //! while they wait; a `compose` node starts a child execution inside the
-//! same scheduler, so waiting in children overlaps too. See
-//! [`scheduler`] for the details.
+//! same scheduler, so waiting in children overlaps too. The module
+//! `runtime/scheduler.rs` has the details.
 
 pub mod batch;
 mod error;
