@@ -11,12 +11,12 @@
 //! (tools, agents) run as tasks on a tokio runtime and hold no CPU worker
 //! while they wait; a `compose` node starts a child execution inside the
 //! same scheduler, so waiting in children overlaps too. The module
-//! `runtime/scheduler.rs` has the details.
+//! `runtime/schedule/` has the details.
 
 pub mod batch;
 mod error;
 pub mod inputs;
-mod scheduler;
+mod schedule;
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -237,7 +237,7 @@ impl Engine {
         options: &RunOptions,
         trace: &Arc<Trace>,
     ) -> Result<Map<String, Value>, RunError> {
-        scheduler::run(self, contract, inputs, options, trace)
+        schedule::run(self, contract, inputs, options, trace)
     }
 
     /// Does the live work of one effect from its description: what a
