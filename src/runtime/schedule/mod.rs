@@ -6,6 +6,7 @@
 //! | file | what |
 //! | --- | --- |
 //! | `core.rs` | the dependency-counting core: counts, ready queues, bounds, branches, `for`, `try`, abandonment, the deadline, which failure is reported |
+//! | `core/calls.rs` | the core's calls: composing, starting waiting calls, their answers, `try`, where a failure goes |
 //! | `exec.rs` | an execution's table and counts, and the paths of its nodes |
 //! | `nodes.rs` | what the core asks of a graph (the `Nodes` trait) and the types it speaks in |
 //! | `program.rs` | the checked program as `Nodes`: evaluating expressions, binding arguments, starting tool and agent tasks through the effects seam |
