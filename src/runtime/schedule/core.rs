@@ -43,7 +43,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::exec::{Exec, Gather, job_path, node_path, waits_on};
+use super::exec::{Exec, Gather, arm_of, job_path, node_path, waits_on};
 use super::failure::Failure;
 use super::nodes::{At, CallKind, Done, Job, Kind, Nodes};
 use super::observer::{Observer, Site};
@@ -223,7 +223,7 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
     /// chooses, or once chosen, what its arm reads).
     fn deps_of(&self, exec: usize, node: NodeId) -> &[NodeId] {
         let e = &self.execs[exec];
-        self.nodes.deps(e.contract, node, e.chosen.get(&node).copied())
+        self.nodes.deps(e.contract, node, arm_of(&self.nodes, e, node))
     }
 
     /// Marks `roots` and what they wait for as needed; readies those with
@@ -255,7 +255,7 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
     /// The call a job makes, if it makes one.
     fn call_of(&self, job: Job) -> Option<CallKind> {
         let e = &self.execs[job.exec];
-        let arm = e.chosen.get(&job.node).copied();
+        let arm = arm_of(&self.nodes, e, job.node);
         self.nodes.call(e.contract, job.node, arm, job.item.is_some())
     }
 
@@ -266,7 +266,7 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
         At {
             contract: e.contract,
             job,
-            arm: e.chosen.get(&job.node).copied(),
+            arm: arm_of(&self.nodes, e, job.node),
             values: &e.values,
             item,
         }
@@ -448,7 +448,7 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
     /// A job as the observers see its call.
     fn call_site<'a>(&'a self, job: Job, path: &'a dyn Fn() -> String) -> Site<'a> {
         let e = &self.execs[job.exec];
-        let arm = e.chosen.get(&job.node).copied();
+        let arm = arm_of(&self.nodes, e, job.node);
         let (label, agent) = self.nodes.call_label(e.contract, job.node, arm, job.item.is_some());
         Site { path, label, agent, item: job.item.is_some() }
     }

@@ -49,6 +49,19 @@ pub(super) struct Gather<S> {
     pub(super) scope: S,
 }
 
+/// The arm `node` chose, when it is a branch that chose; other nodes are
+/// not looked up (a lookup per node would hash each one).
+pub(super) fn arm_of<N: Nodes, S>(
+    nodes: &N,
+    e: &Exec<N::Contract, S>,
+    node: NodeId,
+) -> Option<usize> {
+    match nodes.kind(e.contract, node) {
+        Kind::Branch => e.chosen.get(&node).copied(),
+        _ => None,
+    }
+}
+
 /// True when `dependent` is waiting for `dep` to finish: a branch waits
 /// for its condition's nodes, then for its chosen arm's.
 pub(super) fn waits_on<N: Nodes, S>(
