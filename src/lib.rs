@@ -42,6 +42,7 @@ pub mod testing;
 pub mod tools;
 pub mod trace;
 pub mod usage;
+pub mod value;
 
 use std::path::Path;
 

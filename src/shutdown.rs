@@ -9,12 +9,15 @@
 //! library installs no signal handler of its own (the CLI does, see
 //! `cli::signals`).
 
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, RwLock, RwLockWriteGuard, Weak};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockWriteGuard, Weak};
 
 static GATE: RwLock<()> = RwLock::new(());
 static HALTED: AtomicBool = AtomicBool::new(false);
 static HOOKS: Mutex<Vec<Weak<dyn AtHalt>>> = Mutex::new(Vec::new());
+/// Process group ids of the `exec` children still running.
+static CHILDREN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// A file that [`halt`] must finish itself: wait for its writes in
 /// progress, block every later one, leave the file whole.
@@ -54,5 +57,47 @@ pub fn halt() {
     for hook in hooks.iter().filter_map(Weak::upgrade) {
         hook.halt();
     }
-    crate::tools::kill_children();
+    for pgid in children().drain(..) {
+        kill_group(pgid);
+    }
 }
+
+/// Starts a child that leads its own process group (`start` spawns it and
+/// names the group), unless [`halt`] was called; [`halt`] kills the group
+/// until [`kill_child`] does.
+///
+/// # Errors
+/// ignite is stopping, or `start` failed.
+pub(crate) fn start_child<T>(
+    start: impl FnOnce() -> io::Result<(T, Option<i32>)>,
+) -> io::Result<(T, Option<i32>)> {
+    let mut live = children();
+    if halted() {
+        return Err(io::Error::other("ignite is stopping"));
+    }
+    let (child, pgid) = start()?;
+    live.extend(pgid);
+    Ok((child, pgid))
+}
+
+/// Kills the process group `pgid` of a child started by [`start_child`].
+pub(crate) fn kill_child(pgid: i32) {
+    children().retain(|&p| p != pgid);
+    kill_group(pgid);
+}
+
+fn children() -> MutexGuard<'static, Vec<i32>> {
+    CHILDREN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(unix)]
+fn kill_group(pgid: i32) {
+    // SAFETY: `killpg` only sends a signal; a group that is already gone
+    // makes it fail with ESRCH, which is fine.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pgid: i32) {}

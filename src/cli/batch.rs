@@ -43,14 +43,14 @@ pub(super) fn run(
     let (done, mut sink) = match out.map(open_results).transpose() {
         Ok(Some((done, file))) => (done, Sink::File(file)),
         Ok(None) => (Done::default(), Sink::Stdout),
-        Err(message) => return super::run::usage(&message),
+        Err(message) => return super::usage(&message),
     };
     let reader: Box<dyn BufRead + Send> = if rows == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         match File::open(rows) {
             Ok(file) => Box::new(BufReader::new(file)),
-            Err(e) => return super::run::usage(&format!("cannot read rows `{rows}`: {e}")),
+            Err(e) => return super::usage(&format!("cannot read rows `{rows}`: {e}")),
         }
     };
     let total = if rows == "-" { None } else { count_rows(rows) };
@@ -83,7 +83,7 @@ pub(super) fn run(
         bar.finish_and_clear();
     }
     if let Some(message) = write_error {
-        return super::run::usage(&message);
+        return super::usage(&message);
     }
     let skipped = match done.len() {
         0 => String::new(),

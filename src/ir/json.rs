@@ -1,11 +1,14 @@
 //! [`Json`]: what type checks, defaults and messages need of a value, so
 //! that they work alike on JSON (`serde_json::Value`: inputs, tool and
 //! agent results, literals) and on the runtime's shared values
-//! (`eval::Val`), without converting one into the other.
+//! (`value::Val`), without converting one into the other.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
+
+use crate::value::Val;
 
 /// A JSON-shaped value.
 pub trait Json: serde::Serialize + fmt::Display + Sized {
@@ -116,6 +119,48 @@ impl std::io::Write for Clipped {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+impl Json for Val {
+    fn kind(&self) -> &'static str {
+        Val::kind(self)
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+
+    fn items(&self) -> Option<&[Self]> {
+        self.as_array()
+    }
+
+    fn field(&self, name: &str) -> Option<&Self> {
+        self.get(name)
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.as_object().into_iter().flat_map(|fields| fields.keys().map(String::as_str))
+    }
+
+    fn items_mut(&mut self) -> Option<&mut [Self]> {
+        match self {
+            Val::Array(items) => Some(Arc::make_mut(items).as_mut_slice()),
+            _ => None,
+        }
+    }
+
+    fn field_mut(&mut self, name: &str) -> Option<&mut Self> {
+        match self {
+            Val::Object(fields) => Arc::make_mut(fields).get_mut(name),
+            _ => None,
+        }
+    }
+
+    fn set_field(&mut self, name: &str, value: &Value) {
+        if let Val::Object(fields) = self {
+            Arc::make_mut(fields).insert(name.to_owned(), value.into());
+        }
     }
 }
 

@@ -58,9 +58,9 @@ use serde_json::{Map, Value, json};
 pub use client::{BoxFuture, CallContext, ModelClient};
 pub use error::LlmError;
 pub use message::{
-    Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage,
+    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage,
 };
-pub use providers::{Auth, KeyVar, PROVIDERS, ProviderKind, ProviderSpec, Server};
+pub use providers::{Auth, KeyVar, PROVIDERS, ProviderSpec};
 pub use retry::{Backoff, parse_retry_after, retryable_status};
 pub use settings::{DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 pub use structured::ResultSchema;

@@ -17,9 +17,9 @@ use super::names::Decl;
 use super::suggest::{did_you_mean, list, with_article};
 use crate::ast::{self, ExprKind, StringPart};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::eval::Val;
 use crate::ir::{self, Function, Part};
 use crate::source::Span;
+use crate::value::Val;
 
 /// The names an expression may read: nodes of a contract, params of a
 /// tool or inputs of an agent, each with its variable number; inside a

@@ -56,7 +56,6 @@ use std::time::Duration;
 
 pub use capability::{CapabilityError, check_capabilities};
 pub use error::ToolError;
-pub use group::kill_children;
 pub use native::{NativeTool, schema_for};
 pub use registry::{RegisteredTool, Registry, ToolSource};
 pub use schema::{ToolView, parameters_schema, strict_schema, type_schema};
