@@ -18,6 +18,23 @@
 //!
 //! [`compile`] runs the first three stages: reading and parsing report
 //! every file's errors, and lowering runs only when every file parsed.
+//!
+//! Imports run one way, down these floors (ground floor first; a module
+//! names only modules below it, which a unit test checks):
+//!
+//! | floor | modules |
+//! | --- | --- |
+//! | 1 | [`source`], [`value`] (the run-time value), [`shutdown`], [`telemetry`], [`backoff`] |
+//! | 2 | [`diagnostic`], [`ast`] |
+//! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type) |
+//! | 4 | [`load`], [`lower`], [`eval`], [`usage`], [`render`] |
+//! | 5 | [`tools`], [`trace`] |
+//! | 6 | [`effects`] |
+//! | 7 | [`llm`] |
+//! | 8 | [`runtime`] |
+//! | 9 | [`serve`], [`testing`] |
+//! | 10 | `restate` (feature `restate`) |
+//! | 11 | [`cli`] |
 
 pub mod ast;
 pub mod backoff;
@@ -25,6 +42,8 @@ pub mod cli;
 pub mod diagnostic;
 pub mod effects;
 pub mod eval;
+#[cfg(test)]
+mod house;
 pub mod ir;
 pub mod llm;
 pub mod load;
