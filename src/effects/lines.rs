@@ -262,6 +262,84 @@ impl Drop for LineFile {
     }
 }
 
+/// Benchmark switch (temporary, for `benches/effects.rs`): new files are
+/// [`AppendFile`]s instead of memory-mapped [`LineFile`]s.
+pub(super) static PLAIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The file of a recording or journal: mapped, or plain appends.
+#[derive(Debug)]
+pub(super) enum Lines {
+    Mapped(Arc<LineFile>),
+    Plain(AppendFile),
+}
+
+impl Lines {
+    pub(super) fn open(path: &Path, file: File, len: u64) -> Result<Self, String> {
+        if PLAIN.load(Ordering::Relaxed) {
+            AppendFile::open(path, file, len).map(Self::Plain)
+        } else {
+            LineFile::open(path, file, len).map(Self::Mapped)
+        }
+    }
+
+    pub(super) fn append_json(&self, value: &impl Serialize) -> Result<(), String> {
+        match self {
+            Self::Mapped(f) => f.append_json(value),
+            Self::Plain(f) => f.append_json(value),
+        }
+    }
+
+    pub(super) fn trim(&self) -> Result<(), String> {
+        match self {
+            Self::Mapped(f) => f.trim(),
+            Self::Plain(_) => Ok(()),
+        }
+    }
+}
+
+/// Plain appends: one `write` per line under a lock.
+#[derive(Debug)]
+pub(super) struct AppendFile {
+    path: PathBuf,
+    /// The file, positioned at the end of its whole lines, and that end.
+    file: Mutex<(File, u64)>,
+}
+
+impl AppendFile {
+    pub(super) fn open(path: &Path, mut file: File, len: u64) -> Result<Self, String> {
+        use std::io::Seek as _;
+        exclusive(&file, path)?;
+        let error = |e: io::Error| format!("cannot write `{}`: {e}", path.display());
+        file.set_len(len).map_err(error)?;
+        file.seek(io::SeekFrom::Start(len)).map_err(error)?;
+        Ok(Self { path: path.to_owned(), file: Mutex::new((file, len)) })
+    }
+
+    pub(super) fn append_json(&self, value: &impl Serialize) -> Result<(), String> {
+        use std::io::{Seek as _, Write as _};
+        let mut line = Vec::with_capacity(256);
+        json_line(value, &mut line).map_err(|e| self.error(&e))?;
+        crate::shutdown::whole(|| {
+            let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (file, end) = &mut *file;
+            match file.write_all(&line) {
+                Ok(()) => {
+                    *end += line.len() as u64;
+                    Ok(())
+                }
+                Err(e) => {
+                    let _ = file.set_len(*end).and_then(|()| file.seek(io::SeekFrom::Start(*end)));
+                    Err(self.error(&e))
+                }
+            }
+        })
+    }
+
+    fn error(&self, error: &dyn std::fmt::Display) -> String {
+        format!("cannot write `{}`: {error}", self.path.display())
+    }
+}
+
 /// Takes `file` for this process alone: an advisory lock (`flock`) that
 /// goes when the file is closed or the process ends, however it ends. Two
 /// processes appending to one map would write over each other's lines,

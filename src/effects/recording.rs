@@ -31,12 +31,12 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::lines::{LineFile, exclusive, json_line, whole_lines};
+use super::lines::{Lines, exclusive, json_line, whole_lines};
 use super::{Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome};
 
 /// The file format version.
@@ -91,7 +91,7 @@ pub struct Recording {
     /// False when no effect can be answered from the file (a recording, a
     /// new journal): lookups take no lock.
     answers: bool,
-    file: Option<Arc<LineFile>>,
+    file: Option<Lines>,
 }
 
 impl Recording {
@@ -161,7 +161,7 @@ impl Recording {
             kept.push(b'\n');
         }
         let file = if bytes.starts_with(&kept) { file } else { replace(&path, &kept)? };
-        let file = LineFile::open(&path, file, kept.len() as u64)?;
+        let file = Lines::open(&path, file, kept.len() as u64)?;
         let entries =
             entries.into_iter().filter(|e| matches!(*e.outcome, Outcome::Value(_))).collect();
         Ok(Self::new(&path, Mode::Journal, header, entries, Some(file)))
@@ -172,7 +172,7 @@ impl Recording {
         mode: Mode,
         header: RunHeader,
         entries: Vec<Entry<'static>>,
-        file: Option<Arc<LineFile>>,
+        file: Option<Lines>,
     ) -> Self {
         Self {
             path: path.to_owned(),
@@ -182,6 +182,13 @@ impl Recording {
             unused: Mutex::new(entries.into_iter().map(Some).collect()),
             file,
         }
+    }
+
+    /// Benchmarks only (temporary): journals and recordings opened from now
+    /// on are written with plain appends (`true`) or memory-mapped.
+    #[doc(hidden)]
+    pub fn bench_plain_appends(plain: bool) {
+        super::lines::PLAIN.store(plain, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The run the file was made for.
@@ -287,7 +294,7 @@ fn journal_path(dir: &Path, id: &str) -> PathBuf {
 }
 
 /// Creates `path` with its header line.
-fn create(path: &Path, header: &RunHeader) -> Result<Arc<LineFile>, String> {
+fn create(path: &Path, header: &RunHeader) -> Result<Lines, String> {
     // Not truncated here: `LineFile::open` empties it once it holds it.
     let file = File::options()
         .read(true)
@@ -296,7 +303,7 @@ fn create(path: &Path, header: &RunHeader) -> Result<Arc<LineFile>, String> {
         .truncate(false)
         .open(path)
         .map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
-    let file = LineFile::open(path, file, 0)?;
+    let file = Lines::open(path, file, 0)?;
     file.append_json(&Header { version: VERSION, run: Cow::Borrowed(header) })?;
     Ok(file)
 }
