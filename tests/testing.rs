@@ -302,3 +302,41 @@ async fn tests_sharing_a_cassette_record_both_then_replay_offline() {
         assert!(stdout.ends_with("2 passed, 0 failed\n"), "{stdout}");
     }
 }
+
+#[test]
+fn tests_whose_snapshots_would_share_a_file_are_refused() {
+    // Before `check` refused them, `price: A1` and `price, A1` both wrote
+    // `__snapshots__/snapshot_clash.price__A1.snap`, each over the other.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snapshot_clash.ign");
+    std::fs::copy("tests/corpus/err/snapshot_clash.ign", &file).unwrap();
+    let (code, stdout, stderr) = run(ignite().arg("test").arg(&file).arg("--update"));
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("tests `price: A1` and `price, A1` would share one snapshot file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("tests `price: A1` and `Price? a1` would share"), "{stderr}");
+    assert!(!dir.path().join("__snapshots__").exists(), "a snapshot was written");
+    // Renamed apart, each test writes its own file.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let renamed = text
+        .replace("\"price, A1\"", "\"price and calls, A1\"")
+        .replace("\"Price? a1\"", "\"price again, a1\"");
+    std::fs::write(&file, renamed).unwrap();
+    let (code, stdout, stderr) = run(ignite().arg("test").arg(&file).arg("--update"));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let mut written: Vec<String> = std::fs::read_dir(dir.path().join("__snapshots__"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert_eq!(
+        written,
+        [
+            "snapshot_clash.price__A1.snap",
+            "snapshot_clash.price_again__a1.snap",
+            "snapshot_clash.price_and_calls__A1.snap"
+        ]
+    );
+}

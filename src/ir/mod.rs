@@ -26,7 +26,7 @@ pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp, pattern};
 pub use graph::{Deps, Graph};
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
 pub use json::{Json, describe, value_kind};
-pub use test_block::{Mock, MockAnswer, Snapshot, Test};
+pub use test_block::{Mock, MockAnswer, Snapshot, Test, slug};
 pub use types::{Enum, Record, Type, TypeKind, fill_fields};
 
 use crate::source::{Sources, Span};
