@@ -282,6 +282,14 @@ async fn tests_sharing_a_cassette_record_both_then_replay_offline() {
     for jobs in ["2", "1"] {
         let server = drinks_server().await;
         let dir = sandbox(&[("record/shared.ign", "shared.ign")]);
+        // Not recorded yet: the hint records the whole file (a `--filter`
+        // would leave the other test out of it).
+        let (code, stdout, _) = run(ignite().arg("test").arg(dir.path()));
+        let hint = format!(
+            "record it with `ignite test {} --record`",
+            dir.path().join("shared.ign").display()
+        );
+        assert_eq!((code, stdout.matches(&hint).count()), (1, 2), "{stdout}");
         let (code, stdout, stderr) = run(ignite()
             .arg("test")
             .arg(dir.path())

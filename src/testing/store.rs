@@ -51,27 +51,16 @@ impl TestStore {
         cassettes: &Cassettes<'a>,
         options: &Options,
     ) -> Result<(Arc<Self>, Effects), String> {
-        // A shared cassette is recorded whole: by every test that names it.
-        let key = test.replay.as_deref().map(cassette_key);
-        let shared = key.is_some()
-            && suite
-                .program()
-                .tests
-                .iter()
-                .filter(|t| t.replay.as_deref().map(cassette_key) == key)
-                .count()
-                > 1;
-        let record_hint = if shared {
-            format!("ignite test {} --record", suite.path().display())
-        } else {
-            format!("ignite test {} --filter \"{}\" --record", suite.path().display(), test.name)
-        };
+        let filter = format!(" --filter \"{}\"", test.name);
+        let record_hint =
+            |filter: &str| format!("ignite test {}{filter} --record", suite.path().display());
         let (offline, cassette): (_, Option<Arc<dyn EffectStore>>) = match &test.replay {
             None => (
                 Some(format!(
-                    "tests run offline and test `{}` has no cassette; add `replay \"cassettes/{}.json\"` to it and record it with `{record_hint}`",
+                    "tests run offline and test `{}` has no cassette; add `replay \"cassettes/{}.json\"` to it and record it with `{}`",
                     test.name,
-                    super::snapshot::slug(&test.name)
+                    super::snapshot::slug(&test.name),
+                    record_hint(&filter)
                 )),
                 None,
             ),
@@ -80,7 +69,18 @@ impl TestStore {
             }
             Some(path) => {
                 let replay = Recording::replay(path).map_err(|e| {
-                    format!("cannot replay the cassette: {e}; record it with `{record_hint}`")
+                    // A shared cassette is recorded whole: by every test
+                    // that names it.
+                    let key = cassette_key(path);
+                    let tests = &suite.program().tests;
+                    let sharing = tests
+                        .iter()
+                        .filter(|t| t.replay.as_deref().map(cassette_key).as_ref() == Some(&key));
+                    let filter = if sharing.count() > 1 { "" } else { &filter };
+                    format!(
+                        "cannot replay the cassette: {e}; record it with `{}`",
+                        record_hint(filter)
+                    )
                 })?;
                 (None, Some(Arc::new(replay)))
             }
