@@ -7,11 +7,10 @@
 //!   Twice: in-process `returns` tools (a few µs a call; 101 rounds, also
 //!   the median of each round's own ratio), then `exec "cat"` tools (a
 //!   real child process a call, 8 at once).
-//! - journal files on real effects: the memory-mapped journal against
-//!   plain appends (one `write` a line), each against the live run, on
-//!   1,000 `exec` calls (a child process each), 1,000 `http` calls to a
-//!   local server and 500 model calls to a local fake OpenAI server, 8 at
-//!   once; the journal is created, written and finished inside the timing.
+//! - the journal on real effects: live and journaled runs of 1,000 `exec`
+//!   calls (a child process each), 1,000 `http` calls to a local server and
+//!   500 model calls to a local fake OpenAI server, 8 at once; the journal
+//!   is created, written and finished inside the timing.
 //! - one journal line: `record` alone, the mean over a new journal's first
 //!   1,000 lines (page faults of the new file included).
 //! - cache hit: one agent-call effect answered by the cache (a warm
@@ -114,8 +113,7 @@ fn timed_run(engine: &Engine, inputs: &Map<String, Value>, options: &RunOptions)
     [wall.elapsed(), cpu_time() - cpu]
 }
 
-/// Live runs against journaled ones, the journal memory-mapped or written
-/// by plain appends, on effects that do real work.
+/// Live runs against journaled ones on effects that do real work.
 fn journal_files(dir: &std::path::Path) {
     let runtime = tokio::runtime::Runtime::new().expect("tokio");
     let (http, model) = runtime.block_on(async {
@@ -183,19 +181,17 @@ fn journal_files(dir: &std::path::Path) {
     let rounds = 9;
     println!();
     println!(
-        "Journal files on real effects, 8 at once, median of {rounds} rounds (ratios: median of each round's own):"
+        "The journal on real effects, 8 at once, median of {rounds} rounds (ratios: median of each round's own):"
     );
-    println!(
-        "| effects | live | mapped | appends | mapped / live | appends / live | appends / mapped | CPU: appends / mapped |"
-    );
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| effects | live | journaled | ratio | CPU ratio |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
     for (what, text) in cases {
         let live = engine(&text);
         median_run(&live, &inputs, &options, 1);
-        let mut times: [Vec<[Duration; 2]>; 3] = Default::default();
+        let mut times: [Vec<[Duration; 2]>; 2] = Default::default();
         for round in 0..rounds {
-            // Each way goes first, second and third in turn.
-            for way in (0..3).map(|i| (i + round) % 3) {
+            // Which goes first alternates.
+            for way in (0..2).map(|i| (i + round) % 2) {
                 let runs = dir.join(format!("files-{round}-{way}"));
                 times[way].push(timed(|| {
                     if way == 0 {
@@ -203,7 +199,6 @@ fn journal_files(dir: &std::path::Path) {
                         live.run(contract, &inputs, &options).expect("benchmark runs");
                         return;
                     }
-                    Recording::bench_plain_appends(way == 2);
                     let (store, _) =
                         Recording::journal(&runs, RunHeader::default()).expect("journal");
                     let with = live.sibling(Effects::live().with(Arc::new(store)));
@@ -224,17 +219,13 @@ fn journal_files(dir: &std::path::Path) {
         };
         let wall = |way: usize| median(times[way].iter().map(|t| t[0]).collect());
         println!(
-            "| {what} | {:.1} ms | {:.1} ms | {:.1} ms | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| {what} | {:.1} ms | {:.1} ms | {:.3} | {:.3} |",
             ms(wall(0)),
             ms(wall(1)),
-            ms(wall(2)),
             ratio(1, 0, 0),
-            ratio(2, 0, 0),
-            ratio(2, 1, 0),
-            ratio(2, 1, 1),
+            ratio(1, 0, 1),
         );
     }
-    Recording::bench_plain_appends(false);
 }
 
 /// The wall time of `run` and the CPU time the process used meanwhile.

@@ -13,8 +13,8 @@
 //!  "failed": {"message": "`./save.sh` exited with status 1 (no stderr)", "code": "ignite::tools::failed"}}
 //! ```
 //!
-//! A line is appended (into the file's memory map, see [`LineFile`]) as
-//! soon as its effect completes, so a killed run leaves every finished
+//! A line is appended (one `write`, see [`LineFile`]) as soon as its
+//! effect completes, so a killed run leaves every finished
 //! effect in the file; what a kill cut short is ignored when the file is
 //! read (and removed before a resumed run appends). `--record` sorts the
 //! file by key when the run ends, so a recording is stable under
@@ -36,7 +36,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::lines::{Lines, exclusive, json_line, whole_lines};
+use super::lines::{LineFile, exclusive, json_line, whole_lines};
 use super::{Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome};
 
 /// The file format version.
@@ -91,7 +91,7 @@ pub struct Recording {
     /// False when no effect can be answered from the file (a recording, a
     /// new journal): lookups take no lock.
     answers: bool,
-    file: Option<Lines>,
+    file: Option<LineFile>,
 }
 
 impl Recording {
@@ -143,8 +143,7 @@ impl Recording {
             ));
         }
         let file = File::options()
-            .read(true)
-            .write(true)
+            .append(true)
             .open(&path)
             .map_err(|e| format!("cannot append to `{}`: {e}", path.display()))?;
         // Before anything is read or changed: another process may be
@@ -161,7 +160,7 @@ impl Recording {
             kept.push(b'\n');
         }
         let file = if bytes.starts_with(&kept) { file } else { replace(&path, &kept)? };
-        let file = Lines::open(&path, file, kept.len() as u64)?;
+        let file = LineFile::open(&path, file, kept.len() as u64)?;
         let entries =
             entries.into_iter().filter(|e| matches!(*e.outcome, Outcome::Value(_))).collect();
         Ok(Self::new(&path, Mode::Journal, header, entries, Some(file)))
@@ -172,7 +171,7 @@ impl Recording {
         mode: Mode,
         header: RunHeader,
         entries: Vec<Entry<'static>>,
-        file: Option<Lines>,
+        file: Option<LineFile>,
     ) -> Self {
         Self {
             path: path.to_owned(),
@@ -182,13 +181,6 @@ impl Recording {
             unused: Mutex::new(entries.into_iter().map(Some).collect()),
             file,
         }
-    }
-
-    /// Benchmarks only (temporary): journals and recordings opened from now
-    /// on are written with plain appends (`true`) or memory-mapped.
-    #[doc(hidden)]
-    pub fn bench_plain_appends(plain: bool) {
-        super::lines::PLAIN.store(plain, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The run the file was made for.
@@ -267,12 +259,9 @@ impl EffectStore for Recording {
         self.mode == Mode::Replay
     }
 
-    /// The file is cut to the lines written; a recording is then rewritten
-    /// sorted by key (then request), through a temporary file, so it reads
-    /// the same however the run was scheduled.
+    /// A recording is rewritten sorted by key (then request), through a
+    /// temporary file, so it reads the same however the run was scheduled.
     fn finish(&self) -> Result<(), String> {
-        let Some(file) = &self.file else { return Ok(()) };
-        file.trim()?;
         if self.mode != Mode::Record {
             return Ok(());
         }
@@ -294,33 +283,27 @@ fn journal_path(dir: &Path, id: &str) -> PathBuf {
 }
 
 /// Creates `path` with its header line.
-fn create(path: &Path, header: &RunHeader) -> Result<Lines, String> {
+fn create(path: &Path, header: &RunHeader) -> Result<LineFile, String> {
     // Not truncated here: `LineFile::open` empties it once it holds it.
     let file = File::options()
-        .read(true)
-        .write(true)
+        .append(true)
         .create(true)
-        .truncate(false)
         .open(path)
         .map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
-    let file = Lines::open(path, file, 0)?;
+    let file = LineFile::open(path, file, 0)?;
     file.append_json(&Header { version: VERSION, run: Cow::Borrowed(header) })?;
     Ok(file)
 }
 
 /// `path` now holds `bytes`: written to a temporary file, then renamed.
-/// Returns the new file, open for reading and writing and held
-/// ([`exclusive`]) from before it had its name.
+/// Returns the new file, open for appending and held ([`exclusive`]) from
+/// before it had its name.
 fn replace(path: &Path, bytes: &[u8]) -> Result<File, String> {
     let temp = path.with_extension("jsonl.tmp");
-    let mut file = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)
-        .map_err(|e| write_error(path, &e))?;
+    let mut file =
+        File::options().append(true).create(true).open(&temp).map_err(|e| write_error(path, &e))?;
     exclusive(&file, path)?;
+    file.set_len(0).map_err(|e| write_error(path, &e))?;
     file.write_all(bytes).map_err(|e| write_error(path, &e))?;
     std::fs::rename(&temp, path).map_err(|e| write_error(path, &e))?;
     Ok(file)
@@ -466,14 +449,14 @@ mod tests {
         let (journal, _) = Recording::journal(dir.path(), RunHeader::default()).expect("journal");
         call(&journal, 0, true);
         call(&journal, 1, true);
-        // SIGKILL: the file is not trimmed, and a third line was half
-        // written when it came. (The killed process's lock went with it:
-        // its file is read here, and resumed under another run ID.)
+        // SIGKILL: a third line was half written when it came. (The
+        // killed process's lock went with it: its file is read here, and
+        // resumed under another run ID.)
         let mut bytes = std::fs::read(journal.path()).expect("read");
         std::mem::forget(journal);
-        let end = bytes.iter().rposition(|&b| b == b'\n').expect("lines") + 1;
-        assert!(bytes.len() > end + 100 && bytes[end..].iter().all(|&b| b == 0));
-        bytes[end..end + 12].copy_from_slice(br#"{"key":{"nod"#);
+        let end = bytes.len();
+        assert_eq!(bytes.last(), Some(&b'\n'));
+        bytes.extend_from_slice(br#"{"key":{"nod"#);
         let id = "killed";
         let path = journal_path(dir.path(), id);
         std::fs::write(&path, &bytes).expect("written");
