@@ -88,6 +88,7 @@ codes! {
     UnknownContract => "ignite::lower::unknown_contract",
     TestStatement => "ignite::lower::test_statement",
     UnreachableMock => "ignite::lower::unreachable_mock",
+    SnapshotClash => "ignite::lower::snapshot_clash",
     RunInput => "ignite::run::input",
     RunOutput => "ignite::run::unknown_output",
     NodeFailed => "ignite::run::node_failed",

@@ -13,8 +13,8 @@
 //!  "failed": {"message": "`./save.sh` exited with status 1 (no stderr)", "code": "ignite::tools::failed"}}
 //! ```
 //!
-//! A line is appended (into the file's memory map, see [`LineFile`]) as
-//! soon as its effect completes, so a killed run leaves every finished
+//! A line is appended (one `write`, see [`LineFile`]) as soon as its
+//! effect completes, so a killed run leaves every finished
 //! effect in the file; what a kill cut short is ignored when the file is
 //! read (and removed before a resumed run appends). `--record` sorts the
 //! file by key when the run ends, so a recording is stable under
@@ -31,7 +31,7 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -91,7 +91,7 @@ pub struct Recording {
     /// False when no effect can be answered from the file (a recording, a
     /// new journal): lookups take no lock.
     answers: bool,
-    file: Option<Arc<LineFile>>,
+    file: Option<LineFile>,
 }
 
 impl Recording {
@@ -143,8 +143,7 @@ impl Recording {
             ));
         }
         let file = File::options()
-            .read(true)
-            .write(true)
+            .append(true)
             .open(&path)
             .map_err(|e| format!("cannot append to `{}`: {e}", path.display()))?;
         // Before anything is read or changed: another process may be
@@ -172,7 +171,7 @@ impl Recording {
         mode: Mode,
         header: RunHeader,
         entries: Vec<Entry<'static>>,
-        file: Option<Arc<LineFile>>,
+        file: Option<LineFile>,
     ) -> Self {
         Self {
             path: path.to_owned(),
@@ -260,12 +259,9 @@ impl EffectStore for Recording {
         self.mode == Mode::Replay
     }
 
-    /// The file is cut to the lines written; a recording is then rewritten
-    /// sorted by key (then request), through a temporary file, so it reads
-    /// the same however the run was scheduled.
+    /// A recording is rewritten sorted by key (then request), through a
+    /// temporary file, so it reads the same however the run was scheduled.
     fn finish(&self) -> Result<(), String> {
-        let Some(file) = &self.file else { return Ok(()) };
-        file.trim()?;
         if self.mode != Mode::Record {
             return Ok(());
         }
@@ -287,13 +283,11 @@ fn journal_path(dir: &Path, id: &str) -> PathBuf {
 }
 
 /// Creates `path` with its header line.
-fn create(path: &Path, header: &RunHeader) -> Result<Arc<LineFile>, String> {
+fn create(path: &Path, header: &RunHeader) -> Result<LineFile, String> {
     // Not truncated here: `LineFile::open` empties it once it holds it.
     let file = File::options()
-        .read(true)
-        .write(true)
+        .append(true)
         .create(true)
-        .truncate(false)
         .open(path)
         .map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
     let file = LineFile::open(path, file, 0)?;
@@ -302,18 +296,14 @@ fn create(path: &Path, header: &RunHeader) -> Result<Arc<LineFile>, String> {
 }
 
 /// `path` now holds `bytes`: written to a temporary file, then renamed.
-/// Returns the new file, open for reading and writing and held
-/// ([`exclusive`]) from before it had its name.
+/// Returns the new file, open for appending and held ([`exclusive`]) from
+/// before it had its name.
 fn replace(path: &Path, bytes: &[u8]) -> Result<File, String> {
     let temp = path.with_extension("jsonl.tmp");
-    let mut file = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)
-        .map_err(|e| write_error(path, &e))?;
+    let mut file =
+        File::options().append(true).create(true).open(&temp).map_err(|e| write_error(path, &e))?;
     exclusive(&file, path)?;
+    file.set_len(0).map_err(|e| write_error(path, &e))?;
     file.write_all(bytes).map_err(|e| write_error(path, &e))?;
     std::fs::rename(&temp, path).map_err(|e| write_error(path, &e))?;
     Ok(file)
@@ -459,14 +449,14 @@ mod tests {
         let (journal, _) = Recording::journal(dir.path(), RunHeader::default()).expect("journal");
         call(&journal, 0, true);
         call(&journal, 1, true);
-        // SIGKILL: the file is not trimmed, and a third line was half
-        // written when it came. (The killed process's lock went with it:
-        // its file is read here, and resumed under another run ID.)
+        // SIGKILL: a third line was half written when it came. (The
+        // killed process's lock went with it: its file is read here, and
+        // resumed under another run ID.)
         let mut bytes = std::fs::read(journal.path()).expect("read");
         std::mem::forget(journal);
-        let end = bytes.iter().rposition(|&b| b == b'\n').expect("lines") + 1;
-        assert!(bytes.len() > end + 100 && bytes[end..].iter().all(|&b| b == 0));
-        bytes[end..end + 12].copy_from_slice(br#"{"key":{"nod"#);
+        let end = bytes.len();
+        assert_eq!(bytes.last(), Some(&b'\n'));
+        bytes.extend_from_slice(br#"{"key":{"nod"#);
         let id = "killed";
         let path = journal_path(dir.path(), id);
         std::fs::write(&path, &bytes).expect("written");
