@@ -338,42 +338,74 @@ pub(super) fn push_text(parts: &mut Vec<StringPart>, text: &str) {
     }
 }
 
-/// Stands for an interpolation while a triple-quoted string is dedented.
-const HOLE: char = '\u{0}';
-
 /// Removes the common indentation of a triple-quoted string's lines, a
 /// first line that is empty and a last line of only spaces. Interpolations
-/// count as text.
+/// count as text. The lines are kept as parts (no placeholder character
+/// stands for an interpolation), so every character of the text, a NUL
+/// included, survives as written.
 pub(super) fn dedent(parts: Vec<StringPart>) -> Vec<StringPart> {
-    let mut exprs = Vec::new();
-    let mut skeleton = String::new();
+    let mut lines: Vec<Vec<StringPart>> = vec![Vec::new()];
     for part in parts {
         match part {
-            StringPart::Text(text) => skeleton.push_str(&text),
+            StringPart::Text(text) => {
+                for (i, piece) in text.split('\n').enumerate() {
+                    if i > 0 {
+                        lines.push(Vec::new());
+                    }
+                    if let Some(line) = lines.last_mut()
+                        && !piece.is_empty()
+                    {
+                        push_text(line, piece);
+                    }
+                }
+            }
             StringPart::Expr(expr) => {
-                skeleton.push(HOLE);
-                exprs.push(expr);
+                if let Some(line) = lines.last_mut() {
+                    line.push(StringPart::Expr(expr));
+                }
             }
         }
     }
-    let mut body = skeleton.strip_prefix('\n').unwrap_or(&skeleton);
-    if let Some(cut) = body.rfind('\n') {
-        if body[cut + 1..].trim_matches([' ', '\t']).is_empty() {
-            body = &body[..cut];
+    if lines.len() > 1 && lines[0].is_empty() {
+        lines.remove(0);
+    }
+    let only_spaces = |line: &[StringPart]| match line {
+        [] => true,
+        [StringPart::Text(text)] => text.trim_matches([' ', '\t']).is_empty(),
+        _ => false,
+    };
+    if lines.len() > 1 && lines.last().is_some_and(|line| only_spaces(line)) {
+        lines.pop();
+    }
+    // A line's indentation is the spaces and tabs its text starts with; a
+    // line of only whitespace does not count.
+    let indent_of = |line: &[StringPart]| match line.first() {
+        Some(StringPart::Text(text)) => text.len() - text.trim_start_matches([' ', '\t']).len(),
+        _ => 0,
+    };
+    let blank = |line: &[StringPart]| match line {
+        [] => true,
+        [StringPart::Text(text)] => text.trim().is_empty(),
+        _ => false,
+    };
+    let indent = lines.iter().filter(|l| !blank(l)).map(|l| indent_of(l)).min().unwrap_or(0);
+    let mut out = Vec::new();
+    for (i, line) in lines.into_iter().enumerate() {
+        if i > 0 {
+            push_text(&mut out, "\n");
+        }
+        let cut = indent_of(&line).min(indent);
+        for (j, part) in line.into_iter().enumerate() {
+            match part {
+                StringPart::Text(text) if j == 0 => {
+                    if text.len() > cut {
+                        push_text(&mut out, &text[cut..]);
+                    }
+                }
+                StringPart::Text(text) => push_text(&mut out, &text),
+                StringPart::Expr(expr) => out.push(StringPart::Expr(expr)),
+            }
         }
     }
-    let indent_of = |line: &str| line.len() - line.trim_start_matches([' ', '\t']).len();
-    let indent =
-        body.split('\n').filter(|line| !line.trim().is_empty()).map(indent_of).min().unwrap_or(0);
-    let lines: Vec<&str> =
-        body.split('\n').map(|line| &line[indent_of(line).min(indent)..]).collect();
-    let mut exprs = exprs.into_iter();
-    let mut parts = Vec::new();
-    for c in lines.join("\n").chars() {
-        match (c, c == HOLE) {
-            (_, true) if exprs.len() > 0 => parts.extend(exprs.next().map(StringPart::Expr)),
-            _ => push_text(&mut parts, c.encode_utf8(&mut [0; 4])),
-        }
-    }
-    parts
+    out
 }
