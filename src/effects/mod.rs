@@ -40,8 +40,11 @@
 
 mod activity;
 mod cache;
+pub(crate) mod definition;
 mod lines;
 mod recording;
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -112,8 +115,14 @@ pub struct Effect<'a> {
     /// Everything that shapes the result: a tool's arguments, a model
     /// request's body, an agent's prompts and settings.
     pub request: &'a Value,
+    /// What defines the effect beyond its request, as a digest (see
+    /// `definition.rs`): part of its cache key and of its journal entry,
+    /// so an edited tool or agent is not answered from them. `None` for a
+    /// model request (its body is its definition), and when no store is
+    /// asked.
+    pub definition: Option<&'a str>,
     /// How the result may be cached: `None` unless the declaration says `cache`.
-    pub cache: Option<CachePolicy<'a>>,
+    pub cache: Option<CachePolicy>,
     /// The live work as data, for a durable journal's step; `None` when
     /// there is no journal (and for whole agents, which are no steps).
     pub work: Option<&'a Work>,
@@ -149,11 +158,9 @@ pub enum Work {
 
 /// A declaration's `cache` setting.
 #[derive(Debug, Clone, Copy)]
-pub struct CachePolicy<'a> {
+pub struct CachePolicy {
     /// How long a result stays valid; `None` for ever.
     pub ttl: Option<Duration>,
-    /// What does the work, beyond the request: a tool's implementation.
-    pub definition: &'a str,
 }
 
 /// What an effect produced, in the form stores keep.
@@ -300,6 +307,12 @@ impl Effects {
     #[must_use]
     pub fn journaled(&self) -> bool {
         self.journal.is_some()
+    }
+
+    /// True when there is a store to ask: effects need their definitions.
+    #[must_use]
+    pub fn stored(&self) -> bool {
+        !self.stores.is_empty()
     }
 
     /// True when a store answers everything (a replay).
@@ -472,18 +485,19 @@ impl Scope {
         span: &Span,
         live: impl Future<Output = Result<Outcome, L>> + Send,
     ) -> Result<Outcome, EffectError<L>> {
-        self.perform_retried(effect, span, 0, live).await
+        self.perform_retried(effect, span, 0, live).await.map(|(outcome, _)| outcome)
     }
 
     /// [`Scope::perform`] where a journal may run `live` again `retries`
-    /// times after it fails.
+    /// times after it fails; also true when a store (or the durable
+    /// journal) answered instead of live work.
     async fn perform_retried<L>(
         &self,
         effect: &Effect<'_>,
         span: &Span,
         retries: u32,
         live: impl Future<Output = Result<Outcome, L>> + Send,
-    ) -> Result<Outcome, EffectError<L>> {
+    ) -> Result<(Outcome, bool), EffectError<L>> {
         let started = Instant::now();
         let result = self.effects.perform(effect, retries, live).await;
         if span.is_recording() {
@@ -506,7 +520,7 @@ impl Scope {
             let status = if stored.is_some() { "hit" } else { "miss" };
             trace.record(&self.path, "cache", status, started, effect.name.to_owned());
         }
-        Ok(outcome)
+        Ok((outcome, stored.is_some()))
     }
 
     /// Calls `tool` of `program` with `args` through the stores, in an
@@ -543,10 +557,7 @@ impl Scope {
                 attributes
             },
         );
-        // A tool's declaration (and the folder it runs in) is its implementation.
-        let definition = declared.cache.map(|_| {
-            format!("{}\n{}", declared.dir.display(), program.sources.slice(declared.span))
-        });
+        let definition = self.effects.stored().then(|| definition::tool(program, tool));
         let journaled = self.effects.journaled();
         let work = journaled.then(|| Work::Tool {
             tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
@@ -558,14 +569,25 @@ impl Scope {
             name: &declared.tool_name,
             route: "",
             request: &args,
-            cache: declared
-                .cache
-                .zip(definition.as_deref())
-                .map(|(ttl, definition)| CachePolicy { ttl, definition }),
+            definition: definition.as_deref(),
+            cache: declared.cache.map(|ttl| CachePolicy { ttl }),
             work: work.as_ref(),
         };
         let live = tool_work(toolbox, program, tool, args.clone(), false);
-        let result = self.perform_retried(&effect, &span, declared.retries, live).await;
+        let result = match self.perform_retried(&effect, &span, declared.retries, live).await {
+            // A stored value gets the check a live one got in the toolbox.
+            Ok((Outcome::Value(mut value), true)) => {
+                match crate::tools::admit_result(declared, &mut value) {
+                    Ok(()) => Ok(Outcome::Value(value)),
+                    Err(error) => {
+                        let failure = CallError::of(&error).to_value();
+                        span.fail(&telemetry::failure_type(&failure));
+                        Ok(Outcome::Failed(failure))
+                    }
+                }
+            }
+            other => other.map(|(outcome, _)| outcome),
+        };
         match &result {
             Ok(Outcome::Value(value)) if telemetry::capture_content() => {
                 span.set(|| vec![telemetry::json_attribute("gen_ai.tool.call.result", value)]);

@@ -218,6 +218,17 @@ impl crate::ir::Json for Val {
             Arc::make_mut(fields).insert(name.to_owned(), value.into());
         }
     }
+
+    fn number(&self) -> Option<&serde_json::Number> {
+        match self {
+            Val::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn integer(i: i64) -> Self {
+        Val::int(i)
+    }
 }
 
 impl From<Value> for Val {

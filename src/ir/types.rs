@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::Param;
-use super::json::{Json, describe};
+use super::json::{Json, describe, integral};
 use crate::source::Span;
 
 /// A declared type: `string`, `array<integer>?`, `Product`, ...
@@ -103,7 +103,8 @@ impl Type {
         Self::new(TypeKind::Any)
     }
 
-    /// True when `value` is of this type (integers count as floats).
+    /// True when `value` is of this type (integers count as floats, and a
+    /// float with no fraction, `5.0`, as an integer).
     #[must_use]
     pub fn accepts<V: Json>(&self, value: &V) -> bool {
         let mut problems = Vec::new();
@@ -120,6 +121,19 @@ impl Type {
         problems
     }
 
+    /// The one check of every value that enters a run against its declared
+    /// type (an input, a tool's or an agent's result, from live work or a
+    /// store): [`Type::conform`], then every problem, each naming where in
+    /// the value (`result.items[2].priority`); `what` names the whole value.
+    ///
+    /// # Errors
+    /// Every way `value` does not fit.
+    pub fn admit<V: Json>(&self, value: &mut V, what: &str) -> Result<(), Vec<String>> {
+        self.conform(value);
+        let problems = self.problems(value, what);
+        if problems.is_empty() { Ok(()) } else { Err(problems) }
+    }
+
     /// Pushes the problems of `value` at `path`; stops at the first
     /// unless `all`.
     fn check<V: Json>(&self, value: &V, path: &str, out: &mut Vec<String>, all: bool) {
@@ -131,6 +145,7 @@ impl Type {
             | (TypeKind::Float, "integer" | "float")
             | (TypeKind::Boolean, "boolean")
             | (TypeKind::Object, "object") => true,
+            (TypeKind::Integer, "float") => value.number().and_then(integral).is_some(),
             (TypeKind::Array(item), "array") => {
                 if let (Some(item), Some(items)) = (item, value.items()) {
                     for (i, v) in items.iter().enumerate() {
@@ -164,19 +179,24 @@ impl Type {
         }
     }
 
-    /// Fills defaults into `value` where it is a record (at any depth):
-    /// an absent field, or a `null` one that is not nullable, takes its
-    /// default. OpenAI's strict mode sends `null` for "absent". A value
-    /// that lacks no default is left untouched (a shared one is not copied).
-    pub fn fill_defaults<V: Json>(&self, value: &mut V) {
+    /// Brings `value` to the form of this type before it is checked (at
+    /// any depth): in a record, an absent field, or a `null` one that is
+    /// not nullable, takes its default (OpenAI's strict mode sends `null`
+    /// for "absent"); where an integer is declared, a float with no
+    /// fraction (`5.0`) becomes that integer. A value that needs neither is
+    /// left untouched (a shared one is not copied).
+    pub fn conform<V: Json>(&self, value: &mut V) {
         if self.lacks_defaults(value) {
             self.fill_lacking(value);
         }
     }
 
-    /// True when [`Type::fill_defaults`] would change `value`.
+    /// True when [`Type::conform`] would change `value`.
     fn lacks_defaults<V: Json>(&self, value: &V) -> bool {
         match &self.kind {
+            TypeKind::Integer => {
+                value.kind() == "float" && value.number().and_then(integral).is_some()
+            }
             TypeKind::Record(record) if value.kind() == "object" => {
                 record.fields.iter().any(|field| match value.field(&field.name) {
                     v if absent(v) && !field.ty.nullable => field.default.is_some(),
@@ -191,13 +211,18 @@ impl Type {
         }
     }
 
-    /// [`Type::fill_defaults`] of a value that lacks a default.
+    /// [`Type::conform`] of a value that needs it.
     fn fill_lacking<V: Json>(&self, value: &mut V) {
         match &self.kind {
+            TypeKind::Integer => {
+                if let Some(i) = value.number().and_then(integral) {
+                    *value = V::integer(i);
+                }
+            }
             TypeKind::Record(record) => fill_fields(&record.fields, value),
             TypeKind::Array(Some(item)) => {
                 for v in value.items_mut().into_iter().flatten() {
-                    item.fill_defaults(v);
+                    item.conform(v);
                 }
             }
             _ => {}
@@ -228,7 +253,7 @@ impl Type {
     }
 }
 
-/// [`Type::fill_defaults`] over the fields (or params) of an object.
+/// [`Type::conform`] over the fields (or params) of an object.
 pub fn fill_fields<V: Json>(fields: &[Param], object: &mut V) {
     for field in fields {
         let value = object.field(&field.name);

@@ -194,29 +194,8 @@ impl Toolbox {
             fill_declared(&tool.params, args)
         };
         let mut value = self.run(program, tool, args, retry).await?;
-        if let Some(ty) = &tool.result {
-            ty.fill_defaults(&mut value);
-            let problems = ty.problems(&value, "result");
-            if !problems.is_empty() {
-                return Err(ToolError::BadResult { ty: ty.to_string(), problems });
-            }
-        }
+        admit_result(tool, &mut value)?;
         Ok(value)
-    }
-
-    /// Validates `value` against `schema` (compiled once per `key` and schema), every
-    /// problem worded as for arguments ("`priority`: missing required property").
-    pub(crate) fn validate_value(
-        &self,
-        key: &str,
-        schema: &Value,
-        value: &Value,
-    ) -> Result<(), Vec<String>> {
-        match self.shared.validators.validate(key, schema, value) {
-            Ok(()) => Ok(()),
-            Err(ToolError::InvalidArguments(problems)) => Err(problems),
-            Err(other) => Err(vec![other.to_string()]),
-        }
     }
 
     /// Calls a native tool by name, validating against its own schema.
@@ -332,6 +311,21 @@ impl Toolbox {
             })
             .as_ref()
             .map_err(|e| ToolError::Failed(e.clone()))
+    }
+}
+
+/// Admits `value` as a result of `tool` ([`ir::Type::admit`] against its
+/// `result` type, when it declares one): the check of a live result here,
+/// and of one a store answered at the effects seam, so both fail alike.
+///
+/// # Errors
+/// [`ToolError::BadResult`] with every problem.
+pub(crate) fn admit_result(tool: &ir::Tool, value: &mut Value) -> Result<(), ToolError> {
+    match &tool.result {
+        Some(ty) => ty
+            .admit(value, "result")
+            .map_err(|problems| ToolError::BadResult { ty: ty.to_string(), problems }),
+        None => Ok(()),
     }
 }
 

@@ -135,33 +135,21 @@ fn suggestion(name: &str, parameters: &Value) -> String {
 }
 
 /// Orders `args` by declaration and fills absent params: the default, else `null`.
-/// Integral floats passed for `integer` params become integers.
+/// Each is conformed to its type ([`ir::Type::conform`]: `5.0` for an `integer` is 5).
 pub(crate) fn fill_declared(
     params: &[ir::Param],
     mut args: Map<String, Value>,
 ) -> Map<String, Value> {
     let mut out = Map::with_capacity(params.len());
     for param in params {
-        let value =
+        let mut value =
             args.remove(&param.name).or_else(|| param.default.clone()).unwrap_or(Value::Null);
-        out.insert(param.name.clone(), normalize(&param.ty, value));
+        param.ty.conform(&mut value);
+        out.insert(param.name.clone(), value);
     }
     // Only reachable when a schema allowed extra properties; keep them, after the params.
     out.extend(args);
     out
-}
-
-fn normalize(ty: &ir::Type, value: Value) -> Value {
-    match (&ty.kind, &value) {
-        (ir::TypeKind::Integer, Value::Number(n)) if !n.is_i64() && !n.is_u64() => {
-            match n.as_f64() {
-                #[allow(clippy::cast_possible_truncation)]
-                Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
-                _ => value,
-            }
-        }
-        _ => value,
-    }
 }
 
 /// Fills `default`s from a schema's properties for absent arguments (native tools).
