@@ -34,7 +34,8 @@ fn tool_material(program: &Program, id: ToolId) -> Value {
     let tool = &program[id];
     let mut files = Vec::new();
     if let Implementation::Exec { program: command, args } = &tool.implementation {
-        let named = command.contains('/').then_some(command.as_str()).into_iter().chain(args.iter().map(String::as_str));
+        let path = command.contains('/').then_some(command.as_str());
+        let named = path.into_iter().chain(args.iter().map(String::as_str));
         for name in named {
             if let Some(bytes) = project_file(&tool.dir, name) {
                 files.push(json!([name, digest(&bytes)]));
@@ -43,7 +44,7 @@ fn tool_material(program: &Program, id: ToolId) -> Value {
     }
     json!({
         "dir": tool.dir.display().to_string(),
-        "declaration": program.sources.slice(tool.span),
+        "declaration": program.sources.try_slice(tool.span),
         "params": parameters_schema(tool),
         "result": tool.result.as_ref().map(type_schema),
         "files": files,
@@ -76,7 +77,7 @@ pub(crate) fn agent(program: &Program, agent: AgentId, toolbox: &Toolbox) -> Str
         .iter()
         .map(|choice| match choice {
             ProviderChoice::Kind(kind) => json!(format!("{kind:?}")),
-            ProviderChoice::Declared(id) => json!(program.sources.slice(program[*id].span)),
+            ProviderChoice::Declared(id) => json!(program.sources.try_slice(program[*id].span)),
             ProviderChoice::Script(path) => {
                 json!([path.display().to_string(), std::fs::read(path).map(|b| digest(&b)).ok()])
             }
@@ -93,7 +94,7 @@ pub(crate) fn agent(program: &Program, agent: AgentId, toolbox: &Toolbox) -> Str
     let inputs: Vec<Value> =
         declared.inputs.iter().map(|p| json!([p.name, type_schema(&p.ty), p.default])).collect();
     let material = json!({
-        "declaration": program.sources.slice(declared.span),
+        "declaration": program.sources.try_slice(declared.span),
         "inputs": inputs,
         "result": declared.result.as_ref().map(type_schema),
         "providers": providers,
