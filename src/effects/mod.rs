@@ -11,13 +11,20 @@
 //! | none (live) | nothing | nothing |
 //! | [`Recording`] for `--record FILE` | nothing | tool calls, model exchanges |
 //! | [`Recording`] for `--replay FILE` | tool calls, model exchanges; a miss refuses | nothing |
-//! | [`Recording`] for `--journal` / `--resume ID` | the successful entries of the journal | tool calls, model exchanges |
+//! | [`Recording`] for `--journal` / `--resume ID` | the successful entries of the journal with the same definition | tool calls, model exchanges |
 //! | [`Cache`] | tools and agents declared `cache` | their successes |
 //! //!
 //! Stores are asked in order; the first hit wins and the work is not done.
 //! A store that refuses (a replay that has no such call) fails the effect.
 //! After live work every store records the outcome. A test runner's mocks
 //! are further [`EffectStore`]s, not new code paths.
+//!
+//! One boundary: a value a store answered gets the check a live one gets
+//! ([`crate::ir::Type::admit`] against the declared `result`), so a stored
+//! value that does not fit fails exactly as the live one would; an
+//! effect's [`Effect::definition`] (a digest of what defines it, see
+//! `definition.rs`) is part of its cache key and journal entry, so an
+//! edited tool or agent is not answered from them.
 //!
 //! A durable [`Journal`] (Restate, for `ignite serve --restate`) replaces
 //! all of that: each tool call and model exchange becomes one journaled

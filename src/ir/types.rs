@@ -169,7 +169,7 @@ impl Type {
                 true
             }
             (TypeKind::Record(record), "object") => {
-                check_record(record, value, path, out, all);
+                check_fields(&record.fields, &record.name, value, path, out, all);
                 true
             }
             _ => false,
@@ -269,20 +269,41 @@ pub fn fill_fields<V: Json>(fields: &[Param], object: &mut V) {
     }
 }
 
+/// The declared name closest to the unknown `name`, when one is close.
+pub(crate) fn closest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    names
+        .map(|n| (strsim::jaro_winkler(name, n), n))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n)
+}
+
 /// A field that is missing or `null`.
 fn absent<V: Json>(value: Option<&V>) -> bool {
     value.is_none_or(|v| v.kind() == "null")
 }
 
-fn check_record<V: Json>(
-    record: &Record,
+/// Every way the object `object` does not fit `fields` (a tool's params),
+/// after [`fill_fields`]; `owner` names what declares them (a tool).
+#[must_use]
+pub fn field_problems<V: Json>(fields: &[Param], owner: &str, object: &V) -> Vec<String> {
+    let mut problems = Vec::new();
+    check_fields(fields, owner, object, "", &mut problems, true);
+    problems
+}
+
+/// The problems of the fields of `object` at `path`, declared by `owner`
+/// (a record's name).
+fn check_fields<V: Json>(
+    fields: &[Param],
+    owner: &str,
     object: &V,
     path: &str,
     out: &mut Vec<String>,
     all: bool,
 ) {
     let at = |name: &str| if path.is_empty() { name.to_owned() } else { format!("{path}.{name}") };
-    for field in &record.fields {
+    for field in fields {
         match object.field(&field.name) {
             Some(v) => field.ty.check(v, &at(&field.name), out, all),
             None if field.required() => {
@@ -295,8 +316,10 @@ fn check_record<V: Json>(
         }
     }
     for key in object.keys() {
-        if record.field(key).is_none() {
-            out.push(format!("`{}`: unknown field of `{}`", at(key), record.name));
+        if !fields.iter().any(|f| f.name == key) {
+            let hint = closest(key, fields.iter().map(|f| f.name.as_str()))
+                .map_or_else(String::new, |name| format!(" (did you mean `{name}`?)"));
+            out.push(format!("`{}`: unknown field of `{owner}`{hint}", at(key)));
             if !all {
                 return;
             }

@@ -14,7 +14,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 use super::registry::{RegisteredTool, ToolSource};
-use super::validate::{Validators, fill_declared, fill_from_schema};
+use super::validate::{Validators, fill_declared, fill_from_schema, validate_declared};
 use super::{
     DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, NativeTool, ToolError, ToolView, builtin, exec, http,
     returns,
@@ -152,8 +152,9 @@ impl Toolbox {
         }
     }
 
-    /// Validates `args` against the tool's schema (defaults filled in), runs it, and
-    /// checks what it returns against its `result` type when it declares one.
+    /// Validates `args` against the tool's params (defaults filled in; a registered
+    /// native's own schema when it declares none), runs it, and checks what it
+    /// returns against its `result` type when it declares one.
     /// Unguarded: capabilities are the agent loop's business.
     ///
     /// # Errors
@@ -184,14 +185,18 @@ impl Toolbox {
             ToolError::Failed(format!("no tool with id {} in this program", tool.index()))
         })?;
         let mut args = no_args_as_empty(args);
-        ir::fill_fields(&tool.params, &mut args);
-        let parameters = self.view(tool).parameters;
-        self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
-        let args = object(args);
-        let args = if tool.params.is_empty() {
-            fill_from_schema(&parameters, args)
-        } else {
-            fill_declared(&tool.params, args)
+        let args = match self.declared_native(tool).filter(|_| tool.params.is_empty()) {
+            // A registered native's own schema.
+            Some(native) => {
+                let parameters = Self::native_view(native.as_ref()).parameters;
+                self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
+                fill_from_schema(&parameters, object(args))
+            }
+            None => {
+                ir::fill_fields(&tool.params, &mut args);
+                validate_declared(tool, &args)?;
+                fill_declared(&tool.params, object(args))
+            }
         };
         let mut value = self.run(program, tool, args, retry).await?;
         admit_result(tool, &mut value)?;
@@ -401,7 +406,7 @@ mod tests {
         let err = toolbox.call(&p, ir::ToolId(0), Value::Null).await.unwrap_err();
         assert_eq!(
             err,
-            ToolError::InvalidArguments(vec!["`expression`: missing required property".into()])
+            ToolError::InvalidArguments(vec!["`expression`: missing required field (string)".into()])
         );
     }
 
