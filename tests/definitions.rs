@@ -43,14 +43,19 @@ contract Squares {
 }
 "#;
 
-const SCRIPT: &str = "n=$(tr -dc 0-9); echo run >> calls.txt; echo \"{\\\"squared\\\": $((n * n))}\"\n";
+const SCRIPT: &str =
+    "n=$(tr -dc 0-9); echo run >> calls.txt; echo \"{\\\"squared\\\": $((n * n))}\"\n";
 
 /// Each edit of what defines the tool, as (what, from, to) in `squares.ign`
 /// (or the script, for `script`).
 const TOOL_EDITS: [(&str, &str, &str); 4] = [
     ("declaration", "\"Squares n\"", "\"Squares its n\""),
     ("param type", "type Req {\n  n: integer\n", "type Req {\n  n: integer\n  note: string?\n"),
-    ("result type", "type Out {\n  squared: integer\n", "type Out {\n  squared: integer\n  note: string?\n"),
+    (
+        "result type",
+        "type Out {\n  squared: integer\n",
+        "type Out {\n  squared: integer\n  note: string?\n",
+    ),
     ("script", "echo run", "echo ran"),
 ];
 

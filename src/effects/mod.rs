@@ -19,6 +19,11 @@
 //! After live work every store records the outcome. A test runner's mocks
 //! are further [`EffectStore`]s, not new code paths.
 //!
+//! A call of a pure `returns` tool is a computation, not an effect: it
+//! skips the stores and the journal (nothing records or answers it) unless
+//! the tool is declared `cache` or a store answers such calls (a test's
+//! mocks, [`EffectStore::answers_pure`]).
+//!
 //! One boundary: a value a store answered gets the check a live one gets
 //! ([`crate::ir::Type::admit`] against the declared `result`), so a stored
 //! value that does not fit fails exactly as the live one would; an
@@ -215,6 +220,12 @@ pub trait EffectStore: Send + Sync {
         false
     }
 
+    /// True when the store may answer a call of a pure `returns` tool (a
+    /// test's mocks): only then do those calls go through the stores.
+    fn answers_pure(&self) -> bool {
+        false
+    }
+
     /// Called once when the run ends (a recording sorts its file).
     ///
     /// # Errors
@@ -320,6 +331,12 @@ impl Effects {
     #[must_use]
     pub fn stored(&self) -> bool {
         !self.stores.is_empty()
+    }
+
+    /// True when a store may answer calls of pure `returns` tools (mocks).
+    #[must_use]
+    pub fn answers_pure(&self) -> bool {
+        self.stores.iter().any(|s| s.answers_pure())
     }
 
     /// True when a store answers everything (a replay).
@@ -564,36 +581,21 @@ impl Scope {
                 attributes
             },
         );
-        let definition = self.effects.stored().then(|| definition::tool(program, tool));
-        let journaled = self.effects.journaled();
-        let work = journaled.then(|| Work::Tool {
-            tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
-            args: args.clone(),
-        });
-        let effect = Effect {
-            key,
-            kind: EffectKind::Tool,
-            name: &declared.tool_name,
-            route: "",
-            request: &args,
-            definition: definition.as_deref(),
-            cache: declared.cache.map(|ttl| CachePolicy { ttl }),
-            work: work.as_ref(),
-        };
-        let live = tool_work(toolbox, program, tool, args.clone(), false);
-        let result = match self.perform_retried(&effect, &span, declared.retries, live).await {
-            // A stored value gets the check a live one got in the toolbox.
-            Ok((Outcome::Value(mut value), true)) => {
-                match crate::tools::admit_result(declared, &mut value) {
-                    Ok(()) => Ok(Outcome::Value(value)),
-                    Err(error) => {
-                        let failure = CallError::of(&error).to_value();
-                        span.fail(&telemetry::failure_type(&failure));
-                        Ok(Outcome::Failed(failure))
-                    }
-                }
+        // A pure `returns` tool is a computation, not an effect: no store
+        // or journal keeps or answers it, unless it is cached or a test's
+        // mocks may answer it.
+        let pure = matches!(declared.implementation, crate::ir::Implementation::Returns(_))
+            && declared.cache.is_none()
+            && !self.effects.answers_pure();
+        let result = if pure {
+            let outcome = tool_work(toolbox, program, tool, args, false).await;
+            span.set(|| vec![KeyValue::new("ignite.effect.source", "live")]);
+            if let Ok(Outcome::Failed(failure)) = &outcome {
+                span.fail(&telemetry::failure_type(failure));
             }
-            other => other.map(|(outcome, _)| outcome),
+            outcome.map_err(EffectError::Live)
+        } else {
+            self.effect_call(key, &span, toolbox, program, tool, args).await
         };
         match &result {
             Ok(Outcome::Value(value)) if telemetry::capture_content() => {
@@ -624,6 +626,51 @@ impl Scope {
                 code: Some("ignite::effects::store".to_owned()),
                 help: None,
             }),
+        }
+    }
+
+    /// A call of `tool` as an effect: through the stores (or the journal),
+    /// a stored value checked as the toolbox checks a live one.
+    async fn effect_call(
+        &self,
+        key: &EffectKey,
+        span: &Span,
+        toolbox: &crate::tools::Toolbox,
+        program: &crate::ir::Program,
+        tool: crate::ir::ToolId,
+        args: Value,
+    ) -> Result<Outcome, EffectError<CallError>> {
+        let declared = &program[tool];
+        let definition = self.effects.stored().then(|| definition::tool(program, tool));
+        let journaled = self.effects.journaled();
+        let work = journaled.then(|| Work::Tool {
+            tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
+            args: args.clone(),
+        });
+        let effect = Effect {
+            key,
+            kind: EffectKind::Tool,
+            name: &declared.tool_name,
+            route: "",
+            request: &args,
+            definition: definition.as_deref(),
+            cache: declared.cache.map(|ttl| CachePolicy { ttl }),
+            work: work.as_ref(),
+        };
+        let live = tool_work(toolbox, program, tool, args.clone(), false);
+        match self.perform_retried(&effect, span, declared.retries, live).await {
+            // A stored value gets the check a live one got in the toolbox.
+            Ok((Outcome::Value(mut value), true)) => {
+                match crate::tools::admit_result(declared, &mut value) {
+                    Ok(()) => Ok(Outcome::Value(value)),
+                    Err(error) => {
+                        let failure = CallError::of(&error).to_value();
+                        span.fail(&telemetry::failure_type(&failure));
+                        Ok(Outcome::Failed(failure))
+                    }
+                }
+            }
+            other => other.map(|(outcome, _)| outcome),
         }
     }
 }

@@ -167,3 +167,25 @@ fn a_cached_agent_answer_that_does_not_fit_fails_like_a_live_one() {
     let cached = Effects::live().with(Arc::new(Cache::new(cache)));
     assert_eq!(run(dir, AGENT, cached, &inputs), Err(live), "cached");
 }
+
+#[test]
+fn pure_tools_are_no_effects_unless_cached() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = dir.path();
+    let inputs = json!({"sku": "A1"});
+    let lines = |file: &Path| std::fs::read_to_string(file).expect("read").lines().count();
+    let file = dir.join("pure.jsonl");
+    let recording = Recording::record(&file, RunHeader::default()).expect("recording");
+    let effects = Effects::live().with(Arc::new(recording));
+    let pure = TOOL.replace("PRICE", "1.5").replace("  cache\n", "");
+    assert_eq!(
+        run(dir, &pure, effects, &inputs),
+        Ok(json!({"quote": {"sku": "A1", "price": 1.5}}))
+    );
+    assert_eq!(lines(&file), 1, "the header only: the pure call is not recorded");
+    let file = dir.join("cached.jsonl");
+    let recording = Recording::record(&file, RunHeader::default()).expect("recording");
+    let effects = Effects::live().with(Arc::new(recording));
+    run(dir, &TOOL.replace("PRICE", "1.5"), effects, &inputs).expect("runs");
+    assert_eq!(lines(&file), 2, "a cached pure tool's call is an effect");
+}

@@ -406,7 +406,9 @@ mod tests {
         let err = toolbox.call(&p, ir::ToolId(0), Value::Null).await.unwrap_err();
         assert_eq!(
             err,
-            ToolError::InvalidArguments(vec!["`expression`: missing required field (string)".into()])
+            ToolError::InvalidArguments(vec![
+                "`expression`: missing required field (string)".into()
+            ])
         );
     }
 

@@ -122,7 +122,10 @@ async fn invalid_then_repaired() {
         assert_eq!(sent.len(), 2, "{kind:?}");
         let repair = last_user_text(&sent[1]);
         assert!(repair.contains("`result.priority`"), "{kind:?}: {repair}");
-        assert!(repair.contains("`result.colour`: unknown field of `Ticket`"), "{kind:?}: {repair}");
+        assert!(
+            repair.contains("`result.colour`: unknown field of `Ticket`"),
+            "{kind:?}: {repair}"
+        );
     }
 }
 
