@@ -267,6 +267,7 @@ fn append(dir: &std::path::Path) {
                     name: "Step",
                     route: "",
                     request: &request,
+                    definition: None,
                     cache: None,
                     work: None,
                 };
@@ -300,7 +301,8 @@ fn cache_hit(dir: &std::path::Path) {
             name: "Ask",
             route: "",
             request: &request,
-            cache: Some(CachePolicy { ttl: None, definition: "agent Ask { ... }" }),
+            definition: Some("agent Ask { ... }"),
+            cache: Some(CachePolicy { ttl: None }),
             work: None,
         };
         let live = async { Ok::<_, std::convert::Infallible>(Outcome::Value(json!("four"))) };

@@ -11,13 +11,25 @@
 //! | none (live) | nothing | nothing |
 //! | [`Recording`] for `--record FILE` | nothing | tool calls, model exchanges |
 //! | [`Recording`] for `--replay FILE` | tool calls, model exchanges; a miss refuses | nothing |
-//! | [`Recording`] for `--journal` / `--resume ID` | the successful entries of the journal | tool calls, model exchanges |
+//! | [`Recording`] for `--journal` / `--resume ID` | the successful entries of the journal with the same definition | tool calls, model exchanges |
 //! | [`Cache`] | tools and agents declared `cache` | their successes |
 //! //!
 //! Stores are asked in order; the first hit wins and the work is not done.
 //! A store that refuses (a replay that has no such call) fails the effect.
 //! After live work every store records the outcome. A test runner's mocks
 //! are further [`EffectStore`]s, not new code paths.
+//!
+//! A call of a pure `returns` tool is a computation, not an effect: it
+//! skips the stores and the journal (nothing records or answers it) unless
+//! the tool is declared `cache` or a store answers such calls (a test's
+//! mocks, [`EffectStore::answers_pure`]).
+//!
+//! One boundary: a value a store answered gets the check a live one gets
+//! ([`crate::ir::Type::admit`] against the declared `result`), so a stored
+//! value that does not fit fails exactly as the live one would; an
+//! effect's [`Effect::definition`] (a digest of what defines it, see
+//! `definition.rs`) is part of its cache key and journal entry, so an
+//! edited tool or agent is not answered from them.
 //!
 //! A durable [`Journal`] (Restate, for `ignite serve --restate`) replaces
 //! all of that: each tool call and model exchange becomes one journaled
@@ -40,8 +52,11 @@
 
 mod activity;
 mod cache;
+pub(crate) mod definition;
 mod lines;
 mod recording;
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -112,8 +127,14 @@ pub struct Effect<'a> {
     /// Everything that shapes the result: a tool's arguments, a model
     /// request's body, an agent's prompts and settings.
     pub request: &'a Value,
+    /// What defines the effect beyond its request, as a digest (see
+    /// `definition.rs`): part of its cache key and of its journal entry,
+    /// so an edited tool or agent is not answered from them. `None` for a
+    /// model request (its body is its definition), and when no store is
+    /// asked.
+    pub definition: Option<&'a str>,
     /// How the result may be cached: `None` unless the declaration says `cache`.
-    pub cache: Option<CachePolicy<'a>>,
+    pub cache: Option<CachePolicy>,
     /// The live work as data, for a durable journal's step; `None` when
     /// there is no journal (and for whole agents, which are no steps).
     pub work: Option<&'a Work>,
@@ -149,11 +170,9 @@ pub enum Work {
 
 /// A declaration's `cache` setting.
 #[derive(Debug, Clone, Copy)]
-pub struct CachePolicy<'a> {
+pub struct CachePolicy {
     /// How long a result stays valid; `None` for ever.
     pub ttl: Option<Duration>,
-    /// What does the work, beyond the request: a tool's implementation.
-    pub definition: &'a str,
 }
 
 /// What an effect produced, in the form stores keep.
@@ -198,6 +217,12 @@ pub trait EffectStore: Send + Sync {
     /// True when this store answers every effect itself (a replay): no key
     /// or network is needed, and nobody waits before a retry.
     fn offline(&self) -> bool {
+        false
+    }
+
+    /// True when the store may answer a call of a pure `returns` tool (a
+    /// test's mocks): only then do those calls go through the stores.
+    fn answers_pure(&self) -> bool {
         false
     }
 
@@ -300,6 +325,18 @@ impl Effects {
     #[must_use]
     pub fn journaled(&self) -> bool {
         self.journal.is_some()
+    }
+
+    /// True when there is a store to ask: effects need their definitions.
+    #[must_use]
+    pub fn stored(&self) -> bool {
+        !self.stores.is_empty()
+    }
+
+    /// True when a store may answer calls of pure `returns` tools (mocks).
+    #[must_use]
+    pub fn answers_pure(&self) -> bool {
+        self.stores.iter().any(|s| s.answers_pure())
     }
 
     /// True when a store answers everything (a replay).
@@ -472,18 +509,19 @@ impl Scope {
         span: &Span,
         live: impl Future<Output = Result<Outcome, L>> + Send,
     ) -> Result<Outcome, EffectError<L>> {
-        self.perform_retried(effect, span, 0, live).await
+        self.perform_retried(effect, span, 0, live).await.map(|(outcome, _)| outcome)
     }
 
     /// [`Scope::perform`] where a journal may run `live` again `retries`
-    /// times after it fails.
+    /// times after it fails; also true when a store (or the durable
+    /// journal) answered instead of live work.
     async fn perform_retried<L>(
         &self,
         effect: &Effect<'_>,
         span: &Span,
         retries: u32,
         live: impl Future<Output = Result<Outcome, L>> + Send,
-    ) -> Result<Outcome, EffectError<L>> {
+    ) -> Result<(Outcome, bool), EffectError<L>> {
         let started = Instant::now();
         let result = self.effects.perform(effect, retries, live).await;
         if span.is_recording() {
@@ -506,7 +544,7 @@ impl Scope {
             let status = if stored.is_some() { "hit" } else { "miss" };
             trace.record(&self.path, "cache", status, started, effect.name.to_owned());
         }
-        Ok(outcome)
+        Ok((outcome, stored.is_some()))
     }
 
     /// Calls `tool` of `program` with `args` through the stores, in an
@@ -543,29 +581,22 @@ impl Scope {
                 attributes
             },
         );
-        // A tool's declaration (and the folder it runs in) is its implementation.
-        let definition = declared.cache.map(|_| {
-            format!("{}\n{}", declared.dir.display(), program.sources.slice(declared.span))
-        });
-        let journaled = self.effects.journaled();
-        let work = journaled.then(|| Work::Tool {
-            tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
-            args: args.clone(),
-        });
-        let effect = Effect {
-            key,
-            kind: EffectKind::Tool,
-            name: &declared.tool_name,
-            route: "",
-            request: &args,
-            cache: declared
-                .cache
-                .zip(definition.as_deref())
-                .map(|(ttl, definition)| CachePolicy { ttl, definition }),
-            work: work.as_ref(),
+        // A pure `returns` tool is a computation, not an effect: no store
+        // or journal keeps or answers it, unless it is cached or a test's
+        // mocks may answer it.
+        let pure = matches!(declared.implementation, crate::ir::Implementation::Returns(_))
+            && declared.cache.is_none()
+            && !self.effects.answers_pure();
+        let result = if pure {
+            let outcome = tool_work(toolbox, program, tool, args, false).await;
+            span.set(|| vec![KeyValue::new("ignite.effect.source", "live")]);
+            if let Ok(Outcome::Failed(failure)) = &outcome {
+                span.fail(&telemetry::failure_type(failure));
+            }
+            outcome.map_err(EffectError::Live)
+        } else {
+            self.effect_call(key, &span, toolbox, program, tool, args).await
         };
-        let live = tool_work(toolbox, program, tool, args.clone(), false);
-        let result = self.perform_retried(&effect, &span, declared.retries, live).await;
         match &result {
             Ok(Outcome::Value(value)) if telemetry::capture_content() => {
                 span.set(|| vec![telemetry::json_attribute("gen_ai.tool.call.result", value)]);
@@ -595,6 +626,51 @@ impl Scope {
                 code: Some("ignite::effects::store".to_owned()),
                 help: None,
             }),
+        }
+    }
+
+    /// A call of `tool` as an effect: through the stores (or the journal),
+    /// a stored value checked as the toolbox checks a live one.
+    async fn effect_call(
+        &self,
+        key: &EffectKey,
+        span: &Span,
+        toolbox: &crate::tools::Toolbox,
+        program: &crate::ir::Program,
+        tool: crate::ir::ToolId,
+        args: Value,
+    ) -> Result<Outcome, EffectError<CallError>> {
+        let declared = &program[tool];
+        let definition = self.effects.stored().then(|| definition::tool(program, tool));
+        let journaled = self.effects.journaled();
+        let work = journaled.then(|| Work::Tool {
+            tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
+            args: args.clone(),
+        });
+        let effect = Effect {
+            key,
+            kind: EffectKind::Tool,
+            name: &declared.tool_name,
+            route: "",
+            request: &args,
+            definition: definition.as_deref(),
+            cache: declared.cache.map(|ttl| CachePolicy { ttl }),
+            work: work.as_ref(),
+        };
+        let live = tool_work(toolbox, program, tool, args.clone(), false);
+        match self.perform_retried(&effect, span, declared.retries, live).await {
+            // A stored value gets the check a live one got in the toolbox.
+            Ok((Outcome::Value(mut value), true)) => {
+                match crate::tools::admit_result(declared, &mut value) {
+                    Ok(()) => Ok(Outcome::Value(value)),
+                    Err(error) => {
+                        let failure = CallError::of(&error).to_value();
+                        span.fail(&telemetry::failure_type(&failure));
+                        Ok(Outcome::Failed(failure))
+                    }
+                }
+            }
+            other => other.map(|(outcome, _)| outcome),
         }
     }
 }

@@ -22,7 +22,10 @@
 //!
 //! Matching: an effect is answered by an unused entry of the same kind,
 //! name, URL path and request (the one with the same key first); each
-//! entry answers once. A replay refuses what it cannot answer and names
+//! entry answers once. A journal's tool lines also keep the tool's
+//! definition (`"definition"`: a digest of its declaration, types and
+//! scripts, see `definition.rs`), and only the same definition matches:
+//! `--resume` runs an edited tool again. A replay refuses what it cannot answer and names
 //! the first field that differs from the closest entry; a resumed journal
 //! runs it live. A resumed journal reuses successes only: failures run
 //! again.
@@ -70,6 +73,10 @@ struct Entry<'a> {
     #[serde(default, skip_serializing_if = "str::is_empty")]
     route: Cow<'a, str>,
     request: Cow<'a, Value>,
+    /// A journal's: the effect's definition, so that `--resume` runs an
+    /// edited tool again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    definition: Option<Cow<'a, str>>,
     #[serde(flatten)]
     outcome: Cow<'a, Outcome>,
 }
@@ -210,7 +217,13 @@ impl EffectStore for Recording {
         let same_call = |e: &Entry| {
             e.kind == effect.kind && e.name == effect.name && url_path(&e.route) == route
         };
-        let matches = |e: &Entry| same_call(e) && *e.request == *effect.request;
+        // A journal's entry answers only the same definition; a replay
+        // reproduces what was recorded, whatever the program says now (its
+        // values are checked against the declared types like live ones).
+        let same_definition =
+            |e: &Entry| self.mode != Mode::Journal || e.definition.as_deref() == effect.definition;
+        let matches =
+            |e: &Entry| same_call(e) && *e.request == *effect.request && same_definition(e);
         let found = unused
             .iter()
             .position(|s| s.as_ref().is_some_and(|e| matches(e) && *e.key == *effect.key))
@@ -243,6 +256,7 @@ impl EffectStore for Recording {
             name: Cow::Borrowed(effect.name),
             route: Cow::Borrowed(effect.route),
             request: Cow::Borrowed(effect.request),
+            definition: effect.definition.filter(|_| self.mode == Mode::Journal).map(Cow::Borrowed),
             outcome: Cow::Borrowed(outcome),
         })
     }
@@ -429,6 +443,7 @@ mod tests {
             name: "Step",
             route: "",
             request: &request,
+            definition: None,
             cache: None,
             work: None,
         };

@@ -30,6 +30,10 @@ pub trait Json: serde::Serialize + fmt::Display + Sized {
     fn field_mut(&mut self, name: &str) -> Option<&mut Self>;
     /// Sets the field `name` of an object to `value` (no-op otherwise).
     fn set_field(&mut self, name: &str, value: &Value);
+    /// The number, when the value is one.
+    fn number(&self) -> Option<&serde_json::Number>;
+    /// The integer `i` as a value.
+    fn integer(i: i64) -> Self;
 }
 
 impl Json for Value {
@@ -65,6 +69,32 @@ impl Json for Value {
         if let Some(map) = self.as_object_mut() {
             map.insert(name.to_owned(), value.clone());
         }
+    }
+
+    fn number(&self) -> Option<&serde_json::Number> {
+        match self {
+            Value::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn integer(i: i64) -> Self {
+        Value::from(i)
+    }
+}
+
+/// The whole number a float stands for: `5.0` is the integer 5 (the one
+/// rule for numbers at every check). Floats beyond ±9e15, where not every
+/// integer is a float, stay floats.
+#[must_use]
+pub(super) fn integral(number: &serde_json::Number) -> Option<i64> {
+    if number.is_i64() || number.is_u64() {
+        return number.as_i64();
+    }
+    match number.as_f64() {
+        #[allow(clippy::cast_possible_truncation)]
+        Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Some(f as i64),
+        _ => None,
     }
 }
 
@@ -161,6 +191,17 @@ impl Json for Val {
         if let Val::Object(fields) = self {
             Arc::make_mut(fields).insert(name.to_owned(), value.into());
         }
+    }
+
+    fn number(&self) -> Option<&serde_json::Number> {
+        match self {
+            Val::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn integer(i: i64) -> Self {
+        Val::int(i)
     }
 }
 

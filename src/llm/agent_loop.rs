@@ -117,7 +117,7 @@ impl Run<'_> {
                     return Err(LlmError::Empty { agent, provider, model });
                 }
                 let Some(structured) = &structured else { return Ok(Value::String(reply.text)) };
-                let problems = match structured.read(&reply.text, self.toolbox, &agent) {
+                let problems = match structured.read(&reply.text) {
                     Ok(value) => return Ok(value),
                     Err(problems) => problems,
                 };

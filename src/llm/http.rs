@@ -204,6 +204,7 @@ impl HttpModel {
             name: &endpoint.label,
             route: url,
             request: body,
+            definition: None,
             cache: None,
             work: work.as_ref(),
         };

@@ -186,13 +186,15 @@ impl Llm {
             .collect();
         let request = json!({"chain": links, "system": system, "prompt": prompt, "tools": tools});
         let key = scope.next_key();
+        let definition = crate::effects::definition::agent(program, id, toolbox);
         let effect = Effect {
             key: &key,
             kind: EffectKind::Agent,
             name: &agent.name,
             route: "",
             request: &request,
-            cache: Some(CachePolicy { ttl, definition: program.sources.slice(agent.span) }),
+            definition: Some(&definition),
+            cache: Some(CachePolicy { ttl }),
             work: None,
         };
         let cx = CallContext { agent: &agent.name, path: scope.path(), trace, scope };
@@ -217,7 +219,20 @@ impl Llm {
         };
         span.end(failure.as_deref());
         match result {
-            Ok(Outcome::Value(answer)) => Ok(answer),
+            // A stored answer gets the check a live one got in the loop.
+            Ok(Outcome::Value(mut answer)) => match &agent.result {
+                Some(ty) => match ty.admit(&mut answer, "result") {
+                    Ok(()) => Ok(answer),
+                    Err(problems) => Err(LlmError::BadResult {
+                        agent: agent.name.clone(),
+                        ty: structured::Structured::new(ty).schema.name,
+                        attempts: 1,
+                        problems,
+                        excerpt: structured::excerpt(&answer.to_string()),
+                    }),
+                },
+                None => Ok(answer),
+            },
             Ok(Outcome::Failed(other)) => Err(LlmError::Recording {
                 message: format!("the cache holds no answer of agent `{}`: {other}", agent.name),
             }),

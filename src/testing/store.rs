@@ -205,6 +205,11 @@ impl EffectStore for TestStore {
         "mock"
     }
 
+    /// Mocks answer `returns` tools too.
+    fn answers_pure(&self) -> bool {
+        true
+    }
+
     fn lookup(&self, effect: &Effect<'_>) -> Lookup {
         match effect.kind {
             EffectKind::Tool => {

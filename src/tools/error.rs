@@ -7,7 +7,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum ToolError {
     /// The arguments do not match the tool's schema: one message per problem, each
-    /// naming the property, e.g. "`sku`: missing required property".
+    /// naming the property, e.g. "`sku`: missing required field (string)".
     #[error("{}", .0.join("; "))]
     #[diagnostic(code(ignite::tools::invalid_arguments))]
     InvalidArguments(Vec<String>),

@@ -121,8 +121,11 @@ async fn invalid_then_repaired() {
         let sent = bodies(&server).await;
         assert_eq!(sent.len(), 2, "{kind:?}");
         let repair = last_user_text(&sent[1]);
-        assert!(repair.contains("`priority`"), "{kind:?}: {repair}");
-        assert!(repair.contains("`colour`: unknown property"), "{kind:?}: {repair}");
+        assert!(repair.contains("`result.priority`"), "{kind:?}: {repair}");
+        assert!(
+            repair.contains("`result.colour`: unknown field of `Ticket`"),
+            "{kind:?}: {repair}"
+        );
     }
 }
 
