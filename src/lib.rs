@@ -25,6 +25,7 @@ pub mod cli;
 pub mod diagnostic;
 pub mod effects;
 pub mod eval;
+pub mod failure;
 pub mod ir;
 pub mod llm;
 pub mod load;

@@ -52,7 +52,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use miette::Diagnostic as _;
 use serde_json::{Map, Value, json};
 
 pub use client::{BoxFuture, CallContext, ModelClient};
@@ -212,21 +211,16 @@ impl Llm {
         );
         let result: Result<_, EffectError<LlmError>> = scope.perform(&effect, &span, live).await;
         let failure = match &result {
-            Err(EffectError::Live(error)) => error.code().map(|c| c.to_string()),
+            Err(EffectError::Live(error)) => Some(error.code().as_str()),
             _ => None,
         };
-        span.end(failure.as_deref());
+        span.end(failure);
         match result {
             Ok(Outcome::Value(answer)) => Ok(answer),
-            Ok(Outcome::Failed(other)) => Err(LlmError::Recording {
+            Ok(Outcome::Failed(other)) => Err(LlmError::Store {
                 message: format!("the cache holds no answer of agent `{}`: {other}", agent.name),
             }),
-            Err(EffectError::Live(error)) => Err(error),
-            Err(
-                EffectError::Refused(message)
-                | EffectError::Store(message)
-                | EffectError::Journal(message),
-            ) => Err(LlmError::Recording { message }),
+            Err(error) => Err(error.into_node_error(1)),
         }
     }
 
