@@ -203,6 +203,7 @@ impl Service {
                     "type": "object",
                     "properties": {
                         "code": {"type": "string"},
+                        "kind": {"type": "string"},
                         "message": {"type": "string"},
                         "path": {"type": "string"},
                         "cause": {"type": ["string", "null"]},

@@ -256,7 +256,10 @@ contract Buy {{
     let only_order = RunOptions { outputs: vec!["order".to_owned()], ..RunOptions::default() };
     let output = engine.run(contract, &inputs, &only_order).unwrap();
     assert_eq!(output.outputs["order"], "order 7 accepted");
-    let error = engine.run(contract, &inputs, &RunOptions::default()).unwrap_err().to_string();
+    let error = engine.run(contract, &inputs, &RunOptions::default()).unwrap_err();
+    assert_eq!(error.cause().map(|c| c.as_str()), Some("ignite::tools::http_status"));
+    assert_eq!(error.kind(), "http_status");
+    let error = error.to_string();
     assert!(
         error.contains("Buy > status") && error.contains("503") && error.contains("maintenance"),
         "{error}"
