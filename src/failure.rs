@@ -296,7 +296,9 @@ impl NodeError {
     #[must_use]
     pub fn help(&self) -> Option<String> {
         let text = match self {
-            NodeError::Timeout(_) => "raise the tool's `timeout` if the work is expected to take longer",
+            NodeError::Timeout(_) => {
+                "raise the tool's `timeout` if the work is expected to take longer"
+            }
             NodeError::ToolLoop { .. } => {
                 "raise `max_tool_iterations` or make the prompt ask for an answer"
             }

@@ -94,8 +94,9 @@ fn every_code_has_a_fixture() {
 /// docs/errors.md lists every code of the table, and no other.
 #[test]
 fn every_code_is_documented() {
-    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/errors.md"))
-        .unwrap();
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/errors.md"))
+            .unwrap();
     let listed: Vec<&str> = docs
         .lines()
         .filter_map(|line| line.strip_prefix("| `ignite::"))

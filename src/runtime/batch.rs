@@ -134,11 +134,7 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
                 "node": node,
                 "cause": body.get("cause").cloned().unwrap_or(Value::Null),
             }});
-            RowDone {
-                line,
-                failed: true,
-                usage,
-            }
+            RowDone { line, failed: true, usage }
         }
     }
 }

@@ -54,7 +54,7 @@ pub enum RunError {
         /// The error behind it: for a tool or agent its own
         /// (`ignite::tools::timeout`, `ignite::llm::tool_loop`, ...), whose
         /// help says how to fix it; else the node's.
-        cause: NodeError,
+        cause: Box<NodeError>,
     },
 }
 

@@ -217,7 +217,7 @@ struct Failure {
     span: SourceSpan,
     code: Code,
     /// The tool's or agent's error behind it, or the node's own.
-    cause: NodeError,
+    cause: Box<NodeError>,
 }
 
 /// The variables of a `for` body: the contract's nodes and the item.
@@ -785,7 +785,7 @@ impl Scheduler<'_> {
                 _ => (Code::NodeFailed, message),
             };
             let span = self.program[self.execs[job.exec].contract][job.node].span;
-            Failure { job, message, span, code, cause }
+            Failure { job, message, span, code, cause: Box::new(cause) }
         });
         self.deliver(job, result);
     }
@@ -993,10 +993,10 @@ fn waits_on(contract: &crate::ir::Contract, e: &Exec, dependent: NodeId, dep: No
 
 impl Failure {
     fn new(job: Job, message: String, span: SourceSpan, code: Code) -> Self {
-        let cause = match code {
+        let cause = Box::new(match code {
             Code::GuardFailed => NodeError::Guard(message.clone()),
             _ => NodeError::Eval(message.clone()),
-        };
+        });
         Failure { job, message, span, code, cause }
     }
 
