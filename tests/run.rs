@@ -511,3 +511,37 @@ contract Try {
     assert_eq!(replayed["code"], "ignite::run::tool_failed");
     assert_eq!(replayed["kind"], "kept");
 }
+
+/// A store that cannot keep a result fails the call with the store's code:
+/// here a cache whose folder is a regular file.
+#[test]
+fn a_cache_that_cannot_be_written_fails_the_call() {
+    use igniter::effects::{Cache, Effects};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-folder");
+    std::fs::write(&blocker, "a file").unwrap();
+    let program = r#"
+tool Greet {
+  description "Greets"
+  exec "sh" "-c" "cat > /dev/null; echo hi"
+  cache
+}
+
+contract Hello {
+  compute greeting = Greet()
+  output greeting
+}
+"#;
+    let compiled = igniter::compile_source("hello.ign", program).program.unwrap();
+    let engine =
+        Engine::new(compiled).with_effects(Effects::live().with(Arc::new(Cache::new(blocker))));
+    let contract = engine.contract(None).unwrap();
+    let error = engine.run(contract, &Map::new(), &RunOptions::default()).unwrap_err();
+    assert_eq!(
+        error.cause().map(igniter::diagnostic::Code::as_str),
+        Some("ignite::effects::store")
+    );
+    assert_eq!(error.kind(), "store");
+    assert!(error.to_string().contains("cannot write the cache"), "{error}");
+}
