@@ -138,6 +138,7 @@ async fn failed_nodes_name_their_path() {
     assert_eq!(status, 422);
     assert_eq!(body["error"]["code"], "ignite::run::guard_failed");
     assert_eq!(body["error"]["path"], "Checkout > has_items");
+    assert_eq!((&body["error"]["kind"], &body["error"]["cause"]), (&json!("guard"), &Value::Null));
     assert_eq!(body["error"]["diagnostics"][0]["file"], PRICING);
 
     let (status, body) = server.post("PriceContract", json!({})).await;
