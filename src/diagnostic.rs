@@ -1,4 +1,6 @@
-//! Diagnostics: every user mistake the compiler finds, with a stable code.
+//! Diagnostics: every user mistake the compiler finds, with a stable code,
+//! and the one table of every code, compile-time and run-time (the codes of
+//! [`crate::failure::NodeError`], of a run and of `ignite serve`).
 //!
 //! Input: spans and messages pushed by the stages. Output: a sorted
 //! [`Diagnostics`] list, rendered as miette reports (human) or JSON.
@@ -34,6 +36,12 @@ macro_rules! codes {
             #[must_use]
             pub fn as_str(self) -> &'static str {
                 match self { $(Code::$variant => $code,)* }
+            }
+
+            /// The code printed as `text`, if it is one.
+            #[must_use]
+            pub fn parse(text: &str) -> Option<Code> {
+                match text { $($code => Some(Code::$variant),)* _ => None }
             }
         }
     };
@@ -95,6 +103,33 @@ codes! {
     GuardFailed => "ignite::run::guard_failed",
     ToolFailed => "ignite::run::tool_failed",
     AgentFailed => "ignite::run::agent_failed",
+    RunDeadline => "ignite::run::deadline",
+    ToolInvalidArguments => "ignite::tools::invalid_arguments",
+    ToolFailedRun => "ignite::tools::failed",
+    ToolUnreachable => "ignite::tools::unreachable",
+    ToolBadResult => "ignite::tools::bad_result",
+    ToolHttpStatus => "ignite::tools::http_status",
+    ToolTimeout => "ignite::tools::timeout",
+    ToolNotRegistered => "ignite::tools::not_registered",
+    LlmConfig => "ignite::llm::config",
+    LlmProvider => "ignite::llm::provider",
+    LlmMalformed => "ignite::llm::malformed",
+    LlmToolLoop => "ignite::llm::tool_loop",
+    LlmCapability => "ignite::llm::capability",
+    LlmTruncated => "ignite::llm::truncated",
+    LlmStopped => "ignite::llm::stopped",
+    LlmEmpty => "ignite::llm::empty",
+    LlmBadResult => "ignite::llm::bad_result",
+    LlmScript => "ignite::llm::script",
+    LlmPrompt => "ignite::llm::prompt",
+    EffectReplay => "ignite::effects::replay",
+    EffectStore => "ignite::effects::store",
+    EffectJournal => "ignite::effects::journal",
+    ServeUnknownContract => "ignite::serve::unknown_contract",
+    ServeBadBody => "ignite::serve::bad_body",
+    ServeTooLarge => "ignite::serve::too_large",
+    ServeInternal => "ignite::serve::internal",
+    ServeShuttingDown => "ignite::serve::shutting_down",
 }
 
 impl fmt::Display for Code {

@@ -10,8 +10,8 @@
 //! | parse | [`syntax`] | one file's text | [`ast::File`] | [`Diagnostics`] (`ignite::syntax`) |
 //! | lower + check | [`lower`] | the files' ASTs | [`ir::Program`] | [`Diagnostics`] (`ignite::lower`) |
 //! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] + [`usage::UsageTotals`] | [`runtime::RunError`] |
-//! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`tools::ToolError`] |
-//! | agents | [`llm`] | an agent and its inputs | the final text | [`llm::LlmError`] |
+//! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`failure::NodeError`] |
+//! | agents | [`llm`] | an agent and its inputs | the final text | [`failure::NodeError`] |
 //! | tests | [`testing`] | checked programs' `test` blocks | one result per test | [`testing::Failure`] |
 //! | serve | [`serve`] | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
 //! | command line | [`cli`] | arguments | exit code, printed reports | exit codes |
@@ -26,7 +26,7 @@
 //! | --- | --- |
 //! | 1 | [`source`], [`value`] (the run-time value), [`shutdown`], [`telemetry`], [`backoff`] |
 //! | 2 | [`diagnostic`], [`ast`] |
-//! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type) |
+//! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), [`failure`] (the run's one failure type) |
 //! | 4 | [`load`], [`lower`], [`eval`], [`usage`], [`render`] |
 //! | 5 | [`tools`], [`trace`] |
 //! | 6 | [`effects`] |
@@ -42,6 +42,7 @@ pub mod cli;
 pub mod diagnostic;
 pub mod effects;
 pub mod eval;
+pub mod failure;
 #[cfg(test)]
 mod house;
 pub mod ir;

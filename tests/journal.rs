@@ -311,6 +311,12 @@ fn batch_results_in_row_order_with_row_errors() {
     assert_eq!(lines[3]["error"]["code"], "ignite::run::input");
     assert_eq!(lines[4]["error"]["code"], "ignite::run::tool_failed");
     assert_eq!(lines[4]["error"]["node"], "Sleepy > slept");
+    assert_eq!(lines[4]["error"]["kind"], "failed");
+    assert_eq!(lines[4]["error"]["cause"], "ignite::tools::failed");
+    assert_eq!(
+        (&lines[2]["error"]["kind"], &lines[2]["error"]["cause"]),
+        (&json!("input"), &Value::Null)
+    );
     assert_eq!(lines[5]["outputs"], json!({"slept": 1}));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("batch: 6 rows run, 3 failed"), "{stderr}");

@@ -4,7 +4,7 @@
 //! A row is a non-blank line of ROWS (a file or `-` for stdin), numbered by
 //! its line number from 1. Each result is one line of RESULTS (stdout when
 //! there is no `--out`): `{"row": N, "outputs": {...}}` or `{"row": N,
-//! "error": {"code", "message", "node"}}`. Rows whose number RESULTS
+//! "error": {"code", "kind", "message", "node", "cause"}}`. Rows whose number RESULTS
 //! already holds are skipped, so running the same command again resumes; a
 //! line a kill cut short is removed first. A progress bar (rows, failures,
 //! rate, ETA, tokens, cost) is drawn on stderr when it is a terminal; the

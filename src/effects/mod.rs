@@ -70,6 +70,8 @@ use serde_json::Value;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
 
+use crate::diagnostic::Code;
+use crate::failure::NodeError;
 use crate::telemetry::{self, Span};
 use crate::trace::Trace;
 
@@ -181,7 +183,8 @@ pub struct CachePolicy {
 pub enum Outcome {
     /// A result: a tool's value, a 2xx model response, an agent's answer.
     Value(Value),
-    /// A failure: a tool's error message, a non-2xx model response.
+    /// A failure: a tool's [`NodeError`] ([`NodeError::to_stored`]), a
+    /// non-2xx model response.
     /// Replayed, never cached, not reused by `--resume`.
     Failed(Value),
 }
@@ -273,6 +276,20 @@ pub enum EffectError<L> {
     /// The durable journal's step failed for good: the last transient
     /// failure once its retries were used up.
     Journal(String),
+}
+
+impl EffectError<NodeError> {
+    /// The failure as the run's one failure type; `attempts`: how many
+    /// times a durable journal did the work.
+    #[must_use]
+    pub fn into_node_error(self, attempts: u32) -> NodeError {
+        match self {
+            EffectError::Live(error) => error,
+            EffectError::Refused(hint) => NodeError::Replay { agent: None, provider: None, hint },
+            EffectError::Store(message) => NodeError::Store { message },
+            EffectError::Journal(message) => NodeError::Journal { message, attempts },
+        }
+    }
 }
 
 /// The stores of a run, in lookup order, and its durable journal if any;
@@ -533,9 +550,9 @@ impl Scope {
                         span.fail(&telemetry::failure_type(failure));
                     }
                 }
-                Err(EffectError::Refused(_)) => span.fail("ignite::effects::replay"),
-                Err(EffectError::Store(_)) => span.fail("ignite::effects::store"),
-                Err(EffectError::Journal(_)) => span.fail("ignite::effects::journal"),
+                Err(EffectError::Refused(_)) => span.fail(Code::EffectReplay.as_str()),
+                Err(EffectError::Store(_)) => span.fail(Code::EffectStore.as_str()),
+                Err(EffectError::Journal(_)) => span.fail(Code::EffectJournal.as_str()),
                 Err(EffectError::Live(_)) => {}
             }
         }
@@ -561,7 +578,7 @@ impl Scope {
         program: &crate::ir::Program,
         tool: crate::ir::ToolId,
         args: Value,
-    ) -> Result<Value, CallError> {
+    ) -> Result<Value, NodeError> {
         let declared = &program[tool];
         let span = self.span.child(
             SpanKind::Internal,
@@ -601,31 +618,14 @@ impl Scope {
             Ok(Outcome::Value(value)) if telemetry::capture_content() => {
                 span.set(|| vec![telemetry::json_attribute("gen_ai.tool.call.result", value)]);
             }
-            Err(EffectError::Live(error)) => {
-                span.fail(error.code.as_deref().unwrap_or("ignite::tools::failed"));
-            }
+            Err(EffectError::Live(error)) => span.fail(error.code().as_str()),
             _ => {}
         }
         span.end(None);
         match result {
             Ok(Outcome::Value(value)) => Ok(value),
-            Ok(Outcome::Failed(failure)) => Err(CallError::from_value(failure)),
-            Err(EffectError::Live(error)) => Err(error),
-            Err(EffectError::Journal(message)) => Err(CallError {
-                message,
-                code: Some("ignite::effects::journal".to_owned()),
-                help: Some(format!("the call failed {} time(s)", declared.retries + 1)),
-            }),
-            Err(EffectError::Refused(hint)) => Err(CallError {
-                message: format!("no recorded call matches: {hint}"),
-                code: Some("ignite::effects::replay".to_owned()),
-                help: Some("record the run again with `--record`".to_owned()),
-            }),
-            Err(EffectError::Store(why)) => Err(CallError {
-                message: why,
-                code: Some("ignite::effects::store".to_owned()),
-                help: None,
-            }),
+            Ok(Outcome::Failed(failure)) => Err(NodeError::from_stored(failure)),
+            Err(error) => Err(error.into_node_error(declared.retries + 1)),
         }
     }
 
@@ -639,7 +639,7 @@ impl Scope {
         program: &crate::ir::Program,
         tool: crate::ir::ToolId,
         args: Value,
-    ) -> Result<Outcome, EffectError<CallError>> {
+    ) -> Result<Outcome, EffectError<NodeError>> {
         let declared = &program[tool];
         let definition = self.effects.stored().then(|| definition::tool(program, tool));
         let journaled = self.effects.journaled();
@@ -664,7 +664,7 @@ impl Scope {
                 match crate::tools::admit_result(declared, &mut value) {
                     Ok(()) => Ok(Outcome::Value(value)),
                     Err(error) => {
-                        let failure = CallError::of(&error).to_value();
+                        let failure = error.to_stored();
                         span.fail(&telemetry::failure_type(&failure));
                         Ok(Outcome::Failed(failure))
                     }
@@ -689,66 +689,12 @@ pub(crate) async fn tool_work(
     tool: crate::ir::ToolId,
     args: Value,
     journaled: bool,
-) -> Result<Outcome, CallError> {
+) -> Result<Outcome, NodeError> {
     let declared = &program[tool];
     let http = matches!(declared.implementation, crate::ir::Implementation::Http { .. });
     match toolbox.call_with(program, tool, args, !journaled).await {
         Ok(value) => Ok(Outcome::Value(value)),
-        Err(e) if journaled && declared.retries > 0 && e.retryable(http) => Err(CallError::of(&e)),
-        Err(e) => Ok(Outcome::Failed(CallError::of(&e).to_value())),
-    }
-}
-
-/// A failed call as stores keep it: the error's message, code and help.
-#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
-#[error("{message}")]
-pub struct CallError {
-    /// What went wrong.
-    pub message: String,
-    /// The error's diagnostic code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
-    /// How to fix it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub help: Option<String>,
-}
-
-impl CallError {
-    /// The message, code and help of `error`.
-    pub fn of<E: miette::Diagnostic + ?Sized>(error: &E) -> Self {
-        Self {
-            message: error.to_string(),
-            code: error.code().map(|c| c.to_string()),
-            help: error.help().map(|h| h.to_string()),
-        }
-    }
-
-    fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_else(|_| Value::String(self.message.clone()))
-    }
-
-    /// A kept failure: an object with `message`, or any other value as the message.
-    fn from_value(value: Value) -> Self {
-        match serde_json::from_value(value.clone()) {
-            Ok(error) => error,
-            Err(_) => Self {
-                message: match value {
-                    Value::String(text) => text,
-                    other => other.to_string(),
-                },
-                code: None,
-                help: None,
-            },
-        }
-    }
-}
-
-impl miette::Diagnostic for CallError {
-    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
-        self.code.as_ref().map(|c| Box::new(c) as Box<dyn std::fmt::Display>)
-    }
-
-    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
-        self.help.as_ref().map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+        Err(e) if journaled && declared.retries > 0 && e.retryable(http) => Err(e),
+        Err(e) => Ok(Outcome::Failed(e.to_stored())),
     }
 }

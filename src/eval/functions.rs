@@ -121,7 +121,7 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             tried(name, arg(0))?
                 .filter_map(|(_, result)| match result {
                     Tried::Ok(value) => Some(value.clone()),
-                    Tried::Failed(..) => None,
+                    Tried::Failed { .. } => None,
                 })
                 .collect(),
         ),
@@ -129,10 +129,11 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             tried(name, arg(0))?
                 .filter_map(|(index, result)| match result {
                     Tried::Ok(_) => None,
-                    Tried::Failed(error, code) => Some(Val::object(Fields::from([
+                    Tried::Failed { error, code, kind } => Some(Val::object(Fields::from([
                         ("index".to_owned(), count(index)),
                         ("error".to_owned(), error.clone()),
                         ("code".to_owned(), code.clone()),
+                        ("kind".to_owned(), kind.clone()),
                     ]))),
                 })
                 .collect(),
@@ -141,10 +142,10 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
     Ok(result)
 }
 
-/// One result of `try`: `{ok: true, value}` or `{ok: false, error, code}`.
+/// One result of `try`: `{ok: true, value}` or `{ok: false, error, code, kind}`.
 enum Tried<'v> {
     Ok(&'v Val),
-    Failed(&'v Val, &'v Val),
+    Failed { error: &'v Val, code: &'v Val, kind: &'v Val },
 }
 
 /// The results of `try` in an array, with their indexes; anything else
@@ -159,7 +160,8 @@ fn tried<'v>(
         let result = match (item.get("ok"), item.get("value"), item.get("error")) {
             (Some(Val::Bool(true)), Some(value), _) => Tried::Ok(value),
             (Some(Val::Bool(false)), _, Some(error)) => {
-                Tried::Failed(error, item.get("code").unwrap_or(&Val::Null))
+                let field = |name| item.get(name).unwrap_or(&Val::Null);
+                Tried::Failed { error, code: field("code"), kind: field("kind") }
             }
             _ => {
                 return Err(format!(

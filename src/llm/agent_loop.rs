@@ -22,7 +22,7 @@
 //! asked for with each provider's native mechanism): an answer that does not
 //! fit goes back with the problems, as a user message, up to
 //! `result_retries` times (not counted as tool turns), then fails with
-//! [`LlmError::BadResult`].
+//! [`LlmError::BadAnswer`].
 //!
 //! A provider (or malformed-reply) error moves the rest of the conversation
 //! to the next link of the fallback chain; other errors end the run.
@@ -122,7 +122,7 @@ impl Run<'_> {
                     Err(problems) => problems,
                 };
                 if repairs >= self.agent.result_retries {
-                    return Err(LlmError::BadResult {
+                    return Err(LlmError::BadAnswer {
                         agent,
                         ty: structured.schema.name.clone(),
                         attempts: repairs + 1,

@@ -52,7 +52,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use miette::Diagnostic as _;
 use serde_json::{Map, Value, json};
 
 pub use client::{BoxFuture, CallContext, ModelClient};
@@ -214,16 +213,16 @@ impl Llm {
         );
         let result: Result<_, EffectError<LlmError>> = scope.perform(&effect, &span, live).await;
         let failure = match &result {
-            Err(EffectError::Live(error)) => error.code().map(|c| c.to_string()),
+            Err(EffectError::Live(error)) => Some(error.code().as_str()),
             _ => None,
         };
-        span.end(failure.as_deref());
+        span.end(failure);
         match result {
             // A stored answer gets the check a live one got in the loop.
             Ok(Outcome::Value(mut answer)) => match &agent.result {
                 Some(ty) => match ty.admit(&mut answer, "result") {
                     Ok(()) => Ok(answer),
-                    Err(problems) => Err(LlmError::BadResult {
+                    Err(problems) => Err(LlmError::BadAnswer {
                         agent: agent.name.clone(),
                         ty: structured::Structured::new(ty).schema.name,
                         attempts: 1,
@@ -233,15 +232,10 @@ impl Llm {
                 },
                 None => Ok(answer),
             },
-            Ok(Outcome::Failed(other)) => Err(LlmError::Recording {
+            Ok(Outcome::Failed(other)) => Err(LlmError::Store {
                 message: format!("the cache holds no answer of agent `{}`: {other}", agent.name),
             }),
-            Err(EffectError::Live(error)) => Err(error),
-            Err(
-                EffectError::Refused(message)
-                | EffectError::Store(message)
-                | EffectError::Journal(message),
-            ) => Err(LlmError::Recording { message }),
+            Err(error) => Err(error.into_node_error(1)),
         }
     }
 

@@ -44,6 +44,7 @@ use super::{Engine, RunError, RunOptions, inputs};
 use crate::diagnostic::Code;
 use crate::effects;
 use crate::eval::{self, Fields, Scope, Val, describe};
+use crate::failure::NodeError;
 use crate::ir::{
     Body, BranchKind, Call, Callee, ContractId, Expr, ExprKind, NodeId, NodeKind, Param, Pattern,
     Program, Runner,
@@ -65,7 +66,7 @@ pub(super) fn run(
 ) -> Result<Map<String, Value>, RunError> {
     let span = Span::run(&engine.program()[contract].name, &options.span);
     let result = run_in(engine, contract, given, options, trace, &span);
-    span.end(result.as_ref().err().map(|e| e.code().map_or("no_contract", Code::as_str)));
+    span.end(result.as_ref().err().map(|e| e.code().as_str()));
     result
 }
 
@@ -206,29 +207,7 @@ impl Job {
 struct Done {
     job: Job,
     started: Instant,
-    result: Result<Value, Cause>,
-}
-
-/// Why a tool or agent failed, with its own code and help.
-struct Cause {
-    message: String,
-    code: Option<String>,
-    help: Option<String>,
-}
-
-impl Cause {
-    fn of<E: miette::Diagnostic + ?Sized>(error: &E) -> Self {
-        Cause {
-            message: error.to_string(),
-            code: error.code().map(|c| c.to_string()),
-            help: error.help().map(|h| h.to_string()),
-        }
-    }
-
-    /// Its code, as a span's `error.type`.
-    fn error_type(&self) -> &str {
-        self.code.as_deref().unwrap_or("failed")
-    }
+    result: Result<Value, NodeError>,
 }
 
 /// A node (or item) that failed.
@@ -237,9 +216,8 @@ struct Failure {
     message: String,
     span: SourceSpan,
     code: Code,
-    /// The code of the tool or agent error behind it.
-    cause: Option<String>,
-    help: Option<String>,
+    /// The tool's or agent's error behind it, or the node's own.
+    cause: Box<NodeError>,
 }
 
 /// The variables of a `for` body: the contract's nodes and the item.
@@ -740,9 +718,8 @@ impl Scheduler<'_> {
                 let key = scope.next_key();
                 let result = scope
                     .call_tool(&key, None, &toolbox, &program, tool, Value::Object(json(given)))
-                    .await
-                    .map_err(|e| Cause::of(&e));
-                span.end(result.as_ref().err().map(Cause::error_type));
+                    .await;
+                span.end(result.as_ref().err().map(|e| e.code().as_str()));
                 let _ = tx.send(Done { job, started, result });
             })),
             Callee::Agent(agent) => {
@@ -765,8 +742,7 @@ impl Scheduler<'_> {
                 io.spawn(effects::track(activity, async move {
                     let result =
                         llm.run_agent(&program, agent, &given, &toolbox, &trace, &scope).await;
-                    let result = result.map_err(|e| Cause::of(&e));
-                    span.end(result.as_ref().err().map(Cause::error_type));
+                    span.end(result.as_ref().err().map(|e| e.code().as_str()));
                     let _ = tx.send(Done { job, started, result });
                 }))
             }
@@ -788,7 +764,8 @@ impl Scheduler<'_> {
             let label = callee.map_or("call", Callee::label);
             self.trace.record(&self.path_of(job), label, status, done.started, String::new());
         }
-        let result = done.result.map(Val::from).map_err(|Cause { message, code: cause, help }| {
+        let result = done.result.map(Val::from).map_err(|cause| {
+            let message = cause.to_string();
             let (code, message) = match callee {
                 // Agent errors mostly name the agent already: no "agent `X`
                 // failed: agent `X` exceeded ...".
@@ -808,7 +785,7 @@ impl Scheduler<'_> {
                 _ => (Code::NodeFailed, message),
             };
             let span = self.program[self.execs[job.exec].contract][job.node].span;
-            Failure { job, message, span, code, cause, help }
+            Failure { job, message, span, code, cause: Box::new(cause) }
         });
         self.deliver(job, result);
     }
@@ -829,6 +806,7 @@ impl Scheduler<'_> {
                 ("ok".to_owned(), Val::Bool(false)),
                 ("error".to_owned(), Val::string(f.message)),
                 ("code".to_owned(), Val::from(f.code.as_str())),
+                ("kind".to_owned(), Val::from(f.cause.kind())),
             ])),
             (false, Ok(value)) => value,
             (false, Err(failure)) => return self.fail(failure),
@@ -997,7 +975,6 @@ impl Scheduler<'_> {
             span: failure.span,
             code: failure.code,
             cause: failure.cause,
-            help: failure.help,
         }
     }
 }
@@ -1016,7 +993,11 @@ fn waits_on(contract: &crate::ir::Contract, e: &Exec, dependent: NodeId, dep: No
 
 impl Failure {
     fn new(job: Job, message: String, span: SourceSpan, code: Code) -> Self {
-        Failure { job, message, span, code, cause: None, help: None }
+        let cause = Box::new(match code {
+            Code::GuardFailed => NodeError::Guard(message.clone()),
+            _ => NodeError::Eval(message.clone()),
+        });
+        Failure { job, message, span, code, cause }
     }
 
     fn at(mut self, job: Job) -> Self {

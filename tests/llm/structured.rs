@@ -134,7 +134,7 @@ async fn invalid_twice_fails_with_the_problems_and_the_reply() {
     for kind in kinds() {
         let server = server(vec![ok(text_reply(kind, "Sure! The priority is high."))]).await;
         let error = answer(&typed(kind, &server, 1)).await.unwrap_err();
-        assert!(matches!(error, LlmError::BadResult { attempts: 2, .. }), "{kind:?}: {error:?}");
+        assert!(matches!(error, LlmError::BadAnswer { attempts: 2, .. }), "{kind:?}: {error:?}");
         let message = error.to_string();
         assert!(message.contains("does not fit `Ticket`"), "{message}");
         assert!(message.contains("not JSON"), "{message}");
