@@ -25,10 +25,10 @@
 //! entry answers once. A journal's tool lines also keep the tool's
 //! definition (`"definition"`: a digest of its declaration, types and
 //! scripts, see `definition.rs`), and only the same definition matches:
-//! `--resume` runs an edited tool again. A replay refuses what it cannot answer and names
-//! the first field that differs from the closest entry; a resumed journal
-//! runs it live. A resumed journal reuses successes only: failures run
-//! again.
+//! `--resume` runs an edited tool again. A replay refuses what it cannot
+//! answer and names the first field that differs from the closest entry; a
+//! resumed journal runs it live. A resumed journal reuses successes only:
+//! failures run again.
 
 use std::borrow::Cow;
 use std::fs::File;
