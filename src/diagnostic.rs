@@ -71,6 +71,7 @@ codes! {
     DefaultType => "ignite::lower::default_type",
     NotConstant => "ignite::lower::not_constant",
     BadPattern => "ignite::lower::bad_pattern",
+    LiteralInterpolation => "ignite::lower::literal_interpolation",
     CallPosition => "ignite::lower::call_position",
     ComposeNonContract => "ignite::lower::compose_non_contract",
     ComputeContract => "ignite::lower::compute_contract",

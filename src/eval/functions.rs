@@ -3,8 +3,37 @@
 //! Argument counts are checked by the compiler; values are checked here
 //! and every failure says which function got what.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
+
 use super::{Fields, Num, Val, describe, equal, push_display};
 use crate::ir::Function;
+
+/// Most distinct `matches` patterns kept compiled; when full, the cache
+/// starts again (patterns from the data may all differ).
+const PATTERNS_KEPT: usize = 256;
+
+/// The compiled `matches` patterns, by text: a pattern is compiled once,
+/// not once per call (a `for` over 50,000 items compiled it 50,000 times).
+static PATTERNS: LazyLock<Mutex<HashMap<String, regex::Regex>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The compiled regular expression `pattern` of `matches`. A `Regex` is a
+/// shared handle: the lock is held only to look it up or store it, and
+/// matching runs outside it.
+fn compiled(pattern: &str) -> Result<regex::Regex, String> {
+    let cached = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner).get(pattern).cloned();
+    if let Some(regex) = cached {
+        return Ok(regex);
+    }
+    let regex = crate::ir::pattern(pattern)?;
+    let mut patterns = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner);
+    if patterns.len() >= PATTERNS_KEPT {
+        patterns.clear();
+    }
+    patterns.insert(pattern.to_owned(), regex.clone());
+    Ok(regex)
+}
 
 /// Calls `function` with `args` (their count already checked).
 pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
@@ -105,8 +134,7 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             .into(),
         Function::Matches => {
             let (s, p) = (text(0)?, text(1)?);
-            let regex =
-                crate::ir::pattern(p).map_err(|e| format!("`matches`: bad pattern: {e}"))?;
+            let regex = compiled(p).map_err(|e| format!("`matches`: bad pattern: {e}"))?;
             Val::Bool(regex.is_match(s))
         }
         Function::Env => {

@@ -132,7 +132,9 @@ impl Builder<'_> {
             Rule::float => self.float(&pair),
             Rule::boolean => ExprKind::Bool(pair.as_str() == "true"),
             Rule::null => ExprKind::Null,
-            Rule::plain_string | Rule::triple_string => ExprKind::String(self.string(pair).into()),
+            Rule::plain_string | Rule::triple_string | Rule::raw_string => {
+                ExprKind::String(self.string(pair).into())
+            }
             Rule::ident => ExprKind::Name,
             Rule::array => ExprKind::Array(pair.into_inner().map(|p| self.expr(p)).collect()),
             Rule::object => ExprKind::Object(pair.into_inner().map(|p| self.entry(p)).collect()),
@@ -268,9 +270,13 @@ impl Builder<'_> {
             .collect()
     }
 
-    /// A `plain_string` or `triple_string` pair, escapes applied and
-    /// triple-quoted text dedented.
+    /// A `plain_string`, `triple_string` or `raw_string` pair, escapes
+    /// applied and triple-quoted text dedented.
     pub(super) fn string(&mut self, pair: Pair<'_, Rule>) -> Vec<StringPart> {
+        if pair.as_rule() == Rule::raw_string {
+            let raw = pair.as_str();
+            return raw_parts(&raw[2..raw.len() - 1]);
+        }
         let triple = pair.as_rule() == Rule::triple_string;
         let mut parts: Vec<StringPart> = Vec::new();
         for piece in pair.into_inner() {
@@ -328,6 +334,15 @@ fn binary_op(rule: Rule) -> BinaryOp {
         .iter()
         .find(|(r, _)| *r == rule)
         .map_or_else(|| unreachable!("infix operator {rule:?}"), |&(_, op)| op)
+}
+
+/// The parts of a raw string whose text (between the quotes) is `text`.
+pub(super) fn raw_parts(text: &str) -> Vec<StringPart> {
+    let mut parts = Vec::new();
+    if !text.is_empty() {
+        push_text(&mut parts, text);
+    }
+    parts
 }
 
 pub(super) fn push_text(parts: &mut Vec<StringPart>, text: &str) {

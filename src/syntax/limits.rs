@@ -42,13 +42,15 @@ pub(super) const MAX_NESTING: usize = 256;
 /// which bounds the Pratt parsers' recursion and the depth of the tree.
 pub(super) const MAX_OPERATORS: usize = 500;
 
-/// Where the scan is: in code, or in a string (triple-quoted or not).
+/// Where the scan is: in code, or in a string (triple-quoted, raw or
+/// neither).
 #[derive(Clone, Copy)]
 enum Frame {
     /// Inside a string literal.
-    Text { triple: bool },
-    /// Inside `{...}` of a string, opened at this bracket depth.
-    Interpolation { depth: usize },
+    Text { triple: bool, raw: bool },
+    /// Inside `{...}` of a string, opened at this bracket depth by the `{`
+    /// at byte `start`.
+    Interpolation { depth: usize, start: usize },
 }
 
 /// The keywords and operators of the expression being read at one bracket
@@ -102,14 +104,17 @@ struct Scan<'t> {
     complete: bool,
 }
 
-/// True when byte `at` of `text` is inside a string's `{...}`: a syntax
-/// error there is often a literal brace that needed `\{`.
-pub(super) fn in_interpolation(text: &str, at: usize) -> bool {
+/// Where the `{` is when byte `at` of `text` is inside a string's
+/// `{...}`: a syntax error there is often a literal brace that needed `\{`.
+pub(super) fn interpolation_start(text: &str, at: usize) -> Option<usize> {
     let mut scan = Scan::new(text);
     while scan.pos < at.min(text.len()) {
         scan.step();
     }
-    matches!(scan.frames.last(), Some(Frame::Interpolation { .. }))
+    match scan.frames.last() {
+        Some(&Frame::Interpolation { start, .. }) => Some(start),
+        _ => None,
+    }
 }
 
 impl<'t> Scan<'t> {
@@ -178,7 +183,8 @@ impl<'t> Scan<'t> {
 
     fn step(&mut self) {
         match self.frames.last() {
-            Some(&Frame::Text { triple }) => self.text(triple),
+            Some(&Frame::Text { raw: true, .. }) => self.raw_text(),
+            Some(&Frame::Text { triple, .. }) => self.text(triple),
             _ => self.code(),
         }
     }
@@ -196,7 +202,7 @@ impl<'t> Scan<'t> {
         match self.at(0) {
             b'\\' => self.pos += 2,
             b'{' => {
-                self.frames.push(Frame::Interpolation { depth: self.depth() });
+                self.frames.push(Frame::Interpolation { depth: self.depth(), start: self.pos });
                 self.open();
                 self.complete = false;
                 self.pos += 1;
@@ -213,6 +219,21 @@ impl<'t> Scan<'t> {
             }
             _ => self.pos += 1,
         }
+    }
+
+    /// One step inside a raw string: it ends at the next `"` or the line.
+    fn raw_text(&mut self) {
+        match self.at(0) {
+            b'"' => {
+                self.frames.pop();
+                self.complete = true;
+            }
+            b'\n' => {
+                self.frames.pop();
+            }
+            _ => {}
+        }
+        self.pos += 1;
     }
 
     /// One token of code.
@@ -235,7 +256,7 @@ impl<'t> Scan<'t> {
                     self.end_expression();
                 }
                 let triple = self.triple_quote();
-                self.frames.push(Frame::Text { triple });
+                self.frames.push(Frame::Text { triple, raw: false });
                 self.pos += if triple { 3 } else { 1 };
                 return;
             }
@@ -249,7 +270,7 @@ impl<'t> Scan<'t> {
             }
             b')' | b']' | b'}' => {
                 self.close();
-                if let Some(&Frame::Interpolation { depth }) = self.frames.last()
+                if let Some(&Frame::Interpolation { depth, .. }) = self.frames.last()
                     && b == b'}'
                     && depth == self.depth()
                 {
@@ -291,6 +312,15 @@ impl<'t> Scan<'t> {
             self.pos += 1;
         }
         let word = &self.bytes[start..self.pos];
+        if word == b"r" && self.at(0) == b'"' {
+            // `r"` starts a raw string.
+            if self.complete {
+                self.end_expression();
+            }
+            self.frames.push(Frame::Text { triple: false, raw: true });
+            self.pos += 1;
+            return false;
+        }
         let continues = matches!(word, b"then" | b"else" | b"and" | b"or" | b"in" | b"if" | b"not");
         if self.complete && !continues {
             // An operand after a complete operand starts the next expression.
@@ -411,9 +441,12 @@ mod tests {
     fn finds_interpolations() {
         let text = r#"prompt "a \{ {"k": 1} b" {x}"#;
         let inside = text.find(':').expect("colon");
-        assert!(super::in_interpolation(text, inside));
-        assert!(!super::in_interpolation(text, text.find('b').expect("b")));
-        assert!(!super::in_interpolation(text, text.len() - 1));
+        assert_eq!(super::interpolation_start(text, inside), text.find("{\"k"));
+        assert_eq!(super::interpolation_start(text, text.find('b').expect("b")), None);
+        assert_eq!(super::interpolation_start(text, text.len() - 1), None);
+        let raw = r#"prompt r"a \{ {x" "{y}""#;
+        assert_eq!(super::interpolation_start(raw, raw.find('x').expect("x")), None);
+        assert!(super::interpolation_start(raw, raw.find('y').expect("y")).is_some());
     }
 
     #[test]
