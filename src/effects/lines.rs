@@ -9,7 +9,8 @@
 //! (SIGKILL too) leaves every finished line in the file, and at most the
 //! start of the line being written, last and without its `\n`; the kernel
 //! writes the file out as for any other write. A write that fails (a full
-//! disk) is cut off again, so the next line starts clean.
+//! disk) is cut off again, so the next line starts clean (and when it
+//! cannot be, no line follows it).
 //!
 //! [`whole_lines`] reads a file back: every line that got its `\n`,
 //! nothing else. It also reads what the memory-mapped files of earlier
@@ -29,8 +30,10 @@ use serde::Serialize;
 pub(super) struct LineFile {
     path: PathBuf,
     file: File,
-    /// The end of the whole lines; held while a line is written.
-    end: Mutex<u64>,
+    /// The end of the whole lines, held while a line is written; `None`
+    /// once a failed write could not be cut off (no line is written after
+    /// it, so that it stays last, where reading skips it).
+    end: Mutex<Option<u64>>,
 }
 
 impl LineFile {
@@ -41,7 +44,7 @@ impl LineFile {
     /// Another process writes the file, or it cannot be cut.
     pub(super) fn open(path: &Path, file: File, len: u64) -> Result<Self, String> {
         exclusive(&file, path)?;
-        let lines = Self { path: path.to_owned(), file, end: Mutex::new(len) };
+        let lines = Self { path: path.to_owned(), file, end: Mutex::new(Some(len)) };
         lines.file.set_len(len).map_err(|e| lines.error(&e))?;
         Ok(lines)
     }
@@ -55,13 +58,17 @@ impl LineFile {
         json_line(value, &mut line).map_err(|e| self.error(&e))?;
         crate::shutdown::whole(|| {
             let mut end = self.end.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(whole) = *end else {
+                return Err(self.error(&"an earlier line could not be written"));
+            };
             if let Err(e) = (&self.file).write_all(&line) {
-                // What the failed write left would run into the next line;
-                // if it cannot be cut either, reading skips it.
-                let _ = self.file.set_len(*end);
+                // What the failed write left would run into the next line.
+                if self.file.set_len(whole).is_err() {
+                    *end = None;
+                }
                 return Err(self.error(&e));
             }
-            *end += line.len() as u64;
+            *end = Some(whole + line.len() as u64);
             Ok(())
         })
     }

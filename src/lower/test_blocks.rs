@@ -12,6 +12,7 @@
 //! they would overwrite each other's snapshot.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use super::Lowerer;
 use super::calls::Callee;
@@ -33,14 +34,15 @@ impl Lowerer<'_> {
         for &(file, test) in &decls.tests {
             let Some(name) = self.expect_plain_string(&test.name, "a test name") else { continue };
             if test.statements.iter().any(|s| matches!(s, TestStmt::Snapshot { .. })) {
-                let slug = ir::slug(&name);
-                match snapshots.get(&(file, slug.to_ascii_lowercase())) {
-                    Some((first, first_name)) if *first_name != name => {
+                match snapshots.entry((file, ir::slug(&name).to_ascii_lowercase())) {
+                    // The same name is a duplicate, reported below.
+                    Entry::Occupied(first) if first.get().1 != name => {
+                        let (first, first_name) = first.get();
                         self.snapshot_clash(file, (first, first_name), (test, &name));
                     }
-                    Some(_) => {}
-                    None => {
-                        snapshots.insert((file, slug.to_ascii_lowercase()), (test, name.clone()));
+                    Entry::Occupied(_) => {}
+                    Entry::Vacant(slot) => {
+                        slot.insert((test, name.clone()));
                     }
                 }
             }
