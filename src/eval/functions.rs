@@ -4,7 +4,7 @@
 //! and every failure says which function got what.
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::{Fields, Num, Val, describe, equal, push_display};
 use crate::ir::Function;
@@ -15,23 +15,24 @@ const PATTERNS_KEPT: usize = 256;
 
 /// The compiled `matches` patterns, by text: a pattern is compiled once,
 /// not once per call (a `for` over 50,000 items compiled it 50,000 times).
-static PATTERNS: LazyLock<Mutex<HashMap<String, regex::Regex>>> =
+static PATTERNS: LazyLock<Mutex<HashMap<String, Arc<regex::Regex>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// The compiled regular expression `pattern` of `matches`. A `Regex` is a
-/// shared handle: the lock is held only to look it up or store it, and
+/// The compiled regular expression `pattern` of `matches`, shared (a clone
+/// of a `Regex` would start with empty matching caches, which costs nearly
+/// what compiling does). The lock is held only to look it up or store it;
 /// matching runs outside it.
-fn compiled(pattern: &str) -> Result<regex::Regex, String> {
+fn compiled(pattern: &str) -> Result<Arc<regex::Regex>, String> {
     let cached = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner).get(pattern).cloned();
     if let Some(regex) = cached {
         return Ok(regex);
     }
-    let regex = crate::ir::pattern(pattern)?;
+    let regex = Arc::new(crate::ir::pattern(pattern)?);
     let mut patterns = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner);
     if patterns.len() >= PATTERNS_KEPT {
         patterns.clear();
     }
-    patterns.insert(pattern.to_owned(), regex.clone());
+    patterns.insert(pattern.to_owned(), Arc::clone(&regex));
     Ok(regex)
 }
 
