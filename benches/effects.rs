@@ -7,6 +7,10 @@
 //!   Twice: in-process `returns` tools (a few µs a call; 101 rounds, also
 //!   the median of each round's own ratio), then `exec "cat"` tools (a
 //!   real child process a call, 8 at once).
+//! - the journal on real effects: live and journaled runs of 1,000 `exec`
+//!   calls (a child process each), 1,000 `http` calls to a local server and
+//!   500 model calls to a local fake OpenAI server, 8 at once; the journal
+//!   is created, written and finished inside the timing.
 //! - one journal line: `record` alone, the mean over a new journal's first
 //!   1,000 lines (page faults of the new file included).
 //! - cache hit: one agent-call effect answered by the cache (a warm
@@ -34,6 +38,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     journal(dir.path(), "returns n + 1", None, 101);
     journal(dir.path(), "exec \"cat\"", Some(8), 5);
+    journal_files(dir.path());
     append(dir.path());
     cache_hit(dir.path());
 }
@@ -108,6 +113,128 @@ fn timed_run(engine: &Engine, inputs: &Map<String, Value>, options: &RunOptions)
     [wall.elapsed(), cpu_time() - cpu]
 }
 
+/// Live runs against journaled ones on effects that do real work.
+fn journal_files(dir: &std::path::Path) {
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let (http, model) = runtime.block_on(async {
+        let http = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::any())
+            .respond_with(
+                wiremock::ResponseTemplate::new(200).set_body_json(json!({"ok": true, "n": 7})),
+            )
+            .mount(&http)
+            .await;
+        let model = wiremock::MockServer::start().await;
+        let reply = json!({"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]});
+        wiremock::Mock::given(wiremock::matchers::any())
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(reply))
+            .mount(&model)
+            .await;
+        (http, model)
+    });
+    let many = |head: String, call: &str, calls: usize| {
+        let mut text = format!("{head}\ncontract Many {{\n  input x: integer\n");
+        for i in 0..calls {
+            let _ = writeln!(
+                text,
+                "  compute c{i} = {}\n  output c{i}",
+                call.replace('#', &i.to_string())
+            );
+        }
+        text.push_str("}\n");
+        text
+    };
+    let cases = [
+        (
+            "1,000 `exec \"cat\"` calls",
+            many(
+                "tool Step {\n  param n: integer\n  exec \"cat\"\n}".to_owned(),
+                "Step(n: x + #)",
+                1_000,
+            ),
+        ),
+        (
+            "1,000 `http get` calls",
+            many(
+                format!(
+                    "tool Get {{\n  param n: integer\n  http get \"{}/items/{{n}}\"\n}}",
+                    http.uri()
+                ),
+                "Get(n: x + #)",
+                1_000,
+            ),
+        ),
+        (
+            "500 model calls",
+            many(
+                format!(
+                    "provider Local {{\n  kind openai\n  base_url \"{}/v1\"\n}}\nagent Echo {{\n  provider Local\n  model \"m\"\n  input q: string\n}}",
+                    model.uri()
+                ),
+                "Echo(q: \"question {x + #}\")",
+                500,
+            ),
+        ),
+    ];
+    let inputs: Map<String, Value> = [("x".to_owned(), Value::from(1))].into_iter().collect();
+    let options = RunOptions { jobs: Some(8), ..RunOptions::default() };
+    let rounds = 9;
+    println!();
+    println!(
+        "The journal on real effects, 8 at once, median of {rounds} rounds (ratios: median of each round's own):"
+    );
+    println!("| effects | live | journaled | ratio | CPU ratio |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (what, text) in cases {
+        let live = engine(&text);
+        median_run(&live, &inputs, &options, 1);
+        let mut times: [Vec<[Duration; 2]>; 2] = Default::default();
+        for round in 0..rounds {
+            // Which goes first alternates.
+            for way in (0..2).map(|i| (i + round) % 2) {
+                let runs = dir.join(format!("files-{round}-{way}"));
+                times[way].push(timed(|| {
+                    if way == 0 {
+                        let contract = live.contract(None).expect("one contract");
+                        live.run(contract, &inputs, &options).expect("benchmark runs");
+                        return;
+                    }
+                    let (store, _) =
+                        Recording::journal(&runs, RunHeader::default()).expect("journal");
+                    let with = live.sibling(Effects::live().with(Arc::new(store)));
+                    let contract = with.contract(None).expect("one contract");
+                    with.run(contract, &inputs, &options).expect("benchmark runs");
+                    with.effects().finish().expect("finished");
+                }));
+            }
+        }
+        let ratio = |a: usize, b: usize, time: usize| {
+            median(
+                times[a]
+                    .iter()
+                    .zip(&times[b])
+                    .map(|(x, y)| x[time].as_secs_f64() / y[time].as_secs_f64())
+                    .collect(),
+            )
+        };
+        let wall = |way: usize| median(times[way].iter().map(|t| t[0]).collect());
+        println!(
+            "| {what} | {:.1} ms | {:.1} ms | {:.3} | {:.3} |",
+            ms(wall(0)),
+            ms(wall(1)),
+            ratio(1, 0, 0),
+            ratio(1, 0, 1),
+        );
+    }
+}
+
+/// The wall time of `run` and the CPU time the process used meanwhile.
+fn timed(run: impl FnOnce()) -> [Duration; 2] {
+    let (wall, cpu) = (Instant::now(), cpu_time());
+    run();
+    [wall.elapsed(), cpu_time() - cpu]
+}
+
 fn cpu_time() -> Duration {
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `clock_gettime` writes the time into `now`, ours.
@@ -140,6 +267,7 @@ fn append(dir: &std::path::Path) {
                     name: "Step",
                     route: "",
                     request: &request,
+                    definition: None,
                     cache: None,
                     work: None,
                 };
@@ -173,7 +301,8 @@ fn cache_hit(dir: &std::path::Path) {
             name: "Ask",
             route: "",
             request: &request,
-            cache: Some(CachePolicy { ttl: None, definition: "agent Ask { ... }" }),
+            definition: Some("agent Ask { ... }"),
+            cache: Some(CachePolicy { ttl: None }),
             work: None,
         };
         let live = async { Ok::<_, std::convert::Infallible>(Outcome::Value(json!("four"))) };

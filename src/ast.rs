@@ -557,10 +557,141 @@ pub enum BinaryOp {
 
 /// Words that cannot name anything because expressions give them a
 /// meaning. The one list: the fast parser reads it, and a test checks that
-/// the grammar's `ident` rule excludes exactly these.
+/// the grammar's `ident` rule excludes exactly these, and that each is an
+/// [`Keyword`] of [`KeywordRole::Expression`] or an operator or literal of
+/// the grammar.
 pub const RESERVED: &[&str] = &[
     "if", "then", "else", "and", "or", "not", "true", "false", "null", "match", "for", "in", "try",
 ];
+
+/// What a [`Keyword`] starts, as syntax errors and recovery tell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeywordRole {
+    /// A top-level declaration, in column 0 (`contract`).
+    Item,
+    /// A statement of a tool, agent, provider or contract body (`compute`).
+    Statement,
+    /// A statement of a test body (`mock`).
+    Test,
+    /// A part of a statement (`fallback`, `as`, `per`).
+    Part,
+    /// A part of an expression (`if`, `then`): also in [`RESERVED`].
+    Expression,
+}
+
+/// Defines [`Keyword`] from one list of variant, spelling and role.
+macro_rules! keywords {
+    ($($variant:ident $word:literal $role:ident,)*) => {
+        /// A word the grammar gives a meaning: one `kw_*` rule of
+        /// `grammar/ignite.pest` each (a test keeps the two equal). The one
+        /// list of keywords: the fast parser matches these variants, and
+        /// syntax errors name statements by their role.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Keyword {
+            $(
+                #[doc = concat!("`", $word, "`.")]
+                $variant,
+            )*
+        }
+
+        impl Keyword {
+            /// Every keyword, in the grammar's order.
+            pub const ALL: &'static [Keyword] = &[$(Keyword::$variant,)*];
+
+            /// How the keyword is spelt.
+            #[must_use]
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Keyword::$variant => $word,)*
+                }
+            }
+
+            /// What the keyword starts.
+            #[must_use]
+            pub fn role(self) -> KeywordRole {
+                match self {
+                    $(Keyword::$variant => KeywordRole::$role,)*
+                }
+            }
+
+            /// The keyword spelt `word`, if it is one.
+            #[must_use]
+            pub fn of(word: &str) -> Option<Keyword> {
+                match word {
+                    $($word => Some(Keyword::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+keywords! {
+    Use "use" Item,
+    Tool "tool" Item,
+    Agent "agent" Item,
+    Provider "provider" Item,
+    Contract "contract" Item,
+    Type "type" Item,
+    Enum "enum" Item,
+    Result "result" Statement,
+    ResultRetries "result_retries" Statement,
+    Description "description" Statement,
+    Param "param" Statement,
+    RequiresCapability "requires_capability" Statement,
+    Returns "returns" Statement,
+    Exec "exec" Statement,
+    Http "http" Statement,
+    Get "get" Part,
+    Post "post" Part,
+    Header "header" Statement,
+    Builtin "builtin" Statement,
+    Native "native" Statement,
+    Timeout "timeout" Statement,
+    Fallback "fallback" Part,
+    Model "model" Statement,
+    SystemPrompt "system_prompt" Statement,
+    Tools "tools" Statement,
+    Capabilities "capabilities" Statement,
+    MaxToolIterations "max_tool_iterations" Statement,
+    Temperature "temperature" Statement,
+    MaxTokens "max_tokens" Statement,
+    Input "input" Statement,
+    Prompt "prompt" Statement,
+    Kind "kind" Statement,
+    BaseUrl "base_url" Statement,
+    ApiKey "api_key" Statement,
+    Retries "retries" Statement,
+    RateLimit "rate_limit" Statement,
+    TokenLimit "token_limit" Statement,
+    Per "per" Part,
+    Price "price" Statement,
+    Cache "cache" Statement,
+    Runner "runner" Statement,
+    Inline "inline" Part,
+    ThreadPool "thread_pool" Part,
+    Compute "compute" Statement,
+    Compose "compose" Statement,
+    Guard "guard" Statement,
+    Output "output" Statement,
+    As "as" Part,
+    Test "test" Item,
+    Run "run" Test,
+    Mock "mock" Test,
+    Fails "fails" Part,
+    Replay "replay" Test,
+    Expect "expect" Test,
+    ExpectError "expect_error" Test,
+    Snapshot "snapshot" Test,
+    Calls "calls" Part,
+    If "if" Expression,
+    Then "then" Expression,
+    Else "else" Expression,
+    Match "match" Expression,
+    For "for" Expression,
+    In "in" Expression,
+    Try "try" Expression,
+}
 
 /// Binding power of the prefix `not` (between `and` and `==`).
 pub const NOT_PRECEDENCE: u8 = 3;

@@ -1,4 +1,6 @@
-//! Diagnostics: every user mistake the compiler finds, with a stable code.
+//! Diagnostics: every user mistake the compiler finds, with a stable code,
+//! and the one table of every code, compile-time and run-time (the codes of
+//! [`crate::failure::NodeError`], of a run and of `ignite serve`).
 //!
 //! Input: spans and messages pushed by the stages. Output: a sorted
 //! [`Diagnostics`] list, rendered as miette reports (human) or JSON.
@@ -35,6 +37,12 @@ macro_rules! codes {
             pub fn as_str(self) -> &'static str {
                 match self { $(Code::$variant => $code,)* }
             }
+
+            /// The code printed as `text`, if it is one.
+            #[must_use]
+            pub fn parse(text: &str) -> Option<Code> {
+                match text { $($code => Some(Code::$variant),)* _ => None }
+            }
         }
     };
 }
@@ -63,6 +71,7 @@ codes! {
     DefaultType => "ignite::lower::default_type",
     NotConstant => "ignite::lower::not_constant",
     BadPattern => "ignite::lower::bad_pattern",
+    LiteralInterpolation => "ignite::lower::literal_interpolation",
     CallPosition => "ignite::lower::call_position",
     ComposeNonContract => "ignite::lower::compose_non_contract",
     ComputeContract => "ignite::lower::compute_contract",
@@ -88,12 +97,40 @@ codes! {
     UnknownContract => "ignite::lower::unknown_contract",
     TestStatement => "ignite::lower::test_statement",
     UnreachableMock => "ignite::lower::unreachable_mock",
+    SnapshotClash => "ignite::lower::snapshot_clash",
     RunInput => "ignite::run::input",
     RunOutput => "ignite::run::unknown_output",
     NodeFailed => "ignite::run::node_failed",
     GuardFailed => "ignite::run::guard_failed",
     ToolFailed => "ignite::run::tool_failed",
     AgentFailed => "ignite::run::agent_failed",
+    RunDeadline => "ignite::run::deadline",
+    ToolInvalidArguments => "ignite::tools::invalid_arguments",
+    ToolFailedRun => "ignite::tools::failed",
+    ToolUnreachable => "ignite::tools::unreachable",
+    ToolBadResult => "ignite::tools::bad_result",
+    ToolHttpStatus => "ignite::tools::http_status",
+    ToolTimeout => "ignite::tools::timeout",
+    ToolNotRegistered => "ignite::tools::not_registered",
+    LlmConfig => "ignite::llm::config",
+    LlmProvider => "ignite::llm::provider",
+    LlmMalformed => "ignite::llm::malformed",
+    LlmToolLoop => "ignite::llm::tool_loop",
+    LlmCapability => "ignite::llm::capability",
+    LlmTruncated => "ignite::llm::truncated",
+    LlmStopped => "ignite::llm::stopped",
+    LlmEmpty => "ignite::llm::empty",
+    LlmBadResult => "ignite::llm::bad_result",
+    LlmScript => "ignite::llm::script",
+    LlmPrompt => "ignite::llm::prompt",
+    EffectReplay => "ignite::effects::replay",
+    EffectStore => "ignite::effects::store",
+    EffectJournal => "ignite::effects::journal",
+    ServeUnknownContract => "ignite::serve::unknown_contract",
+    ServeBadBody => "ignite::serve::bad_body",
+    ServeTooLarge => "ignite::serve::too_large",
+    ServeInternal => "ignite::serve::internal",
+    ServeShuttingDown => "ignite::serve::shutting_down",
 }
 
 impl fmt::Display for Code {

@@ -10,14 +10,31 @@
 //! | parse | [`syntax`] | one file's text | [`ast::File`] | [`Diagnostics`] (`ignite::syntax`) |
 //! | lower + check | [`lower`] | the files' ASTs | [`ir::Program`] | [`Diagnostics`] (`ignite::lower`) |
 //! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] + [`usage::UsageTotals`] | [`runtime::RunError`] |
-//! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`tools::ToolError`] |
-//! | agents | [`llm`] | an agent and its inputs | the final text | [`llm::LlmError`] |
+//! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`failure::NodeError`] |
+//! | agents | [`llm`] | an agent and its inputs | the final text | [`failure::NodeError`] |
 //! | tests | [`testing`] | checked programs' `test` blocks | one result per test | [`testing::Failure`] |
 //! | serve | [`serve`] | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
 //! | command line | [`cli`] | arguments | exit code, printed reports | exit codes |
 //!
 //! [`compile`] runs the first three stages: reading and parsing report
 //! every file's errors, and lowering runs only when every file parsed.
+//!
+//! Imports run one way, down these floors (ground floor first; a module
+//! names only modules below it, which a unit test checks):
+//!
+//! | floor | modules |
+//! | --- | --- |
+//! | 1 | [`source`], [`value`] (the run-time value), [`shutdown`], [`telemetry`], [`backoff`] |
+//! | 2 | [`diagnostic`], [`ast`] |
+//! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), [`failure`] (the run's one failure type) |
+//! | 4 | [`load`], [`lower`], [`eval`], [`usage`], [`render`] |
+//! | 5 | [`tools`], [`trace`] |
+//! | 6 | [`effects`] |
+//! | 7 | [`llm`] |
+//! | 8 | [`runtime`] |
+//! | 9 | [`serve`], [`testing`] |
+//! | 10 | `restate` (feature `restate`) |
+//! | 11 | [`cli`] |
 
 pub mod ast;
 pub mod backoff;
@@ -25,6 +42,9 @@ pub mod cli;
 pub mod diagnostic;
 pub mod effects;
 pub mod eval;
+pub mod failure;
+#[cfg(test)]
+mod house;
 pub mod ir;
 pub mod llm;
 pub mod load;
@@ -42,6 +62,7 @@ pub mod testing;
 pub mod tools;
 pub mod trace;
 pub mod usage;
+pub mod value;
 
 use std::path::Path;
 

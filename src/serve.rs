@@ -203,6 +203,7 @@ impl Service {
                     "type": "object",
                     "properties": {
                         "code": {"type": "string"},
+                        "kind": {"type": "string"},
                         "message": {"type": "string"},
                         "path": {"type": "string"},
                         "cause": {"type": ["string", "null"]},
@@ -226,19 +227,19 @@ impl Service {
                 ),
                 Err(error) => error.to_string(),
             };
-            return failure(StatusCode::NOT_FOUND, "ignite::serve::unknown_contract", message);
+            return failure(StatusCode::NOT_FOUND, Code::ServeUnknownContract.as_str(), message);
         };
         let inputs = match parse_inputs(body) {
             Ok(inputs) => inputs,
             Err(message) => {
-                return failure(StatusCode::BAD_REQUEST, "ignite::serve::bad_body", message);
+                return failure(StatusCode::BAD_REQUEST, Code::ServeBadBody.as_str(), message);
             }
         };
         let deadline = tokio::time::Instant::now() + self.limits.timeout;
         let timed_out = || {
             failure(
                 StatusCode::GATEWAY_TIMEOUT,
-                "ignite::serve::timeout",
+                Code::RunDeadline.as_str(),
                 format!("the run did not finish within {:?} and was stopped", self.limits.timeout),
             )
         };
@@ -267,7 +268,7 @@ impl Service {
             Err(_) | Ok(Ok(Err(RunError::Deadline))) => timed_out(),
             Ok(Err(join)) => failure(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "ignite::serve::internal",
+                Code::ServeInternal.as_str(),
                 format!("the run stopped abnormally: {join}"),
             ),
             Ok(Ok(Ok(output))) => {
@@ -293,23 +294,16 @@ impl Service {
 pub(crate) fn run_error(program: &Program, error: &RunError) -> (StatusCode, Value) {
     let diagnostics =
         error.diagnostics().map_or(Value::Array(Vec::new()), |d| d.to_json(&program.sources));
-    let (status, code) = match error {
-        RunError::Inputs { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunInput.as_str()),
-        RunError::Output { .. } => (StatusCode::UNPROCESSABLE_ENTITY, Code::RunOutput.as_str()),
-        RunError::Contract { .. } => (StatusCode::NOT_FOUND, "ignite::serve::unknown_contract"),
-        RunError::Deadline => (StatusCode::GATEWAY_TIMEOUT, "ignite::serve::timeout"),
-        RunError::Node { code: Code::GuardFailed, .. } => {
-            (StatusCode::UNPROCESSABLE_ENTITY, Code::GuardFailed.as_str())
-        }
-        RunError::Node { code, .. } => (StatusCode::INTERNAL_SERVER_ERROR, code.as_str()),
+    let status = match error {
+        RunError::Inputs { .. } | RunError::Output { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        RunError::Contract { .. } => StatusCode::NOT_FOUND,
+        RunError::Deadline => StatusCode::GATEWAY_TIMEOUT,
+        RunError::Node { code: Code::GuardFailed, .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        RunError::Node { .. } => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    let mut body = Map::new();
-    body.insert("code".into(), code.into());
-    body.insert("message".into(), error.to_string().into());
-    if let RunError::Node { path, cause, help, .. } = error {
-        body.insert("path".into(), path.clone().into());
-        body.insert("cause".into(), cause.clone().into());
-        body.insert("help".into(), help.clone().into());
+    let mut body = error.to_json();
+    if let RunError::Contract { .. } = error {
+        body.insert("code".into(), Code::ServeUnknownContract.as_str().into());
     }
     body.insert("diagnostics".into(), diagnostics);
     (status, json!({"error": body}))
@@ -383,7 +377,7 @@ fn failure(status: StatusCode, code: &str, message: String) -> Response {
 fn shutting_down() -> Response {
     failure(
         StatusCode::SERVICE_UNAVAILABLE,
-        "ignite::serve::shutting_down",
+        Code::ServeShuttingDown.as_str(),
         "the server is shutting down and takes no new runs".to_owned(),
     )
 }
@@ -422,11 +416,11 @@ async fn run_contract(
         Ok(body) => service.call(&name, &body, RunSpan::from_headers(&headers)).await,
         Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => failure(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "ignite::serve::too_large",
+            Code::ServeTooLarge.as_str(),
             format!("the body is larger than the limit of {} bytes", service.limits.max_body),
         ),
         Err(rejection) => {
-            failure(rejection.status(), "ignite::serve::bad_body", rejection.body_text())
+            failure(rejection.status(), Code::ServeBadBody.as_str(), rejection.body_text())
         }
     }
 }

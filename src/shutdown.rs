@@ -1,34 +1,21 @@
 //! Stopping a process cleanly (SIGINT, SIGTERM): no line half-written, no
 //! child left running.
 //!
-//! Batch lines are written inside [`whole`]; journals and recordings
-//! register an [`AtHalt`] hook (their files take no lock per line). [`halt`]
-//! waits for the writes in progress, blocks every later one, lets each
-//! hook finish its file, and kills the process group of every `exec`
-//! child still running (grandchildren too); no child starts after it. The caller then reports and exits: the
+//! Batch lines and the lines of journals and recordings are written inside
+//! [`whole`]. [`halt`] waits for the writes in progress, blocks every later
+//! one, and kills the process group of every `exec` child still running
+//! (grandchildren too); no child starts after it. The caller then reports and exits: the
 //! library installs no signal handler of its own (the CLI does, see
 //! `cli::signals`).
 
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, RwLock, RwLockWriteGuard, Weak};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockWriteGuard};
 
 static GATE: RwLock<()> = RwLock::new(());
 static HALTED: AtomicBool = AtomicBool::new(false);
-static HOOKS: Mutex<Vec<Weak<dyn AtHalt>>> = Mutex::new(Vec::new());
-
-/// A file that [`halt`] must finish itself: wait for its writes in
-/// progress, block every later one, leave the file whole.
-pub trait AtHalt: Send + Sync {
-    /// Called once by [`halt`]; the process exits soon after.
-    fn halt(&self);
-}
-
-/// Calls `hook` on [`halt`] while it is alive.
-pub fn at_halt(hook: Weak<dyn AtHalt>) {
-    let mut hooks = HOOKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    hooks.retain(|h| h.strong_count() > 0);
-    hooks.push(hook);
-}
+/// Process group ids of the `exec` children still running.
+static CHILDREN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// Runs `write` so that [`halt`] never cuts it in half.
 pub fn whole<T>(write: impl FnOnce() -> T) -> T {
@@ -50,9 +37,47 @@ pub fn halt() {
     let guard: RwLockWriteGuard<'static, ()> =
         GATE.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     std::mem::forget(guard);
-    let hooks = HOOKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    for hook in hooks.iter().filter_map(Weak::upgrade) {
-        hook.halt();
+    for pgid in children().drain(..) {
+        kill_group(pgid);
     }
-    crate::tools::kill_children();
 }
+
+/// Starts a child that leads its own process group (`start` spawns it and
+/// names the group), unless [`halt`] was called; [`halt`] kills the group
+/// until [`kill_child`] does.
+///
+/// # Errors
+/// ignite is stopping, or `start` failed.
+pub(crate) fn start_child<T>(
+    start: impl FnOnce() -> io::Result<(T, Option<i32>)>,
+) -> io::Result<(T, Option<i32>)> {
+    let mut live = children();
+    if halted() {
+        return Err(io::Error::other("ignite is stopping"));
+    }
+    let (child, pgid) = start()?;
+    live.extend(pgid);
+    Ok((child, pgid))
+}
+
+/// Kills the process group `pgid` of a child started by [`start_child`].
+pub(crate) fn kill_child(pgid: i32) {
+    children().retain(|&p| p != pgid);
+    kill_group(pgid);
+}
+
+fn children() -> MutexGuard<'static, Vec<i32>> {
+    CHILDREN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(unix)]
+fn kill_group(pgid: i32) {
+    // SAFETY: `killpg` only sends a signal; a group that is already gone
+    // makes it fail with ESRCH, which is fine.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pgid: i32) {}

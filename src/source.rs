@@ -126,6 +126,13 @@ impl Sources {
         &self[span.file].text[span.range()]
     }
 
+    /// The text a span covers, when its file is one of these (a program
+    /// built by hand may have none).
+    #[must_use]
+    pub fn try_slice(&self, span: Span) -> Option<&str> {
+        self.files.get(span.file.0 as usize)?.text.get(span.range())
+    }
+
     /// All files in the order they were added.
     pub fn iter(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
         self.files.iter().enumerate().map(|(i, f)| (FileId(i as u32), f))

@@ -20,7 +20,31 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::ir::Price;
-use crate::llm::Usage;
+
+/// Tokens used by one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Of the input, tokens written to the provider's prompt cache.
+    pub cache_write_tokens: u64,
+    /// Of the input, tokens read from the provider's prompt cache.
+    pub cache_read_tokens: u64,
+}
+
+impl Usage {
+    /// `, cache W write / R read` when part of the input went through the
+    /// provider's prompt cache, else nothing (the totals include it).
+    #[must_use]
+    pub fn cache_note(&self) -> String {
+        if self.cache_write_tokens + self.cache_read_tokens == 0 {
+            return String::new();
+        }
+        format!(", cache {} write / {} read", self.cache_write_tokens, self.cache_read_tokens)
+    }
+}
 
 /// One model call that answered.
 #[derive(Debug, Clone, Copy)]

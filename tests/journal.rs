@@ -95,8 +95,7 @@ fn journals(dir: &Path) -> Vec<PathBuf> {
         .map_or_else(|_| Vec::new(), |entries| entries.map(|e| e.unwrap().path()).collect())
 }
 
-/// The lines that ended (a running or killed journal ends in zeros: room
-/// allocated ahead).
+/// The lines that ended (not one cut short).
 fn lines(path: &Path) -> usize {
     std::fs::read(path).unwrap_or_default().iter().filter(|&&b| b == b'\n').count()
 }
@@ -128,8 +127,9 @@ async fn resume_after_sigkill_repeats_no_finished_effect() {
     child.wait().unwrap();
     let journal = journals(dir.path()).remove(0);
     let id = journal.file_stem().unwrap().to_string_lossy().into_owned();
-    // What the kill left: the three lines, then the room not used (zeros).
-    assert!(std::fs::read(&journal).unwrap().ends_with(&[0]));
+    // What the kill left: the three lines, whole, and nothing after them.
+    let left = std::fs::read(&journal).unwrap();
+    assert!(left.ends_with(b"\n") && !left.contains(&0) && lines(&journal) == 3);
     assert_eq!(requests_with(&server, "first marked").await, 1);
     assert_eq!(marks(dir.path()), 1);
 
@@ -311,6 +311,12 @@ fn batch_results_in_row_order_with_row_errors() {
     assert_eq!(lines[3]["error"]["code"], "ignite::run::input");
     assert_eq!(lines[4]["error"]["code"], "ignite::run::tool_failed");
     assert_eq!(lines[4]["error"]["node"], "Sleepy > slept");
+    assert_eq!(lines[4]["error"]["kind"], "failed");
+    assert_eq!(lines[4]["error"]["cause"], "ignite::tools::failed");
+    assert_eq!(
+        (&lines[2]["error"]["kind"], &lines[2]["error"]["cause"]),
+        (&json!("input"), &Value::Null)
+    );
     assert_eq!(lines[5]["outputs"], json!({"slept": 1}));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("batch: 6 rows run, 3 failed"), "{stderr}");

@@ -551,3 +551,46 @@ contract Interrupted {
     // race; either way is right.
     assert_eq!(got.one("execute_tool quick").parent_span_id, got.one("Interrupted > a").span_id);
 }
+
+/// A served run stopped at its deadline has one code everywhere: the 504
+/// body's and its run span's `error.type` (the span once said `no_contract`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_at_its_deadline_says_so_in_its_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = receiver().await;
+    std::fs::write(
+        dir.path().join("slow.ign"),
+        r#"
+tool Slow {
+  description "Waits"
+  exec "sleep" "30"
+}
+
+contract Wait {
+  compute done = Slow()
+  output done
+}
+"#,
+    )
+    .unwrap();
+    let mut child = ignite(dir.path(), &receiver)
+        .args(["serve", "slow.ign", "--port", "0", "--timeout", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (base, _stderr) = listening(child.stderr.take().unwrap());
+    let response =
+        reqwest::Client::new().post(format!("{base}/contracts/Wait")).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 504);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "ignite::run::deadline");
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    assert!(child.wait().unwrap().success());
+    let got = exported(&receiver).await;
+    let run = got.one("run Wait");
+    assert_eq!(run.status.clone().unwrap_or_default().code, StatusCode::Error as i32);
+    assert_eq!(text(&run.attributes, "error.type").unwrap(), "ignite::run::deadline");
+}

@@ -256,7 +256,13 @@ contract Buy {{
     let only_order = RunOptions { outputs: vec!["order".to_owned()], ..RunOptions::default() };
     let output = engine.run(contract, &inputs, &only_order).unwrap();
     assert_eq!(output.outputs["order"], "order 7 accepted");
-    let error = engine.run(contract, &inputs, &RunOptions::default()).unwrap_err().to_string();
+    let error = engine.run(contract, &inputs, &RunOptions::default()).unwrap_err();
+    assert_eq!(
+        error.cause().map(igniter::diagnostic::Code::as_str),
+        Some("ignite::tools::http_status")
+    );
+    assert_eq!(error.kind(), "http_status");
+    let error = error.to_string();
     assert!(
         error.contains("Buy > status") && error.contains("503") && error.contains("maintenance"),
         "{error}"
@@ -449,4 +455,93 @@ contract Steps {
     // Items start in order, one at a time: without fail-fast, 1 to 3
     // would run after 0 failed.
     assert!(ran.is_empty(), "items started after the failure: {ran:?}");
+}
+
+/// A failed tool call is recorded with its kind and replays as it failed;
+/// a recording written before failures had kinds (`{message, code,
+/// help}`) still replays, with its message and code, as kind `kept`.
+#[test]
+fn recorded_failures_replay_with_their_kind_and_old_ones_still_replay() {
+    use igniter::effects::{Effects, Recording, RunHeader};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let program = r#"
+tool Broken {
+  description "Always exits 3"
+  exec "sh" "-c" "exit 3"
+}
+
+contract Try {
+  compute r = try Broken()
+  output r
+}
+"#;
+    let engine = |effects: Effects| {
+        let compiled = igniter::compile_source("try.ign", program).program.unwrap();
+        Engine::new(compiled).with_effects(effects)
+    };
+    let run = |engine: Engine| {
+        let contract = engine.contract(None).unwrap();
+        let output = engine.run(contract, &Map::new(), &RunOptions::default()).unwrap();
+        engine.effects().finish().unwrap();
+        output.outputs["r"].clone()
+    };
+    let path = dir.path().join("try.jsonl");
+    let header = RunHeader { contract: None, inputs: Map::new() };
+    let recording = Recording::record(&path, header).unwrap();
+    let live = run(engine(Effects::live().with(Arc::new(recording))));
+    assert_eq!(live["kind"], "failed");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(line["failed"]["code"], "ignite::tools::failed");
+    assert_eq!(line["failed"]["kind"], "failed");
+    let replayed = run(engine(Effects::live().with(Arc::new(Recording::replay(&path).unwrap()))));
+    assert_eq!(replayed, live);
+
+    // The same line as an earlier version wrote it.
+    let mut old = line.clone();
+    old["failed"] = serde_json::json!({
+        "message": "`sh` exited with status 3 (no stderr)",
+        "code": "ignite::tools::failed",
+    });
+    let header = text.lines().next().unwrap();
+    std::fs::write(&path, format!("{header}\n{old}\n")).unwrap();
+    let replayed = run(engine(Effects::live().with(Arc::new(Recording::replay(&path).unwrap()))));
+    assert_eq!(replayed["error"], live["error"]);
+    assert_eq!(replayed["code"], "ignite::run::tool_failed");
+    assert_eq!(replayed["kind"], "kept");
+}
+
+/// A store that cannot keep a result fails the call with the store's code:
+/// here a cache whose folder is a regular file.
+#[test]
+fn a_cache_that_cannot_be_written_fails_the_call() {
+    use igniter::effects::{Cache, Effects};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-folder");
+    std::fs::write(&blocker, "a file").unwrap();
+    let program = r#"
+tool Greet {
+  description "Greets"
+  exec "sh" "-c" "cat > /dev/null; echo hi"
+  cache
+}
+
+contract Hello {
+  compute greeting = Greet()
+  output greeting
+}
+"#;
+    let compiled = igniter::compile_source("hello.ign", program).program.unwrap();
+    let engine =
+        Engine::new(compiled).with_effects(Effects::live().with(Arc::new(Cache::new(blocker))));
+    let contract = engine.contract(None).unwrap();
+    let error = engine.run(contract, &Map::new(), &RunOptions::default()).unwrap_err();
+    assert_eq!(
+        error.cause().map(igniter::diagnostic::Code::as_str),
+        Some("ignite::effects::store")
+    );
+    assert_eq!(error.kind(), "store");
+    assert!(error.to_string().contains("cannot write the cache"), "{error}");
 }

@@ -138,6 +138,7 @@ async fn failed_nodes_name_their_path() {
     assert_eq!(status, 422);
     assert_eq!(body["error"]["code"], "ignite::run::guard_failed");
     assert_eq!(body["error"]["path"], "Checkout > has_items");
+    assert_eq!((&body["error"]["kind"], &body["error"]["cause"]), (&json!("guard"), &Value::Null));
     assert_eq!(body["error"]["diagnostics"][0]["file"], PRICING);
 
     let (status, body) = server.post("PriceContract", json!({})).await;
@@ -199,7 +200,7 @@ async fn runs_past_the_time_limit_are_504_and_stopped() {
     let server = Server::start(&[SLOW, "--timeout", "1", "--max-runs", "1"]);
     let (status, body) = server.post("Slow", json!({"seconds": 60})).await;
     assert_eq!(status, 504);
-    assert_eq!(body["error"]["code"], "ignite::serve::timeout");
+    assert_eq!(body["error"]["code"], "ignite::run::deadline");
     // The run was stopped, so its one turn is free at once: the next
     // request runs (were the first still going, it would wait and be 504).
     let (status, body) = server.post("Slow", json!({"seconds": 0})).await;

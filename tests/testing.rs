@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use insta_cmd::get_cargo_bin;
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn ignite() -> Command {
@@ -172,7 +172,7 @@ fn junit_report_is_xml() {
     assert!(output.status.success(), "not XML:\n{stdout}");
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
-        "testsuites 18 13 18 13\nexpect price == 85\n"
+        "testsuites 20 15 20 15\nexpect price == 85\n"
     );
 }
 
@@ -244,5 +244,107 @@ async fn record_writes_a_cassette_that_replays_offline() {
             "ok   {}: a line about tea\n1 passed, 0 failed\n",
             dir.path().join("blurb.ign").display()
         )
+    );
+}
+
+/// A fake OpenAI server that answers each topic of `record/shared.ign`
+/// once.
+async fn drinks_server() -> MockServer {
+    let server = MockServer::start().await;
+    for (topic, line) in
+        [("tea", "Green tea wakes you gently."), ("coffee", "Strong coffee hums at dawn.")]
+    {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(body_string_contains(format!("about {topic}")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": "gpt-4o-mini",
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": line},
+                    "finish_reason": "stop"
+                }],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}
+            })))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    server
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tests_sharing_a_cassette_record_both_then_replay_offline() {
+    // At once (two jobs: one writer of the file, not two) and one after
+    // the other (the second must not start the file afresh).
+    for jobs in ["2", "1"] {
+        let server = drinks_server().await;
+        let dir = sandbox(&[("record/shared.ign", "shared.ign")]);
+        // Not recorded yet: the hint records the whole file (a `--filter`
+        // would leave the other test out of it).
+        let (code, stdout, _) = run(ignite().arg("test").arg(dir.path()));
+        let hint = format!(
+            "record it with `ignite test {} --record`",
+            dir.path().join("shared.ign").display()
+        );
+        assert_eq!((code, stdout.matches(&hint).count()), (1, 2), "{stdout}");
+        let (code, stdout, stderr) = run(ignite()
+            .arg("test")
+            .arg(dir.path())
+            .args(["--record", "--jobs", jobs])
+            .env("OPENAI_BASE_URL", format!("{}/v1", server.uri()))
+            .env("OPENAI_API_KEY", "sk-test"));
+        assert_eq!(code, 0, "--jobs {jobs}: {stdout}{stderr}");
+        server.verify().await;
+        drop(server);
+        let cassette = std::fs::read_to_string(dir.path().join("cassettes/drinks.json")).unwrap();
+        assert!(cassette.contains("Green tea wakes you gently."), "{cassette}");
+        assert!(cassette.contains("Strong coffee hums at dawn."), "{cassette}");
+        // The header is the first test's, whichever ran first.
+        let header: Value = serde_json::from_str(cassette.lines().next().unwrap()).unwrap();
+        assert_eq!(header["inputs"], json!({"topic": "tea"}), "{cassette}");
+        let (code, stdout, stderr) = run(ignite().arg("test").arg(dir.path()));
+        assert_eq!(code, 0, "--jobs {jobs}: {stdout}{stderr}");
+        assert!(stdout.ends_with("2 passed, 0 failed\n"), "{stdout}");
+    }
+}
+
+#[test]
+fn tests_whose_snapshots_would_share_a_file_are_refused() {
+    // Before `check` refused them, `price: A1` and `price, A1` both wrote
+    // `__snapshots__/snapshot_clash.price__A1.snap`, each over the other.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("snapshot_clash.ign");
+    std::fs::copy("tests/corpus/err/snapshot_clash.ign", &file).unwrap();
+    let (code, stdout, stderr) = run(ignite().arg("test").arg(&file).arg("--update"));
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("tests `price: A1` and `price, A1` would share one snapshot file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("tests `price: A1` and `Price? a1` would share"), "{stderr}");
+    assert!(!dir.path().join("__snapshots__").exists(), "a snapshot was written");
+    // Renamed apart, each test writes its own file.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let renamed = text
+        .replace("\"price, A1\"", "\"price and calls, A1\"")
+        .replace("\"Price? a1\"", "\"price again, a1\"");
+    std::fs::write(&file, renamed).unwrap();
+    let (code, stdout, stderr) = run(ignite().arg("test").arg(&file).arg("--update"));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let mut written: Vec<String> = std::fs::read_dir(dir.path().join("__snapshots__"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert_eq!(
+        written,
+        [
+            "snapshot_clash.price__A1.snap",
+            "snapshot_clash.price_again__a1.snap",
+            "snapshot_clash.price_and_calls__A1.snap"
+        ]
     );
 }

@@ -4,7 +4,7 @@
 //! A row is a non-blank line of ROWS (a file or `-` for stdin), numbered by
 //! its line number from 1. Each result is one line of RESULTS (stdout when
 //! there is no `--out`): `{"row": N, "outputs": {...}}` or `{"row": N,
-//! "error": {"code", "message", "node"}}`. Rows whose number RESULTS
+//! "error": {"code", "kind", "message", "node", "cause"}}`. Rows whose number RESULTS
 //! already holds are skipped, so running the same command again resumes; a
 //! line a kill cut short is removed first. A progress bar (rows, failures,
 //! rate, ETA, tokens, cost) is drawn on stderr when it is a terminal; the
@@ -43,14 +43,14 @@ pub(super) fn run(
     let (done, mut sink) = match out.map(open_results).transpose() {
         Ok(Some((done, file))) => (done, Sink::File(file)),
         Ok(None) => (Done::default(), Sink::Stdout),
-        Err(message) => return super::run::usage(&message),
+        Err(message) => return super::usage(&message),
     };
     let reader: Box<dyn BufRead + Send> = if rows == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         match File::open(rows) {
             Ok(file) => Box::new(BufReader::new(file)),
-            Err(e) => return super::run::usage(&format!("cannot read rows `{rows}`: {e}")),
+            Err(e) => return super::usage(&format!("cannot read rows `{rows}`: {e}")),
         }
     };
     let total = if rows == "-" { None } else { count_rows(rows) };
@@ -83,7 +83,7 @@ pub(super) fn run(
         bar.finish_and_clear();
     }
     if let Some(message) = write_error {
-        return super::run::usage(&message);
+        return super::usage(&message);
     }
     let skipped = match done.len() {
         0 => String::new(),

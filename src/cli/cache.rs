@@ -41,7 +41,7 @@ impl CacheArgs {
         };
         match done {
             Ok(text) => super::emit(&text, ExitCode::SUCCESS),
-            Err(message) => super::run::usage(&message),
+            Err(message) => super::usage(&message),
         }
     }
 }

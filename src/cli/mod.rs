@@ -142,6 +142,12 @@ pub fn run(cli: Cli) -> ExitCode {
 /// went away (`ignite run … | head`) is not an error: what is left is
 /// dropped quietly, as Unix tools do. Any other failure (a full disk
 /// behind a redirection) is reported and gives exit code 2, so output is
+/// Prints `message` as an error; exit code 2.
+fn usage(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
 /// never lost in silence.
 fn emit(text: &str, code: ExitCode) -> ExitCode {
     write_stdout(code, |out| out.write_all(text.as_bytes()))

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{GlobalArgs, WIDTH};
+use super::{GlobalArgs, WIDTH, usage};
 use crate::effects::{Cache, Effects, Recording, RunHeader};
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::trace::Trace;
@@ -270,12 +270,6 @@ fn input_value(ty: Option<&crate::ir::Type>, raw: String) -> Value {
         return Value::String(raw);
     }
     serde_json::from_str(&raw).unwrap_or(Value::String(raw))
-}
-
-/// Prints `message` as an error; exit code 2.
-pub(super) fn usage(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
 }
 
 /// Prints the outputs or the error; the exit code.

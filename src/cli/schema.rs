@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::builder::PossibleValuesParser;
 
 use super::GlobalArgs;
-use crate::llm::ProviderKind;
+use crate::ir::ProviderKind;
 use crate::tools::{Registry, ToolView, Toolbox};
 
 /// Arguments of `ignite schema`.

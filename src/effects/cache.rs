@@ -3,9 +3,10 @@
 //! `.ignite/cache` by default.
 //!
 //! The key is the SHA-256 of everything that shapes a result: the effect's
-//! kind and name, the implementation (`definition`) and the request — for a
-//! tool its arguments, for an agent its provider chain, models, prompts,
-//! settings, tools' schemas and inputs. Only successes are stored. An entry
+//! kind and name, its definition (see `definition.rs`: the declaration, its
+//! resolved types, the bytes of an `exec` tool's scripts, an agent's tools)
+//! and the request — for a tool its arguments, for an agent its provider
+//! chain, models, rendered prompts and tools' schemas. Only successes are stored. An entry
 //! older than the declaration's duration is a miss (and is overwritten).
 //!
 //! cacache writes content to a temporary file and renames it, and appends
@@ -22,7 +23,7 @@ use serde_json::{Value, json};
 use super::{Effect, EffectStore, Lookup, Outcome};
 
 /// Bumped when the key layout changes, so old entries stop matching.
-const KEY_VERSION: u32 = 1;
+const KEY_VERSION: u32 = 2;
 
 /// A cache folder, with this process's hit and miss counts.
 #[derive(Debug)]
@@ -84,15 +85,15 @@ impl Cache {
             .map_err(|e| format!("cannot clear the cache `{}`: {e}", dir.display()))
     }
 
-    fn key(effect: &Effect<'_>, definition: &str) -> String {
+    fn key(effect: &Effect<'_>) -> String {
         let material = json!({
             "v": KEY_VERSION,
             "kind": effect.kind,
             "name": effect.name,
-            "definition": definition,
+            "definition": effect.definition,
             "request": effect.request,
         });
-        cacache::Integrity::from(material.to_string()).to_hex().1
+        super::definition::digest(material.to_string().as_bytes())
     }
 }
 
@@ -103,7 +104,7 @@ impl EffectStore for Cache {
 
     fn lookup(&self, effect: &Effect<'_>) -> Lookup {
         let Some(policy) = effect.cache else { return Lookup::Miss };
-        let key = Self::key(effect, policy.definition);
+        let key = Self::key(effect);
         let found = cacache::metadata_sync(&self.dir, &key).ok().flatten().filter(|entry| {
             policy.ttl.is_none_or(|ttl| {
                 let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
@@ -126,8 +127,8 @@ impl EffectStore for Cache {
     }
 
     fn record(&self, effect: &Effect<'_>, outcome: &Outcome) -> Result<(), String> {
-        let (Some(policy), Outcome::Value(value)) = (effect.cache, outcome) else { return Ok(()) };
-        let key = Self::key(effect, policy.definition);
+        let (Some(_), Outcome::Value(value)) = (effect.cache, outcome) else { return Ok(()) };
+        let key = Self::key(effect);
         let text = value.to_string();
         let write = || -> cacache::Result<()> {
             let mut writer =

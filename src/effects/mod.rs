@@ -11,13 +11,25 @@
 //! | none (live) | nothing | nothing |
 //! | [`Recording`] for `--record FILE` | nothing | tool calls, model exchanges |
 //! | [`Recording`] for `--replay FILE` | tool calls, model exchanges; a miss refuses | nothing |
-//! | [`Recording`] for `--journal` / `--resume ID` | the successful entries of the journal | tool calls, model exchanges |
+//! | [`Recording`] for `--journal` / `--resume ID` | the successful entries of the journal with the same definition | tool calls, model exchanges |
 //! | [`Cache`] | tools and agents declared `cache` | their successes |
 //! //!
 //! Stores are asked in order; the first hit wins and the work is not done.
 //! A store that refuses (a replay that has no such call) fails the effect.
 //! After live work every store records the outcome. A test runner's mocks
 //! are further [`EffectStore`]s, not new code paths.
+//!
+//! A call of a pure `returns` tool is a computation, not an effect: it
+//! skips the stores and the journal (nothing records or answers it) unless
+//! the tool is declared `cache` or a store answers such calls (a test's
+//! mocks, [`EffectStore::answers_pure`]).
+//!
+//! One boundary: a value a store answered gets the check a live one gets
+//! ([`crate::ir::Type::admit`] against the declared `result`), so a stored
+//! value that does not fit fails exactly as the live one would; an
+//! effect's [`Effect::definition`] (a digest of what defines it, see
+//! `definition.rs`) is part of its cache key and journal entry, so an
+//! edited tool or agent is not answered from them.
 //!
 //! A durable [`Journal`] (Restate, for `ignite serve --restate`) replaces
 //! all of that: each tool call and model exchange becomes one journaled
@@ -40,8 +52,11 @@
 
 mod activity;
 mod cache;
+pub(crate) mod definition;
 mod lines;
 mod recording;
+#[cfg(test)]
+mod tests;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -55,6 +70,8 @@ use serde_json::Value;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
 
+use crate::diagnostic::Code;
+use crate::failure::NodeError;
 use crate::telemetry::{self, Span};
 use crate::trace::Trace;
 
@@ -112,8 +129,14 @@ pub struct Effect<'a> {
     /// Everything that shapes the result: a tool's arguments, a model
     /// request's body, an agent's prompts and settings.
     pub request: &'a Value,
+    /// What defines the effect beyond its request, as a digest (see
+    /// `definition.rs`): part of its cache key and of its journal entry,
+    /// so an edited tool or agent is not answered from them. `None` for a
+    /// model request (its body is its definition), and when no store is
+    /// asked.
+    pub definition: Option<&'a str>,
     /// How the result may be cached: `None` unless the declaration says `cache`.
-    pub cache: Option<CachePolicy<'a>>,
+    pub cache: Option<CachePolicy>,
     /// The live work as data, for a durable journal's step; `None` when
     /// there is no journal (and for whole agents, which are no steps).
     pub work: Option<&'a Work>,
@@ -149,11 +172,9 @@ pub enum Work {
 
 /// A declaration's `cache` setting.
 #[derive(Debug, Clone, Copy)]
-pub struct CachePolicy<'a> {
+pub struct CachePolicy {
     /// How long a result stays valid; `None` for ever.
     pub ttl: Option<Duration>,
-    /// What does the work, beyond the request: a tool's implementation.
-    pub definition: &'a str,
 }
 
 /// What an effect produced, in the form stores keep.
@@ -162,7 +183,8 @@ pub struct CachePolicy<'a> {
 pub enum Outcome {
     /// A result: a tool's value, a 2xx model response, an agent's answer.
     Value(Value),
-    /// A failure: a tool's error message, a non-2xx model response.
+    /// A failure: a tool's [`NodeError`] ([`NodeError::to_stored`]), a
+    /// non-2xx model response.
     /// Replayed, never cached, not reused by `--resume`.
     Failed(Value),
 }
@@ -198,6 +220,12 @@ pub trait EffectStore: Send + Sync {
     /// True when this store answers every effect itself (a replay): no key
     /// or network is needed, and nobody waits before a retry.
     fn offline(&self) -> bool {
+        false
+    }
+
+    /// True when the store may answer a call of a pure `returns` tool (a
+    /// test's mocks): only then do those calls go through the stores.
+    fn answers_pure(&self) -> bool {
         false
     }
 
@@ -250,6 +278,20 @@ pub enum EffectError<L> {
     Journal(String),
 }
 
+impl EffectError<NodeError> {
+    /// The failure as the run's one failure type; `attempts`: how many
+    /// times a durable journal did the work.
+    #[must_use]
+    pub fn into_node_error(self, attempts: u32) -> NodeError {
+        match self {
+            EffectError::Live(error) => error,
+            EffectError::Refused(hint) => NodeError::Replay { agent: None, provider: None, hint },
+            EffectError::Store(message) => NodeError::Store { message },
+            EffectError::Journal(message) => NodeError::Journal { message, attempts },
+        }
+    }
+}
+
 /// The stores of a run, in lookup order, and its durable journal if any;
 /// cheap to clone.
 #[derive(Clone, Default)]
@@ -300,6 +342,18 @@ impl Effects {
     #[must_use]
     pub fn journaled(&self) -> bool {
         self.journal.is_some()
+    }
+
+    /// True when there is a store to ask: effects need their definitions.
+    #[must_use]
+    pub fn stored(&self) -> bool {
+        !self.stores.is_empty()
+    }
+
+    /// True when a store may answer calls of pure `returns` tools (mocks).
+    #[must_use]
+    pub fn answers_pure(&self) -> bool {
+        self.stores.iter().any(|s| s.answers_pure())
     }
 
     /// True when a store answers everything (a replay).
@@ -472,18 +526,19 @@ impl Scope {
         span: &Span,
         live: impl Future<Output = Result<Outcome, L>> + Send,
     ) -> Result<Outcome, EffectError<L>> {
-        self.perform_retried(effect, span, 0, live).await
+        self.perform_retried(effect, span, 0, live).await.map(|(outcome, _)| outcome)
     }
 
     /// [`Scope::perform`] where a journal may run `live` again `retries`
-    /// times after it fails.
+    /// times after it fails; also true when a store (or the durable
+    /// journal) answered instead of live work.
     async fn perform_retried<L>(
         &self,
         effect: &Effect<'_>,
         span: &Span,
         retries: u32,
         live: impl Future<Output = Result<Outcome, L>> + Send,
-    ) -> Result<Outcome, EffectError<L>> {
+    ) -> Result<(Outcome, bool), EffectError<L>> {
         let started = Instant::now();
         let result = self.effects.perform(effect, retries, live).await;
         if span.is_recording() {
@@ -495,9 +550,9 @@ impl Scope {
                         span.fail(&telemetry::failure_type(failure));
                     }
                 }
-                Err(EffectError::Refused(_)) => span.fail("ignite::effects::replay"),
-                Err(EffectError::Store(_)) => span.fail("ignite::effects::store"),
-                Err(EffectError::Journal(_)) => span.fail("ignite::effects::journal"),
+                Err(EffectError::Refused(_)) => span.fail(Code::EffectReplay.as_str()),
+                Err(EffectError::Store(_)) => span.fail(Code::EffectStore.as_str()),
+                Err(EffectError::Journal(_)) => span.fail(Code::EffectJournal.as_str()),
                 Err(EffectError::Live(_)) => {}
             }
         }
@@ -506,7 +561,7 @@ impl Scope {
             let status = if stored.is_some() { "hit" } else { "miss" };
             trace.record(&self.path, "cache", status, started, effect.name.to_owned());
         }
-        Ok(outcome)
+        Ok((outcome, stored.is_some()))
     }
 
     /// Calls `tool` of `program` with `args` through the stores, in an
@@ -523,7 +578,7 @@ impl Scope {
         program: &crate::ir::Program,
         tool: crate::ir::ToolId,
         args: Value,
-    ) -> Result<Value, CallError> {
+    ) -> Result<Value, NodeError> {
         let declared = &program[tool];
         let span = self.span.child(
             SpanKind::Internal,
@@ -543,10 +598,50 @@ impl Scope {
                 attributes
             },
         );
-        // A tool's declaration (and the folder it runs in) is its implementation.
-        let definition = declared.cache.map(|_| {
-            format!("{}\n{}", declared.dir.display(), program.sources.slice(declared.span))
-        });
+        // A pure `returns` tool is a computation, not an effect: no store
+        // or journal keeps or answers it, unless it is cached or a test's
+        // mocks may answer it.
+        let pure = matches!(declared.implementation, crate::ir::Implementation::Returns(_))
+            && declared.cache.is_none()
+            && !self.effects.answers_pure();
+        let result = if pure {
+            let outcome = tool_work(toolbox, program, tool, args, false).await;
+            span.set(|| vec![KeyValue::new("ignite.effect.source", "live")]);
+            if let Ok(Outcome::Failed(failure)) = &outcome {
+                span.fail(&telemetry::failure_type(failure));
+            }
+            outcome.map_err(EffectError::Live)
+        } else {
+            self.effect_call(key, &span, toolbox, program, tool, args).await
+        };
+        match &result {
+            Ok(Outcome::Value(value)) if telemetry::capture_content() => {
+                span.set(|| vec![telemetry::json_attribute("gen_ai.tool.call.result", value)]);
+            }
+            Err(EffectError::Live(error)) => span.fail(error.code().as_str()),
+            _ => {}
+        }
+        span.end(None);
+        match result {
+            Ok(Outcome::Value(value)) => Ok(value),
+            Ok(Outcome::Failed(failure)) => Err(NodeError::from_stored(failure)),
+            Err(error) => Err(error.into_node_error(declared.retries + 1)),
+        }
+    }
+
+    /// A call of `tool` as an effect: through the stores (or the journal),
+    /// a stored value checked as the toolbox checks a live one.
+    async fn effect_call(
+        &self,
+        key: &EffectKey,
+        span: &Span,
+        toolbox: &crate::tools::Toolbox,
+        program: &crate::ir::Program,
+        tool: crate::ir::ToolId,
+        args: Value,
+    ) -> Result<Outcome, EffectError<NodeError>> {
+        let declared = &program[tool];
+        let definition = self.effects.stored().then(|| definition::tool(program, tool));
         let journaled = self.effects.journaled();
         let work = journaled.then(|| Work::Tool {
             tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
@@ -558,43 +653,24 @@ impl Scope {
             name: &declared.tool_name,
             route: "",
             request: &args,
-            cache: declared
-                .cache
-                .zip(definition.as_deref())
-                .map(|(ttl, definition)| CachePolicy { ttl, definition }),
+            definition: definition.as_deref(),
+            cache: declared.cache.map(|ttl| CachePolicy { ttl }),
             work: work.as_ref(),
         };
         let live = tool_work(toolbox, program, tool, args.clone(), false);
-        let result = self.perform_retried(&effect, &span, declared.retries, live).await;
-        match &result {
-            Ok(Outcome::Value(value)) if telemetry::capture_content() => {
-                span.set(|| vec![telemetry::json_attribute("gen_ai.tool.call.result", value)]);
+        match self.perform_retried(&effect, span, declared.retries, live).await {
+            // A stored value gets the check a live one got in the toolbox.
+            Ok((Outcome::Value(mut value), true)) => {
+                match crate::tools::admit_result(declared, &mut value) {
+                    Ok(()) => Ok(Outcome::Value(value)),
+                    Err(error) => {
+                        let failure = error.to_stored();
+                        span.fail(&telemetry::failure_type(&failure));
+                        Ok(Outcome::Failed(failure))
+                    }
+                }
             }
-            Err(EffectError::Live(error)) => {
-                span.fail(error.code.as_deref().unwrap_or("ignite::tools::failed"));
-            }
-            _ => {}
-        }
-        span.end(None);
-        match result {
-            Ok(Outcome::Value(value)) => Ok(value),
-            Ok(Outcome::Failed(failure)) => Err(CallError::from_value(failure)),
-            Err(EffectError::Live(error)) => Err(error),
-            Err(EffectError::Journal(message)) => Err(CallError {
-                message,
-                code: Some("ignite::effects::journal".to_owned()),
-                help: Some(format!("the call failed {} time(s)", declared.retries + 1)),
-            }),
-            Err(EffectError::Refused(hint)) => Err(CallError {
-                message: format!("no recorded call matches: {hint}"),
-                code: Some("ignite::effects::replay".to_owned()),
-                help: Some("record the run again with `--record`".to_owned()),
-            }),
-            Err(EffectError::Store(why)) => Err(CallError {
-                message: why,
-                code: Some("ignite::effects::store".to_owned()),
-                help: None,
-            }),
+            other => other.map(|(outcome, _)| outcome),
         }
     }
 }
@@ -613,66 +689,12 @@ pub(crate) async fn tool_work(
     tool: crate::ir::ToolId,
     args: Value,
     journaled: bool,
-) -> Result<Outcome, CallError> {
+) -> Result<Outcome, NodeError> {
     let declared = &program[tool];
     let http = matches!(declared.implementation, crate::ir::Implementation::Http { .. });
     match toolbox.call_with(program, tool, args, !journaled).await {
         Ok(value) => Ok(Outcome::Value(value)),
-        Err(e) if journaled && declared.retries > 0 && e.retryable(http) => Err(CallError::of(&e)),
-        Err(e) => Ok(Outcome::Failed(CallError::of(&e).to_value())),
-    }
-}
-
-/// A failed call as stores keep it: the error's message, code and help.
-#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
-#[error("{message}")]
-pub struct CallError {
-    /// What went wrong.
-    pub message: String,
-    /// The error's diagnostic code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
-    /// How to fix it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub help: Option<String>,
-}
-
-impl CallError {
-    /// The message, code and help of `error`.
-    pub fn of<E: miette::Diagnostic + ?Sized>(error: &E) -> Self {
-        Self {
-            message: error.to_string(),
-            code: error.code().map(|c| c.to_string()),
-            help: error.help().map(|h| h.to_string()),
-        }
-    }
-
-    fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_else(|_| Value::String(self.message.clone()))
-    }
-
-    /// A kept failure: an object with `message`, or any other value as the message.
-    fn from_value(value: Value) -> Self {
-        match serde_json::from_value(value.clone()) {
-            Ok(error) => error,
-            Err(_) => Self {
-                message: match value {
-                    Value::String(text) => text,
-                    other => other.to_string(),
-                },
-                code: None,
-                help: None,
-            },
-        }
-    }
-}
-
-impl miette::Diagnostic for CallError {
-    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
-        self.code.as_ref().map(|c| Box::new(c) as Box<dyn std::fmt::Display>)
-    }
-
-    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
-        self.help.as_ref().map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+        Err(e) if journaled && declared.retries > 0 && e.retryable(http) => Err(e),
+        Err(e) => Ok(Outcome::Failed(e.to_stored())),
     }
 }

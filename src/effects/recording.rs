@@ -13,8 +13,8 @@
 //!  "failed": {"message": "`./save.sh` exited with status 1 (no stderr)", "code": "ignite::tools::failed"}}
 //! ```
 //!
-//! A line is appended (into the file's memory map, see [`LineFile`]) as
-//! soon as its effect completes, so a killed run leaves every finished
+//! A line is appended (one `write`, see [`LineFile`]) as soon as its
+//! effect completes, so a killed run leaves every finished
 //! effect in the file; what a kill cut short is ignored when the file is
 //! read (and removed before a resumed run appends). `--record` sorts the
 //! file by key when the run ends, so a recording is stable under
@@ -22,16 +22,19 @@
 //!
 //! Matching: an effect is answered by an unused entry of the same kind,
 //! name, URL path and request (the one with the same key first); each
-//! entry answers once. A replay refuses what it cannot answer and names
-//! the first field that differs from the closest entry; a resumed journal
-//! runs it live. A resumed journal reuses successes only: failures run
-//! again.
+//! entry answers once. A journal's tool lines also keep the tool's
+//! definition (`"definition"`: a digest of its declaration, types and
+//! scripts, see `definition.rs`), and only the same definition matches:
+//! `--resume` runs an edited tool again. A replay refuses what it cannot
+//! answer and names the first field that differs from the closest entry; a
+//! resumed journal runs it live. A resumed journal reuses successes only:
+//! failures run again.
 
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -70,6 +73,10 @@ struct Entry<'a> {
     #[serde(default, skip_serializing_if = "str::is_empty")]
     route: Cow<'a, str>,
     request: Cow<'a, Value>,
+    /// A journal's: the effect's definition, so that `--resume` runs an
+    /// edited tool again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    definition: Option<Cow<'a, str>>,
     #[serde(flatten)]
     outcome: Cow<'a, Outcome>,
 }
@@ -91,7 +98,7 @@ pub struct Recording {
     /// False when no effect can be answered from the file (a recording, a
     /// new journal): lookups take no lock.
     answers: bool,
-    file: Option<Arc<LineFile>>,
+    file: Option<LineFile>,
 }
 
 impl Recording {
@@ -143,8 +150,7 @@ impl Recording {
             ));
         }
         let file = File::options()
-            .read(true)
-            .write(true)
+            .append(true)
             .open(&path)
             .map_err(|e| format!("cannot append to `{}`: {e}", path.display()))?;
         // Before anything is read or changed: another process may be
@@ -172,7 +178,7 @@ impl Recording {
         mode: Mode,
         header: RunHeader,
         entries: Vec<Entry<'static>>,
-        file: Option<Arc<LineFile>>,
+        file: Option<LineFile>,
     ) -> Self {
         Self {
             path: path.to_owned(),
@@ -211,7 +217,13 @@ impl EffectStore for Recording {
         let same_call = |e: &Entry| {
             e.kind == effect.kind && e.name == effect.name && url_path(&e.route) == route
         };
-        let matches = |e: &Entry| same_call(e) && *e.request == *effect.request;
+        // A journal's entry answers only the same definition; a replay
+        // reproduces what was recorded, whatever the program says now (its
+        // values are checked against the declared types like live ones).
+        let same_definition =
+            |e: &Entry| self.mode != Mode::Journal || e.definition.as_deref() == effect.definition;
+        let matches =
+            |e: &Entry| same_call(e) && *e.request == *effect.request && same_definition(e);
         let found = unused
             .iter()
             .position(|s| s.as_ref().is_some_and(|e| matches(e) && *e.key == *effect.key))
@@ -244,6 +256,7 @@ impl EffectStore for Recording {
             name: Cow::Borrowed(effect.name),
             route: Cow::Borrowed(effect.route),
             request: Cow::Borrowed(effect.request),
+            definition: effect.definition.filter(|_| self.mode == Mode::Journal).map(Cow::Borrowed),
             outcome: Cow::Borrowed(outcome),
         })
     }
@@ -260,12 +273,9 @@ impl EffectStore for Recording {
         self.mode == Mode::Replay
     }
 
-    /// The file is cut to the lines written; a recording is then rewritten
-    /// sorted by key (then request), through a temporary file, so it reads
-    /// the same however the run was scheduled.
+    /// A recording is rewritten sorted by key (then request), through a
+    /// temporary file, so it reads the same however the run was scheduled.
     fn finish(&self) -> Result<(), String> {
-        let Some(file) = &self.file else { return Ok(()) };
-        file.trim()?;
         if self.mode != Mode::Record {
             return Ok(());
         }
@@ -287,13 +297,11 @@ fn journal_path(dir: &Path, id: &str) -> PathBuf {
 }
 
 /// Creates `path` with its header line.
-fn create(path: &Path, header: &RunHeader) -> Result<Arc<LineFile>, String> {
+fn create(path: &Path, header: &RunHeader) -> Result<LineFile, String> {
     // Not truncated here: `LineFile::open` empties it once it holds it.
     let file = File::options()
-        .read(true)
-        .write(true)
+        .append(true)
         .create(true)
-        .truncate(false)
         .open(path)
         .map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
     let file = LineFile::open(path, file, 0)?;
@@ -302,18 +310,14 @@ fn create(path: &Path, header: &RunHeader) -> Result<Arc<LineFile>, String> {
 }
 
 /// `path` now holds `bytes`: written to a temporary file, then renamed.
-/// Returns the new file, open for reading and writing and held
-/// ([`exclusive`]) from before it had its name.
+/// Returns the new file, open for appending and held ([`exclusive`]) from
+/// before it had its name.
 fn replace(path: &Path, bytes: &[u8]) -> Result<File, String> {
     let temp = path.with_extension("jsonl.tmp");
-    let mut file = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)
-        .map_err(|e| write_error(path, &e))?;
+    let mut file =
+        File::options().append(true).create(true).open(&temp).map_err(|e| write_error(path, &e))?;
     exclusive(&file, path)?;
+    file.set_len(0).map_err(|e| write_error(path, &e))?;
     file.write_all(bytes).map_err(|e| write_error(path, &e))?;
     std::fs::rename(&temp, path).map_err(|e| write_error(path, &e))?;
     Ok(file)
@@ -439,6 +443,7 @@ mod tests {
             name: "Step",
             route: "",
             request: &request,
+            definition: None,
             cache: None,
             work: None,
         };
@@ -459,14 +464,14 @@ mod tests {
         let (journal, _) = Recording::journal(dir.path(), RunHeader::default()).expect("journal");
         call(&journal, 0, true);
         call(&journal, 1, true);
-        // SIGKILL: the file is not trimmed, and a third line was half
-        // written when it came. (The killed process's lock went with it:
-        // its file is read here, and resumed under another run ID.)
+        // SIGKILL: a third line was half written when it came. (The
+        // killed process's lock went with it: its file is read here, and
+        // resumed under another run ID.)
         let mut bytes = std::fs::read(journal.path()).expect("read");
         std::mem::forget(journal);
-        let end = bytes.iter().rposition(|&b| b == b'\n').expect("lines") + 1;
-        assert!(bytes.len() > end + 100 && bytes[end..].iter().all(|&b| b == 0));
-        bytes[end..end + 12].copy_from_slice(br#"{"key":{"nod"#);
+        let end = bytes.len();
+        assert_eq!(bytes.last(), Some(&b'\n'));
+        bytes.extend_from_slice(br#"{"key":{"nod"#);
         let id = "killed";
         let path = journal_path(dir.path(), id);
         std::fs::write(&path, &bytes).expect("written");

@@ -3,8 +3,38 @@
 //! Argument counts are checked by the compiler; values are checked here
 //! and every failure says which function got what.
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
 use super::{Fields, Num, Val, describe, equal, push_display};
 use crate::ir::Function;
+
+/// Most distinct `matches` patterns kept compiled; when full, the cache
+/// starts again (patterns from the data may all differ).
+const PATTERNS_KEPT: usize = 256;
+
+/// The compiled `matches` patterns, by text: a pattern is compiled once,
+/// not once per call (a `for` over 50,000 items compiled it 50,000 times).
+static PATTERNS: LazyLock<Mutex<HashMap<String, Arc<regex::Regex>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The compiled regular expression `pattern` of `matches`, shared (a clone
+/// of a `Regex` would start with empty matching caches, which costs nearly
+/// what compiling does). The lock is held only to look it up or store it;
+/// matching runs outside it.
+fn compiled(pattern: &str) -> Result<Arc<regex::Regex>, String> {
+    let cached = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner).get(pattern).cloned();
+    if let Some(regex) = cached {
+        return Ok(regex);
+    }
+    let regex = Arc::new(crate::ir::pattern(pattern)?);
+    let mut patterns = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner);
+    if patterns.len() >= PATTERNS_KEPT {
+        patterns.clear();
+    }
+    patterns.insert(pattern.to_owned(), Arc::clone(&regex));
+    Ok(regex)
+}
 
 /// Calls `function` with `args` (their count already checked).
 pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
@@ -105,8 +135,7 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             .into(),
         Function::Matches => {
             let (s, p) = (text(0)?, text(1)?);
-            let regex =
-                crate::ir::pattern(p).map_err(|e| format!("`matches`: bad pattern: {e}"))?;
+            let regex = compiled(p).map_err(|e| format!("`matches`: bad pattern: {e}"))?;
             Val::Bool(regex.is_match(s))
         }
         Function::Env => {
@@ -121,7 +150,7 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             tried(name, arg(0))?
                 .filter_map(|(_, result)| match result {
                     Tried::Ok(value) => Some(value.clone()),
-                    Tried::Failed(..) => None,
+                    Tried::Failed { .. } => None,
                 })
                 .collect(),
         ),
@@ -129,10 +158,11 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             tried(name, arg(0))?
                 .filter_map(|(index, result)| match result {
                     Tried::Ok(_) => None,
-                    Tried::Failed(error, code) => Some(Val::object(Fields::from([
+                    Tried::Failed { error, code, kind } => Some(Val::object(Fields::from([
                         ("index".to_owned(), count(index)),
                         ("error".to_owned(), error.clone()),
                         ("code".to_owned(), code.clone()),
+                        ("kind".to_owned(), kind.clone()),
                     ]))),
                 })
                 .collect(),
@@ -141,10 +171,10 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
     Ok(result)
 }
 
-/// One result of `try`: `{ok: true, value}` or `{ok: false, error, code}`.
+/// One result of `try`: `{ok: true, value}` or `{ok: false, error, code, kind}`.
 enum Tried<'v> {
     Ok(&'v Val),
-    Failed(&'v Val, &'v Val),
+    Failed { error: &'v Val, code: &'v Val, kind: &'v Val },
 }
 
 /// The results of `try` in an array, with their indexes; anything else
@@ -159,7 +189,8 @@ fn tried<'v>(
         let result = match (item.get("ok"), item.get("value"), item.get("error")) {
             (Some(Val::Bool(true)), Some(value), _) => Tried::Ok(value),
             (Some(Val::Bool(false)), _, Some(error)) => {
-                Tried::Failed(error, item.get("code").unwrap_or(&Val::Null))
+                let field = |name| item.get(name).unwrap_or(&Val::Null);
+                Tried::Failed { error, code: field("code"), kind: field("kind") }
             }
             _ => {
                 return Err(format!(

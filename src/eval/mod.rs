@@ -17,7 +17,6 @@
 
 mod functions;
 mod number;
-mod value;
 
 use std::sync::Arc;
 
@@ -27,8 +26,8 @@ use crate::ir::{BinaryOp, Expr, ExprKind, Part, UnaryOp};
 pub use crate::ir::{Json, describe};
 use crate::source::Span;
 
+pub use crate::value::{Fields, Val};
 pub use number::Num;
-pub use value::{Fields, Val};
 
 /// Where variables get their values.
 pub trait Scope {

@@ -1,8 +1,8 @@
 //! Resolved expressions: names are slots, functions are [`Function`]s.
 
 pub use crate::ast::{BinaryOp, UnaryOp};
-use crate::eval::Val;
 use crate::source::Span;
+use crate::value::Val;
 
 /// A resolved expression with its source span (runtime errors point at it).
 #[derive(Debug, Clone, PartialEq)]

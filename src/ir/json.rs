@@ -1,11 +1,14 @@
 //! [`Json`]: what type checks, defaults and messages need of a value, so
 //! that they work alike on JSON (`serde_json::Value`: inputs, tool and
 //! agent results, literals) and on the runtime's shared values
-//! (`eval::Val`), without converting one into the other.
+//! (`value::Val`), without converting one into the other.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
+
+use crate::value::Val;
 
 /// A JSON-shaped value.
 pub trait Json: serde::Serialize + fmt::Display + Sized {
@@ -27,6 +30,10 @@ pub trait Json: serde::Serialize + fmt::Display + Sized {
     fn field_mut(&mut self, name: &str) -> Option<&mut Self>;
     /// Sets the field `name` of an object to `value` (no-op otherwise).
     fn set_field(&mut self, name: &str, value: &Value);
+    /// The number, when the value is one.
+    fn number(&self) -> Option<&serde_json::Number>;
+    /// The integer `i` as a value.
+    fn integer(i: i64) -> Self;
 }
 
 impl Json for Value {
@@ -62,6 +69,32 @@ impl Json for Value {
         if let Some(map) = self.as_object_mut() {
             map.insert(name.to_owned(), value.clone());
         }
+    }
+
+    fn number(&self) -> Option<&serde_json::Number> {
+        match self {
+            Value::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn integer(i: i64) -> Self {
+        Value::from(i)
+    }
+}
+
+/// The whole number a float stands for: `5.0` is the integer 5 (the one
+/// rule for numbers at every check). Floats beyond ±9e15, where not every
+/// integer is a float, stay floats.
+#[must_use]
+pub(super) fn integral(number: &serde_json::Number) -> Option<i64> {
+    if number.is_i64() || number.is_u64() {
+        return number.as_i64();
+    }
+    match number.as_f64() {
+        #[allow(clippy::cast_possible_truncation)]
+        Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Some(f as i64),
+        _ => None,
     }
 }
 
@@ -116,6 +149,59 @@ impl std::io::Write for Clipped {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+impl Json for Val {
+    fn kind(&self) -> &'static str {
+        Val::kind(self)
+    }
+
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+
+    fn items(&self) -> Option<&[Self]> {
+        self.as_array()
+    }
+
+    fn field(&self, name: &str) -> Option<&Self> {
+        self.get(name)
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.as_object().into_iter().flat_map(|fields| fields.keys().map(String::as_str))
+    }
+
+    fn items_mut(&mut self) -> Option<&mut [Self]> {
+        match self {
+            Val::Array(items) => Some(Arc::make_mut(items).as_mut_slice()),
+            _ => None,
+        }
+    }
+
+    fn field_mut(&mut self, name: &str) -> Option<&mut Self> {
+        match self {
+            Val::Object(fields) => Arc::make_mut(fields).get_mut(name),
+            _ => None,
+        }
+    }
+
+    fn set_field(&mut self, name: &str, value: &Value) {
+        if let Val::Object(fields) = self {
+            Arc::make_mut(fields).insert(name.to_owned(), value.into());
+        }
+    }
+
+    fn number(&self) -> Option<&serde_json::Number> {
+        match self {
+            Val::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn integer(i: i64) -> Self {
+        Val::int(i)
     }
 }
 

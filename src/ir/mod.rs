@@ -12,6 +12,7 @@ mod expr;
 mod graph;
 mod ids;
 mod json;
+mod provider_kind;
 mod test_block;
 mod types;
 
@@ -26,8 +27,10 @@ pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp, pattern};
 pub use graph::{Deps, Graph};
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
 pub use json::{Json, describe, value_kind};
-pub use test_block::{Mock, MockAnswer, Snapshot, Test};
-pub use types::{Enum, Record, Type, TypeKind, fill_fields};
+pub use provider_kind::ProviderKind;
+pub use test_block::{Mock, MockAnswer, Snapshot, Test, slug};
+pub(crate) use types::closest;
+pub use types::{Enum, Record, Type, TypeKind, field_problems, fill_fields};
 
 use crate::source::{Sources, Span};
 
@@ -213,9 +216,6 @@ pub struct Agent {
     /// The declaration.
     pub span: Span,
 }
-
-/// A wire protocol: a row of the provider table (`llm/providers.rs`).
-pub use crate::llm::ProviderKind;
 
 /// One provider of an agent's chain.
 #[derive(Debug, Clone, PartialEq)]

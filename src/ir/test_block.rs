@@ -7,6 +7,17 @@ use std::path::PathBuf;
 use super::{ContractId, Expr, ToolId};
 use crate::source::{FileId, Span};
 
+/// Test `name` as part of a file name (its snapshot's): every character
+/// other than ASCII letters, digits, `-` and `_` becomes `_`, so names are
+/// portable. Two tests of one file whose names give the same text, ignoring
+/// case, are an error (`ignite::lower::snapshot_clash`).
+#[must_use]
+pub fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect()
+}
+
 /// A `test "name" { ... }` block.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Test {

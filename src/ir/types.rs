@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::Param;
-use super::json::{Json, describe};
+use super::json::{Json, describe, integral};
 use crate::source::Span;
 
 /// A declared type: `string`, `array<integer>?`, `Product`, ...
@@ -103,7 +103,8 @@ impl Type {
         Self::new(TypeKind::Any)
     }
 
-    /// True when `value` is of this type (integers count as floats).
+    /// True when `value` is of this type (integers count as floats, and a
+    /// float with no fraction, `5.0`, as an integer).
     #[must_use]
     pub fn accepts<V: Json>(&self, value: &V) -> bool {
         let mut problems = Vec::new();
@@ -120,6 +121,19 @@ impl Type {
         problems
     }
 
+    /// The one check of every value that enters a run against its declared
+    /// type (an input, a tool's or an agent's result, from live work or a
+    /// store): [`Type::conform`], then every problem, each naming where in
+    /// the value (`result.items[2].priority`); `what` names the whole value.
+    ///
+    /// # Errors
+    /// Every way `value` does not fit.
+    pub fn admit<V: Json>(&self, value: &mut V, what: &str) -> Result<(), Vec<String>> {
+        self.conform(value);
+        let problems = self.problems(value, what);
+        if problems.is_empty() { Ok(()) } else { Err(problems) }
+    }
+
     /// Pushes the problems of `value` at `path`; stops at the first
     /// unless `all`.
     fn check<V: Json>(&self, value: &V, path: &str, out: &mut Vec<String>, all: bool) {
@@ -131,6 +145,7 @@ impl Type {
             | (TypeKind::Float, "integer" | "float")
             | (TypeKind::Boolean, "boolean")
             | (TypeKind::Object, "object") => true,
+            (TypeKind::Integer, "float") => value.number().and_then(integral).is_some(),
             (TypeKind::Array(item), "array") => {
                 if let (Some(item), Some(items)) = (item, value.items()) {
                     for (i, v) in items.iter().enumerate() {
@@ -154,7 +169,7 @@ impl Type {
                 true
             }
             (TypeKind::Record(record), "object") => {
-                check_record(record, value, path, out, all);
+                check_fields(&record.fields, &record.name, value, path, out, all);
                 true
             }
             _ => false,
@@ -164,19 +179,24 @@ impl Type {
         }
     }
 
-    /// Fills defaults into `value` where it is a record (at any depth):
-    /// an absent field, or a `null` one that is not nullable, takes its
-    /// default. OpenAI's strict mode sends `null` for "absent". A value
-    /// that lacks no default is left untouched (a shared one is not copied).
-    pub fn fill_defaults<V: Json>(&self, value: &mut V) {
+    /// Brings `value` to the form of this type before it is checked (at
+    /// any depth): in a record, an absent field, or a `null` one that is
+    /// not nullable, takes its default (OpenAI's strict mode sends `null`
+    /// for "absent"); where an integer is declared, a float with no
+    /// fraction (`5.0`) becomes that integer. A value that needs neither is
+    /// left untouched (a shared one is not copied).
+    pub fn conform<V: Json>(&self, value: &mut V) {
         if self.lacks_defaults(value) {
             self.fill_lacking(value);
         }
     }
 
-    /// True when [`Type::fill_defaults`] would change `value`.
+    /// True when [`Type::conform`] would change `value`.
     fn lacks_defaults<V: Json>(&self, value: &V) -> bool {
         match &self.kind {
+            TypeKind::Integer => {
+                value.kind() == "float" && value.number().and_then(integral).is_some()
+            }
             TypeKind::Record(record) if value.kind() == "object" => {
                 record.fields.iter().any(|field| match value.field(&field.name) {
                     v if absent(v) && !field.ty.nullable => field.default.is_some(),
@@ -191,13 +211,18 @@ impl Type {
         }
     }
 
-    /// [`Type::fill_defaults`] of a value that lacks a default.
+    /// [`Type::conform`] of a value that needs it.
     fn fill_lacking<V: Json>(&self, value: &mut V) {
         match &self.kind {
+            TypeKind::Integer => {
+                if let Some(i) = value.number().and_then(integral) {
+                    *value = V::integer(i);
+                }
+            }
             TypeKind::Record(record) => fill_fields(&record.fields, value),
             TypeKind::Array(Some(item)) => {
                 for v in value.items_mut().into_iter().flatten() {
-                    item.fill_defaults(v);
+                    item.conform(v);
                 }
             }
             _ => {}
@@ -228,7 +253,7 @@ impl Type {
     }
 }
 
-/// [`Type::fill_defaults`] over the fields (or params) of an object.
+/// [`Type::conform`] over the fields (or params) of an object.
 pub fn fill_fields<V: Json>(fields: &[Param], object: &mut V) {
     for field in fields {
         let value = object.field(&field.name);
@@ -244,20 +269,41 @@ pub fn fill_fields<V: Json>(fields: &[Param], object: &mut V) {
     }
 }
 
+/// The declared name closest to the unknown `name`, when one is close.
+pub(crate) fn closest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    names
+        .map(|n| (strsim::jaro_winkler(name, n), n))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n)
+}
+
 /// A field that is missing or `null`.
 fn absent<V: Json>(value: Option<&V>) -> bool {
     value.is_none_or(|v| v.kind() == "null")
 }
 
-fn check_record<V: Json>(
-    record: &Record,
+/// Every way the object `object` does not fit `fields` (a tool's params),
+/// after [`fill_fields`]; `owner` names what declares them (a tool).
+#[must_use]
+pub fn field_problems<V: Json>(fields: &[Param], owner: &str, object: &V) -> Vec<String> {
+    let mut problems = Vec::new();
+    check_fields(fields, owner, object, "", &mut problems, true);
+    problems
+}
+
+/// The problems of the fields of `object` at `path`, declared by `owner`
+/// (a record's name).
+fn check_fields<V: Json>(
+    fields: &[Param],
+    owner: &str,
     object: &V,
     path: &str,
     out: &mut Vec<String>,
     all: bool,
 ) {
     let at = |name: &str| if path.is_empty() { name.to_owned() } else { format!("{path}.{name}") };
-    for field in &record.fields {
+    for field in fields {
         match object.field(&field.name) {
             Some(v) => field.ty.check(v, &at(&field.name), out, all),
             None if field.required() => {
@@ -270,8 +316,10 @@ fn check_record<V: Json>(
         }
     }
     for key in object.keys() {
-        if record.field(key).is_none() {
-            out.push(format!("`{}`: unknown field of `{}`", at(key), record.name));
+        if !fields.iter().any(|f| f.name == key) {
+            let hint = closest(key, fields.iter().map(|f| f.name.as_str()))
+                .map_or_else(String::new, |name| format!(" (did you mean `{name}`?)"));
+            out.push(format!("`{}`: unknown field of `{owner}`{hint}", at(key)));
             if !all {
                 return;
             }

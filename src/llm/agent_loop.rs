@@ -22,7 +22,7 @@
 //! asked for with each provider's native mechanism): an answer that does not
 //! fit goes back with the problems, as a user message, up to
 //! `result_retries` times (not counted as tool turns), then fails with
-//! [`LlmError::BadResult`].
+//! [`LlmError::BadAnswer`].
 //!
 //! A provider (or malformed-reply) error moves the rest of the conversation
 //! to the next link of the fallback chain; other errors end the run.
@@ -117,12 +117,12 @@ impl Run<'_> {
                     return Err(LlmError::Empty { agent, provider, model });
                 }
                 let Some(structured) = &structured else { return Ok(Value::String(reply.text)) };
-                let problems = match structured.read(&reply.text, self.toolbox, &agent) {
+                let problems = match structured.read(&reply.text) {
                     Ok(value) => return Ok(value),
                     Err(problems) => problems,
                 };
                 if repairs >= self.agent.result_retries {
-                    return Err(LlmError::BadResult {
+                    return Err(LlmError::BadAnswer {
                         agent,
                         ty: structured.schema.name.clone(),
                         attempts: repairs + 1,

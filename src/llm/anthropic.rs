@@ -16,12 +16,13 @@
 
 use serde_json::{Map, Value, json};
 
-use super::message::{Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, Usage, count};
-use super::providers::Server;
+use super::message::{
+    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, Usage, count,
+};
 use crate::tools::ToolView;
 
 /// The kind's name in `.ign`.
-pub const NAME: &str = "anthropic";
+pub const NAME: &str = crate::ir::ProviderKind::ANTHROPIC.name();
 
 /// `max_tokens` sent when the agent sets none (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;

@@ -22,13 +22,12 @@
 use serde_json::{Map, Value, json};
 
 use super::message::{
-    Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage,
+    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage,
 };
-use super::providers::Server;
 use crate::tools::ToolView;
 
 /// The kind's name in `.ign`.
-pub const NAME: &str = "gemini";
+pub const NAME: &str = crate::ir::ProviderKind::GEMINI.name();
 
 /// A tool as a function declaration: `{name, description, parametersJsonSchema}`.
 #[must_use]

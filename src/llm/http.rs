@@ -13,7 +13,6 @@
 
 use std::time::{Duration, Instant};
 
-use miette::Diagnostic as _;
 use serde_json::{Value, json};
 
 use super::client::{BoxFuture, CallContext, ModelClient};
@@ -114,7 +113,7 @@ impl HttpModel {
             let sent = self.send(&body, &url, cx, &span).await;
             // Every way out of this attempt ends its span.
             let (status, message, retryable, retry_after) = match sent.inspect_err(|e| {
-                span.end(e.code().map(|c| c.to_string()).as_deref());
+                span.end(Some(e.code().as_str()));
             })? {
                 Outcome::Response { status, text, live, .. } if (200..300).contains(&status) => {
                     return match wire::parse_reply(self.endpoint.kind, &text) {
@@ -204,6 +203,7 @@ impl HttpModel {
             name: &endpoint.label,
             route: url,
             request: body,
+            definition: None,
             cache: None,
             work: work.as_ref(),
         };
@@ -222,12 +222,12 @@ impl HttpModel {
             Err(EffectError::Live(Unkept::Error(error))) => return Err(error),
             Err(EffectError::Refused(hint)) => {
                 return Err(LlmError::Replay {
-                    agent: cx.agent.to_owned(),
-                    provider: endpoint.label.clone(),
+                    agent: Some(cx.agent.to_owned()),
+                    provider: Some(endpoint.label.clone()),
                     hint,
                 });
             }
-            Err(EffectError::Store(message)) => return Err(LlmError::Recording { message }),
+            Err(EffectError::Store(message)) => return Err(LlmError::Store { message }),
         };
         span.set(|| telemetry::response_attributes(&response["response"]));
         let status = response["status"].as_u64().and_then(|s| u16::try_from(s).ok()).unwrap_or(0);

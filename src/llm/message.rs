@@ -8,6 +8,18 @@
 use serde_json::Value;
 
 use crate::tools::ToolView;
+pub use crate::usage::Usage;
+
+/// Who a request goes to: the kind's official endpoint (the default base
+/// URL) or a compatible server at another base URL. A wire format may
+/// differ between them (OpenAI: `max_completion_tokens` vs `max_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// The default base URL.
+    Official,
+    /// Any other base URL.
+    Compatible,
+}
 
 /// One turn of a conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,19 +140,7 @@ pub enum StopReason {
     Other(String),
 }
 
-/// Tokens used by one model call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// Prompt tokens, cached ones included.
-    pub input_tokens: u64,
-    /// Generated tokens.
-    pub output_tokens: u64,
-    /// Of the input, tokens written to the provider's prompt cache.
-    pub cache_write_tokens: u64,
-    /// Of the input, tokens read from the provider's prompt cache.
-    pub cache_read_tokens: u64,
-}
-
+/// The wire's counters: a provider's usage object read into [`Usage`].
 impl Usage {
     /// Reads two counters of `object`, missing ones as zero.
     pub(crate) fn from_fields(object: Option<&Value>, input: &str, output: &str) -> Self {
@@ -149,16 +149,6 @@ impl Usage {
             output_tokens: count(object, output),
             ..Self::default()
         }
-    }
-
-    /// `, cache W write / R read` when part of the input went through the
-    /// provider's prompt cache, else nothing (the totals include it).
-    #[must_use]
-    pub fn cache_note(&self) -> String {
-        if self.cache_write_tokens + self.cache_read_tokens == 0 {
-            return String::new();
-        }
-        format!(", cache {} write / {} read", self.cache_write_tokens, self.cache_read_tokens)
     }
 }
 

@@ -52,15 +52,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use miette::Diagnostic as _;
 use serde_json::{Map, Value, json};
 
 pub use client::{BoxFuture, CallContext, ModelClient};
 pub use error::LlmError;
 pub use message::{
-    Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage,
+    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage,
 };
-pub use providers::{Auth, KeyVar, PROVIDERS, ProviderKind, ProviderSpec, Server};
+pub use providers::{Auth, KeyVar, PROVIDERS, ProviderSpec};
 pub use retry::{Backoff, parse_retry_after, retryable_status};
 pub use settings::{DEFAULT_RETRIES, DEFAULT_TIMEOUT};
 pub use structured::ResultSchema;
@@ -186,13 +185,15 @@ impl Llm {
             .collect();
         let request = json!({"chain": links, "system": system, "prompt": prompt, "tools": tools});
         let key = scope.next_key();
+        let definition = crate::effects::definition::agent(program, id, toolbox);
         let effect = Effect {
             key: &key,
             kind: EffectKind::Agent,
             name: &agent.name,
             route: "",
             request: &request,
-            cache: Some(CachePolicy { ttl, definition: program.sources.slice(agent.span) }),
+            definition: Some(&definition),
+            cache: Some(CachePolicy { ttl }),
             work: None,
         };
         let cx = CallContext { agent: &agent.name, path: scope.path(), trace, scope };
@@ -212,21 +213,29 @@ impl Llm {
         );
         let result: Result<_, EffectError<LlmError>> = scope.perform(&effect, &span, live).await;
         let failure = match &result {
-            Err(EffectError::Live(error)) => error.code().map(|c| c.to_string()),
+            Err(EffectError::Live(error)) => Some(error.code().as_str()),
             _ => None,
         };
-        span.end(failure.as_deref());
+        span.end(failure);
         match result {
-            Ok(Outcome::Value(answer)) => Ok(answer),
-            Ok(Outcome::Failed(other)) => Err(LlmError::Recording {
+            // A stored answer gets the check a live one got in the loop.
+            Ok(Outcome::Value(mut answer)) => match &agent.result {
+                Some(ty) => match ty.admit(&mut answer, "result") {
+                    Ok(()) => Ok(answer),
+                    Err(problems) => Err(LlmError::BadAnswer {
+                        agent: agent.name.clone(),
+                        ty: structured::Structured::new(ty).schema.name,
+                        attempts: 1,
+                        problems,
+                        excerpt: structured::excerpt(&answer.to_string()),
+                    }),
+                },
+                None => Ok(answer),
+            },
+            Ok(Outcome::Failed(other)) => Err(LlmError::Store {
                 message: format!("the cache holds no answer of agent `{}`: {other}", agent.name),
             }),
-            Err(EffectError::Live(error)) => Err(error),
-            Err(
-                EffectError::Refused(message)
-                | EffectError::Store(message)
-                | EffectError::Journal(message),
-            ) => Err(LlmError::Recording { message }),
+            Err(error) => Err(error.into_node_error(1)),
         }
     }
 

@@ -9,13 +9,14 @@
 
 use serde_json::{Map, Value, json};
 
-use super::message::{Echo, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage};
+use super::message::{
+    Echo, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage,
+};
 use super::openai::chat_messages;
-use super::providers::Server;
 use crate::tools::ToolView;
 
 /// The kind's name in `.ign`.
-pub const NAME: &str = "ollama";
+pub const NAME: &str = crate::ir::ProviderKind::OLLAMA.name();
 
 /// A tool as a `tools` entry, in the OpenAI function shape, its parameters
 /// cut to the keys Ollama's tool model defines: `type`, `required`,

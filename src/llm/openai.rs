@@ -12,13 +12,12 @@
 use serde_json::{Map, Value, json};
 
 use super::message::{
-    Echo, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult, Usage, count,
+    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage, count,
 };
-use super::providers::Server;
 use crate::tools::{ToolView, strict_schema};
 
 /// The kind's name in `.ign`.
-pub const NAME: &str = "openai";
+pub const NAME: &str = crate::ir::ProviderKind::OPENAI.name();
 
 /// A tool as a `tools` entry: `{type: "function", function: {name, description,
 /// parameters, strict}}`, the parameters written for strict mode

@@ -14,12 +14,11 @@
 //! belongs in the wire module's `request_body`, reading a field of
 //! [`ModelRequest`].
 
-use std::fmt;
-
 use serde_json::Value;
 
-use super::message::{ModelReply, ModelRequest};
+use super::message::{ModelReply, ModelRequest, Server};
 use super::{anthropic, gemini, ollama, openai};
+use crate::ir::ProviderKind;
 use crate::tools::ToolView;
 
 /// How an API key travels.
@@ -38,17 +37,6 @@ pub struct KeyVar {
     pub var: &'static str,
     /// How its value is sent.
     pub auth: Auth,
-}
-
-/// Who a request goes to: the kind's official endpoint (the default base
-/// URL) or a compatible server at another base URL. A wire format may
-/// differ between them (OpenAI: `max_completion_tokens` vs `max_tokens`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Server {
-    /// The default base URL.
-    Official,
-    /// Any other base URL.
-    Compatible,
 }
 
 /// One provider kind: a row of [`PROVIDERS`].
@@ -79,8 +67,8 @@ pub struct ProviderSpec {
     pub parse_reply: fn(&Value) -> Result<ModelReply, String>,
 }
 
-/// Every provider kind, in the order `.ign` help text lists them.
-pub static PROVIDERS: &[ProviderSpec] = &[
+/// What every provider kind does, one row per [`ProviderKind`] in its order.
+pub static PROVIDERS: [ProviderSpec; ProviderKind::COUNT] = [
     ProviderSpec {
         name: anthropic::NAME,
         keys: &[
@@ -141,64 +129,12 @@ pub static PROVIDERS: &[ProviderSpec] = &[
     },
 ];
 
-/// A provider kind: a handle on its row of [`PROVIDERS`].
-#[derive(Clone, Copy)]
-pub struct ProviderKind(&'static ProviderSpec);
-
+/// What a kind does: its row of [`PROVIDERS`].
 impl ProviderKind {
-    /// The kind called `name` in `.ign`.
-    #[must_use]
-    pub fn named(name: &str) -> Option<Self> {
-        PROVIDERS.iter().find(|s| s.name == name).map(ProviderKind)
-    }
-
-    /// Every kind, in table order.
-    pub fn all() -> impl Iterator<Item = ProviderKind> {
-        PROVIDERS.iter().map(ProviderKind)
-    }
-
-    /// Every kind's name, in table order.
-    #[must_use]
-    pub fn names() -> Vec<&'static str> {
-        PROVIDERS.iter().map(|s| s.name).collect()
-    }
-
-    /// The first row: what lowering records after an unknown kind was reported.
-    #[must_use]
-    pub fn first() -> Self {
-        ProviderKind(&PROVIDERS[0])
-    }
-
-    /// The kind's name in `.ign`.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        self.0.name
-    }
-
     /// The kind's row.
     #[must_use]
     pub fn spec(self) -> &'static ProviderSpec {
-        self.0
-    }
-}
-
-impl PartialEq for ProviderKind {
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self.0, other.0)
-    }
-}
-
-impl Eq for ProviderKind {}
-
-impl fmt::Debug for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.name)
-    }
-}
-
-impl fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.name)
+        &PROVIDERS[self.index()]
     }
 }
 
@@ -207,13 +143,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_unique_and_found() {
-        let names = ProviderKind::names();
-        for name in &names {
-            assert_eq!(ProviderKind::named(name).map(ProviderKind::name), Some(*name));
-            assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name}");
+    fn every_kind_has_its_own_row() {
+        for kind in ProviderKind::all() {
+            assert_eq!(kind.spec().name, kind.name());
         }
-        assert!(ProviderKind::named("script").is_none());
     }
 
     #[test]

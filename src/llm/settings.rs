@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use super::error::LlmError;
 use super::limits::{Limiter, Limiters};
-use super::providers::{Auth, ProviderKind, Server};
+use super::message::Server;
+use super::providers::Auth;
+use crate::ir::ProviderKind;
 use crate::ir::{Agent, Price, Program, ProviderChoice};
 
 /// Request time limit when the provider declares none.

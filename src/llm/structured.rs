@@ -10,14 +10,15 @@
 //! turns [`ResultSchema`] into its provider's native request field.
 //!
 //! The reply is read tolerantly (surrounding whitespace and a Markdown code
-//! fence are dropped), field defaults are filled in (`null` for a field
-//! with a default means the default), and the value is validated with the
-//! `jsonschema` crate against the same schema the model was given.
+//! fence are dropped), then admitted by the one check every value entering
+//! a run gets ([`Type::admit`]): field defaults are filled in (`null` for
+//! a field with a default means the default), `5.0` for an integer is 5,
+//! and every problem names its field (`result.stars`).
 
 use serde_json::{Value, json};
 
 use crate::ir::{Type, TypeKind};
-use crate::tools::{Toolbox, type_schema};
+use crate::tools::type_schema;
 
 /// What a model is asked for: a name and the JSON Schema of the answer
 /// (always an object), in the plain shape of `tools::type_schema`.
@@ -61,29 +62,13 @@ impl<'a> Structured<'a> {
     }
 
     /// The value of a reply's text, or every problem with it.
-    pub(crate) fn read(
-        &self,
-        text: &str,
-        toolbox: &Toolbox,
-        agent: &str,
-    ) -> Result<Value, Vec<String>> {
+    pub(crate) fn read(&self, text: &str) -> Result<Value, Vec<String>> {
         let json = strip_fence(text);
-        let mut answer: Value =
+        let answer: Value =
             serde_json::from_str(json).map_err(|e| vec![format!("the reply is not JSON ({e})")])?;
-        match (&mut answer, self.wrapped) {
-            (Value::Object(map), true) => {
-                if let Some(value) = map.get_mut("value") {
-                    self.ty.fill_defaults(value);
-                }
-            }
-            (value, false) => self.ty.fill_defaults(value),
-            _ => {}
-        }
-        toolbox.validate_value(&format!("result of {agent}"), &self.schema.schema, &answer)?;
-        Ok(match answer {
-            Value::Object(mut map) if self.wrapped => map.remove("value").unwrap_or(Value::Null),
-            other => other,
-        })
+        let mut value = if self.wrapped { unwrap(answer)? } else { answer };
+        self.ty.admit(&mut value, "result")?;
+        Ok(value)
     }
 
     /// The user message asking for another attempt.
@@ -97,6 +82,19 @@ impl<'a> Structured<'a> {
         }
         text.push_str("Reply again with only the corrected JSON.");
         text
+    }
+}
+
+/// The `value` of a wrapped answer, `{"value": T}`.
+fn unwrap(answer: Value) -> Result<Value, Vec<String>> {
+    match answer {
+        Value::Object(mut map) if map.len() == 1 && map.contains_key("value") => {
+            Ok(map.remove("value").unwrap_or(Value::Null))
+        }
+        other => Err(vec![format!(
+            "expected an object with the one field `value`, got {}",
+            crate::ir::describe(&other)
+        )]),
     }
 }
 

@@ -5,8 +5,9 @@
 
 use serde_json::Value;
 
+use super::message::Server;
 use super::message::{ModelReply, ModelRequest};
-use super::providers::{ProviderKind, Server};
+use crate::ir::ProviderKind;
 
 /// The request body `kind` expects for `request`, sent to `server`.
 #[must_use]

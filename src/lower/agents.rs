@@ -138,7 +138,7 @@ impl Lowerer<'_> {
                 "add `prompt \"...{input}...\"`; only an agent with exactly one input may omit it",
             ),
         );
-        ir::Expr { kind: ExprKind::Literal(crate::eval::Val::Null), span: agent.name.span }
+        ir::Expr { kind: ExprKind::Literal(crate::value::Val::Null), span: agent.name.span }
     }
 
     /// One provider of the chain: a kind, `script "file"` or a declaration.

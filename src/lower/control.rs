@@ -93,7 +93,7 @@ impl Lowerer<'_> {
     ) -> Body {
         let null = || {
             Body::Pure(ir::Expr {
-                kind: ir::ExprKind::Literal(crate::eval::Val::Null),
+                kind: ir::ExprKind::Literal(crate::value::Val::Null),
                 span: expr.span,
             })
         };
@@ -142,7 +142,7 @@ impl Lowerer<'_> {
     /// declared with another type.
     fn check_iterable(&mut self, written: &ast::Expr, items: &ir::Expr) {
         let found = match &items.kind {
-            ir::ExprKind::Literal(crate::eval::Val::Array(_)) => return,
+            ir::ExprKind::Literal(crate::value::Val::Array(_)) => return,
             ir::ExprKind::Literal(value) => format!("{} `{}`", a_kind(value), show(value)),
             ir::ExprKind::Object(_) => "an object".to_owned(),
             ir::ExprKind::Interpolate(_) => "a string".to_owned(),

@@ -17,9 +17,9 @@ use super::names::Decl;
 use super::suggest::{did_you_mean, list, with_article};
 use crate::ast::{self, ExprKind, StringPart};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::eval::Val;
 use crate::ir::{self, Function, Part};
 use crate::source::Span;
+use crate::value::Val;
 
 /// The names an expression may read: nodes of a contract, params of a
 /// tool or inputs of an agent, each with its variable number; inside a
@@ -292,12 +292,47 @@ impl Lowerer<'_> {
     /// regular expression; other patterns are checked when they run.
     fn check_pattern(&mut self, args: &[ast::Arg]) {
         let Some(arg) = args.get(1) else { return };
+        self.check_literal_interpolations(&arg.value, "a `matches` pattern");
         let Some(text) = arg.value.as_plain_string() else { return };
         if let Err(reason) = ir::pattern(&text) {
             self.push(
                 Diagnostic::error(Code::BadPattern, arg.value.span, "invalid regular expression")
                     .label(reason)
                     .help("the syntax is the `regex` crate's; write `\\\\.` for a literal dot"),
+            );
+        }
+    }
+
+    /// Warns about each interpolation of a literal in the string `expr`
+    /// (`what`: "a `matches` pattern", "a description"): `"\\d{4}"` is
+    /// `\d` and `4`, not the repetition `{4}` its writer meant.
+    pub(super) fn check_literal_interpolations(&mut self, expr: &ast::Expr, what: &str) {
+        let ExprKind::String(parts) = &expr.kind else { return };
+        for part in parts {
+            let ast::StringPart::Expr(inner) = part else { continue };
+            let text = match &inner.kind {
+                ExprKind::Integer(n) => n.to_string(),
+                ExprKind::Float(x) => x.to_string(),
+                ExprKind::Bool(b) => b.to_string(),
+                ExprKind::Null => "null".to_owned(),
+                ExprKind::String(_) => match inner.as_plain_string() {
+                    Some(text) => text,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            self.push(
+                Diagnostic::warning(
+                    Code::LiteralInterpolation,
+                    inner.span,
+                    format!("`{{{text}}}` in {what} is an interpolation, not text"),
+                )
+                .label(format!("this becomes `{text}`, without the braces"))
+                .help(format!(
+                    "for the braces (a regular expression's repetition), write `\\{{{text}}}`, \
+                     or use a raw string `r\"...\"` (no escapes, no interpolation), \
+                     e.g. `r\"\\d{{4}}\"`"
+                )),
             );
         }
     }

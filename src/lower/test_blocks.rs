@@ -6,9 +6,13 @@
 //! `snapshot` (a failed run has no outputs). Arguments of `run` and `mock`
 //! and mocked values are expressions without names. A mock of a tool the
 //! contract can never call (directly, through an agent, or through a
-//! composed contract) is a warning: it would silently do nothing.
+//! composed contract) is a warning: it would silently do nothing. Two
+//! tests of one file with a `snapshot` whose names give one snapshot file
+//! name ([`ir::slug`], ignoring case as macOS and Windows do) are an error:
+//! they would overwrite each other's snapshot.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use super::Lowerer;
 use super::calls::Callee;
@@ -25,9 +29,23 @@ impl Lowerer<'_> {
     pub(super) fn lower_tests(&mut self, contracts: &[ir::Contract]) -> Vec<ir::Test> {
         let decls = self.decls;
         let mut seen: HashMap<(FileId, String), &ast::Test> = HashMap::new();
+        let mut snapshots: HashMap<(FileId, String), (&ast::Test, String)> = HashMap::new();
         let mut tests = Vec::with_capacity(decls.tests.len());
         for &(file, test) in &decls.tests {
             let Some(name) = self.expect_plain_string(&test.name, "a test name") else { continue };
+            if test.statements.iter().any(|s| matches!(s, TestStmt::Snapshot { .. })) {
+                match snapshots.entry((file, ir::slug(&name).to_ascii_lowercase())) {
+                    // The same name is a duplicate, reported below.
+                    Entry::Occupied(first) if first.get().1 != name => {
+                        let (first, first_name) = first.get();
+                        self.snapshot_clash(file, (first, first_name), (test, &name));
+                    }
+                    Entry::Occupied(_) => {}
+                    Entry::Vacant(slot) => {
+                        slot.insert((test, name.clone()));
+                    }
+                }
+            }
             if let Some(first) = seen.insert((file, name.clone()), test) {
                 self.push(
                     Diagnostic::error(
@@ -45,6 +63,31 @@ impl Lowerer<'_> {
             }
         }
         tests
+    }
+
+    /// Reports two tests of `file` whose snapshots would be one file.
+    fn snapshot_clash(
+        &mut self,
+        file: FileId,
+        (first, first_name): (&ast::Test, &str),
+        (test, name): (&ast::Test, &str),
+    ) {
+        let stem = self.sources[file]
+            .path
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        self.push(
+            Diagnostic::error(
+                Code::SnapshotClash,
+                test.name.span,
+                format!("tests `{first_name}` and `{name}` would share one snapshot file"),
+            )
+            .label(format!("its snapshot is `__snapshots__/{stem}.{}.snap`", ir::slug(name)))
+            .note(first.name.span, format!("`{first_name}` has the same snapshot file"))
+            .help(
+                "rename one of them: a snapshot file is named after its test, each character other than ASCII letters, digits, `-` and `_` written `_`, and case is ignored (as on macOS and Windows)",
+            ),
+        );
     }
 
     fn lower_test(

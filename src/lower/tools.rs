@@ -75,6 +75,9 @@ impl Lowerer<'_> {
 
     fn lower_tool(&mut self, tool: &ast::Tool) -> ir::Tool {
         let params = self.lower_params(&tool.params, "param");
+        for description in &tool.descriptions {
+            self.check_literal_interpolations(description, "a description");
+        }
         let description = self
             .single(&tool.descriptions, |e| e.span, "description")
             .and_then(|d| self.expect_plain_string(d, "a description"))
@@ -226,6 +229,9 @@ impl Lowerer<'_> {
                 Implementation::Returns(self.lower_expr(expr, scope))
             }
             ast::Implementation::Exec(exprs, _) => {
+                for word in exprs {
+                    self.check_literal_interpolations(word, "an `exec` word");
+                }
                 let words: Vec<String> = exprs
                     .iter()
                     .map(|w| self.expect_plain_string(w, "an `exec` word").unwrap_or_default())

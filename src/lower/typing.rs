@@ -20,9 +20,9 @@ use serde_json::Value;
 use super::Lowerer;
 use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::eval::Val;
 use crate::ir::{self, BinaryOp, Expr, ExprKind, Function, NodeKind, Type, TypeKind, UnaryOp};
 use crate::source::Span;
+use crate::value::Val;
 
 /// A non-nullable type.
 fn of(kind: TypeKind) -> Type {

@@ -18,7 +18,6 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use serde_json::{Map, Value, json};
 
 use super::{Engine, RunError, RunOptions, inputs};
-use crate::diagnostic::Code;
 use crate::ir::ContractId;
 use crate::trace::Trace;
 use crate::usage::UsageTotals;
@@ -120,24 +119,22 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
             RowDone { line: json!({"row": number, "outputs": outputs}), failed: false, usage }
         }
         Err(error) => {
-            let (code, node) = match &error {
-                RunError::Node { code, path, .. } => (code.as_str(), Value::String(path.clone())),
-                RunError::Inputs { .. } | RunError::Contract { .. } => {
-                    (Code::RunInput.as_str(), Value::Null)
-                }
-                RunError::Output { .. } => (Code::RunOutput.as_str(), Value::Null),
-                RunError::Deadline => ("ignite::run::deadline", Value::Null),
-            };
+            let mut body = error.to_json();
+            // A row's line names the node apart: the message does not repeat it.
             let message = match &error {
                 RunError::Inputs { problems, .. } => inputs::one_line(problems),
                 RunError::Node { message, .. } => message.clone(),
                 other => other.to_string(),
             };
-            RowDone {
-                line: json!({"row": number, "error": {"code": code, "message": message, "node": node}}),
-                failed: true,
-                usage,
-            }
+            let node = body.remove("path").unwrap_or(Value::Null);
+            let line = json!({"row": number, "error": {
+                "code": body["code"],
+                "kind": body["kind"],
+                "message": message,
+                "node": node,
+                "cause": body.get("cause").cloned().unwrap_or(Value::Null),
+            }});
+            RowDone { line, failed: true, usage }
         }
     }
 }

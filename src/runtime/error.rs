@@ -1,6 +1,9 @@
 //! Run failures and how they are shown.
 
+use serde_json::{Map, Value};
+
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::failure::NodeError;
 use crate::runtime::inputs::InputProblem;
 use crate::source::Span;
 
@@ -48,24 +51,63 @@ pub enum RunError {
         span: Span,
         /// Which kind of failure.
         code: Code,
-        /// For a tool or agent, the code of its own error
-        /// (`ignite::tools::timeout`, `ignite::llm::tool_loop`, ...).
-        cause: Option<String>,
-        /// How to fix it, when the tool or agent error knows.
-        help: Option<String>,
+        /// The error behind it: for a tool or agent its own
+        /// (`ignite::tools::timeout`, `ignite::llm::tool_loop`, ...), whose
+        /// help says how to fix it; else the node's.
+        cause: Box<NodeError>,
     },
 }
 
 impl RunError {
-    /// The failure's diagnostic code; `None` for a contract that is not there.
+    /// The failure's code (a contract that is not there is a wrong input).
     #[must_use]
-    pub fn code(&self) -> Option<Code> {
+    pub fn code(&self) -> Code {
         match self {
-            RunError::Inputs { .. } => Some(Code::RunInput),
-            RunError::Contract { .. } | RunError::Deadline => None,
-            RunError::Output { .. } => Some(Code::RunOutput),
-            RunError::Node { code, .. } => Some(*code),
+            RunError::Inputs { .. } | RunError::Contract { .. } => Code::RunInput,
+            RunError::Deadline => Code::RunDeadline,
+            RunError::Output { .. } => Code::RunOutput,
+            RunError::Node { code, .. } => *code,
         }
+    }
+
+    /// The code of the tool's or agent's own error behind a failed node,
+    /// when there is one (`ignite::tools::timeout`).
+    #[must_use]
+    pub fn cause(&self) -> Option<Code> {
+        match self {
+            RunError::Node { code, cause, .. } if cause.code() != *code => Some(cause.code()),
+            _ => None,
+        }
+    }
+
+    /// What failed, in a word: a failed node's [`NodeError::kind`]
+    /// (`timeout`, `guard`, ...), else `input`, `output` or `deadline`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RunError::Inputs { .. } | RunError::Contract { .. } => "input",
+            RunError::Output { .. } => "output",
+            RunError::Deadline => "deadline",
+            RunError::Node { cause, .. } => cause.kind(),
+        }
+    }
+
+    /// The error as JSON, the one rendering of a failed run that `serve`
+    /// bodies, `--batch` lines and embedders show: `code`, `kind`,
+    /// `message`, and for a failed node its `path`, the `cause`'s code and
+    /// the `help`.
+    #[must_use]
+    pub fn to_json(&self) -> Map<String, Value> {
+        let mut body = Map::new();
+        body.insert("code".into(), self.code().as_str().into());
+        body.insert("kind".into(), self.kind().into());
+        body.insert("message".into(), self.to_string().into());
+        if let RunError::Node { path, cause, .. } = self {
+            body.insert("path".into(), path.clone().into());
+            body.insert("cause".into(), self.cause().map(Code::as_str).into());
+            body.insert("help".into(), cause.help().into());
+        }
+        body
     }
 
     /// The error as diagnostics with source spans, when it has any.
@@ -93,15 +135,15 @@ impl RunError {
                         None
                     }),
             ),
-            RunError::Node { path, message, span, code, cause, help } => {
-                let label = match cause {
+            RunError::Node { path, message, span, code, cause } => {
+                let label = match self.cause() {
                     Some(cause) => format!("failed here ({cause})"),
                     None => "failed here".to_owned(),
                 };
                 out.push(
                     Diagnostic::error(*code, *span, format!("{path}: {message}"))
                         .label(label)
-                        .maybe_help(help.clone()),
+                        .maybe_help(cause.help()),
                 );
             }
         }

@@ -94,14 +94,13 @@ pub fn bind(
                 continue;
             }
         };
-        param.ty.fill_defaults(&mut value);
-        for problem in param.ty.problems(&value, &param.name) {
-            problems.push(InputProblem {
+        if let Err(found) = param.ty.admit(&mut value, &param.name) {
+            problems.extend(found.into_iter().map(|problem| InputProblem {
                 message: format!("input {problem}"),
                 span: param.span,
                 label: "declared here",
                 help: None,
-            });
+            }));
         }
         values.push(value);
     }

@@ -6,12 +6,9 @@ use pest::error::{Error, ErrorVariant, InputLocation};
 
 use super::items::Builder;
 use super::{IgnParser, Rule};
+use crate::ast::{Keyword, KeywordRole};
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
-
-/// Top-level keywords that start a recovery chunk in column 0.
-const ITEM_KEYWORDS: [&str; 8] =
-    ["use", "tool", "agent", "provider", "contract", "type", "enum", "test"];
 
 /// Every syntax error of a file that does not parse: one per broken
 /// top-level declaration. Each chunk is parsed alone and its diagnostics
@@ -54,7 +51,8 @@ fn chunk_starts(text: &str) -> Vec<usize> {
     for line in text.split_inclusive('\n') {
         let word: String =
             line.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        if offset > 0 && ITEM_KEYWORDS.contains(&word.as_str()) {
+        // A top-level keyword in column 0 starts a recovery chunk.
+        if offset > 0 && Keyword::of(&word).is_some_and(|k| k.role() == KeywordRole::Item) {
             starts.push(offset);
         }
         offset += line.len();
@@ -98,10 +96,10 @@ fn describe(file: FileId, text: &str, error: &Error<Rule>) -> Diagnostic {
     expected.sort();
     expected.dedup();
     let found_text = if found.is_empty() { "end of file".to_owned() } else { format!("`{found}`") };
-    let statement = expected.iter().any(|e| STATEMENT_KEYWORDS.contains(&e.as_str()));
+    let statement = expected.iter().any(|e| starts_statement(e));
     let word = found.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
     if statement && word {
-        expected.retain(|e| e == "`}`" || STATEMENT_KEYWORDS.contains(&e.as_str()));
+        expected.retain(|e| e == "`}`" || starts_statement(e));
         Diagnostic::error(Code::Syntax, span, format!("unknown statement `{found}`"))
             .label("not a statement of this block")
             .help(format!("expected {}", join_or(&expected)))
@@ -121,9 +119,21 @@ fn describe(file: FileId, text: &str, error: &Error<Rule>) -> Diagnostic {
 }
 
 /// Help for the commonest slips behind a syntax error: a literal `{` in a
-/// string (JSON in a prompt), and `=` written for `==`.
+/// string (JSON in a prompt, a repetition like `{2,3}` in a pattern), and
+/// `=` written for `==`.
 fn hint(text: &str, position: usize, found: &str, expected: &[String]) -> Option<String> {
-    if super::limits::in_interpolation(text, position) {
+    if let Some(start) = super::limits::interpolation_start(text, position) {
+        // `{2,3}` or `{2,}`: a regular expression's repetition.
+        let inside = &text[start + 1..position];
+        let tail = text[position..].split('}').next().unwrap_or_default();
+        let repetition = format!("{inside}{tail}");
+        if found == "," && repetition.bytes().all(|b| b.is_ascii_digit() || b == b',') {
+            return Some(format!(
+                "`{{` in a string starts an interpolation; for the repetition `{{{repetition}}}` \
+                 of a regular expression write `\\{{{repetition}}}`, or use a raw string \
+                 `r\"...\"` (no escapes, no interpolation)"
+            ));
+        }
         return Some(
             "`{` in a string starts an interpolation; write `\\{` for a literal brace".to_owned(),
         );
@@ -136,43 +146,12 @@ fn hint(text: &str, position: usize, found: &str, expected: &[String]) -> Option
 const OPERATORS: [&str; 16] =
     ["!=", "%", "*", "+", "-", ".", "/", "<=", "<", "==", ">=", ">", "[", "and", "or", "not"];
 
-/// Statement keywords as [`rule_name`] prints them.
-const STATEMENT_KEYWORDS: [&str; 34] = [
-    "`result`",
-    "`result_retries`",
-    "`description`",
-    "`param`",
-    "`requires_capability`",
-    "`returns`",
-    "`exec`",
-    "`http`",
-    "`builtin`",
-    "`native`",
-    "`timeout`",
-    "`header`",
-    "`model`",
-    "`system_prompt`",
-    "`tools`",
-    "`capabilities`",
-    "`max_tool_iterations`",
-    "`temperature`",
-    "`max_tokens`",
-    "`input`",
-    "`prompt`",
-    "`kind`",
-    "`base_url`",
-    "`api_key`",
-    "`retries`",
-    "`cache`",
-    "`rate_limit`",
-    "`token_limit`",
-    "`price`",
-    "`runner`",
-    "`compute`",
-    "`compose`",
-    "`guard`",
-    "`output`",
-];
+/// True for a statement keyword of a tool, agent, provider or contract
+/// body as [`rule_name`] prints it (`` `compute` ``).
+fn starts_statement(expected: &str) -> bool {
+    let word = expected.strip_prefix('`').and_then(|e| e.strip_suffix('`'));
+    word.and_then(Keyword::of).is_some_and(|k| k.role() == KeywordRole::Statement)
+}
 
 /// The token at `position`: a word, a string, one character, or nothing
 /// at the end of the text.
@@ -204,7 +183,7 @@ fn rule_name(rule: Rule) -> Option<String> {
     let name = match rule {
         Rule::ident => "a name",
         Rule::expr => "an expression",
-        Rule::plain_string | Rule::triple_string => "a string",
+        Rule::plain_string | Rule::triple_string | Rule::raw_string => "a string",
         Rule::integer | Rule::float => "a number",
         Rule::type_expr => "a type",
         Rule::pattern | Rule::wildcard => "a pattern (`_` or a literal)",

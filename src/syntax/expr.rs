@@ -132,7 +132,9 @@ impl Builder<'_> {
             Rule::float => self.float(&pair),
             Rule::boolean => ExprKind::Bool(pair.as_str() == "true"),
             Rule::null => ExprKind::Null,
-            Rule::plain_string | Rule::triple_string => ExprKind::String(self.string(pair).into()),
+            Rule::plain_string | Rule::triple_string | Rule::raw_string => {
+                ExprKind::String(self.string(pair).into())
+            }
             Rule::ident => ExprKind::Name,
             Rule::array => ExprKind::Array(pair.into_inner().map(|p| self.expr(p)).collect()),
             Rule::object => ExprKind::Object(pair.into_inner().map(|p| self.entry(p)).collect()),
@@ -268,9 +270,13 @@ impl Builder<'_> {
             .collect()
     }
 
-    /// A `plain_string` or `triple_string` pair, escapes applied and
-    /// triple-quoted text dedented.
+    /// A `plain_string`, `triple_string` or `raw_string` pair, escapes
+    /// applied and triple-quoted text dedented.
     pub(super) fn string(&mut self, pair: Pair<'_, Rule>) -> Vec<StringPart> {
+        if pair.as_rule() == Rule::raw_string {
+            let raw = pair.as_str();
+            return raw_parts(&raw[2..raw.len() - 1]);
+        }
         let triple = pair.as_rule() == Rule::triple_string;
         let mut parts: Vec<StringPart> = Vec::new();
         for piece in pair.into_inner() {
@@ -330,6 +336,15 @@ fn binary_op(rule: Rule) -> BinaryOp {
         .map_or_else(|| unreachable!("infix operator {rule:?}"), |&(_, op)| op)
 }
 
+/// The parts of a raw string whose text (between the quotes) is `text`.
+pub(super) fn raw_parts(text: &str) -> Vec<StringPart> {
+    let mut parts = Vec::new();
+    if !text.is_empty() {
+        push_text(&mut parts, text);
+    }
+    parts
+}
+
 pub(super) fn push_text(parts: &mut Vec<StringPart>, text: &str) {
     if let Some(StringPart::Text(last)) = parts.last_mut() {
         last.push_str(text);
@@ -338,42 +353,74 @@ pub(super) fn push_text(parts: &mut Vec<StringPart>, text: &str) {
     }
 }
 
-/// Stands for an interpolation while a triple-quoted string is dedented.
-const HOLE: char = '\u{0}';
-
 /// Removes the common indentation of a triple-quoted string's lines, a
 /// first line that is empty and a last line of only spaces. Interpolations
-/// count as text.
+/// count as text. The lines are kept as parts (no placeholder character
+/// stands for an interpolation), so every character of the text, a NUL
+/// included, survives as written.
 pub(super) fn dedent(parts: Vec<StringPart>) -> Vec<StringPart> {
-    let mut exprs = Vec::new();
-    let mut skeleton = String::new();
+    let mut lines: Vec<Vec<StringPart>> = vec![Vec::new()];
     for part in parts {
         match part {
-            StringPart::Text(text) => skeleton.push_str(&text),
+            StringPart::Text(text) => {
+                for (i, piece) in text.split('\n').enumerate() {
+                    if i > 0 {
+                        lines.push(Vec::new());
+                    }
+                    if let Some(line) = lines.last_mut()
+                        && !piece.is_empty()
+                    {
+                        push_text(line, piece);
+                    }
+                }
+            }
             StringPart::Expr(expr) => {
-                skeleton.push(HOLE);
-                exprs.push(expr);
+                if let Some(line) = lines.last_mut() {
+                    line.push(StringPart::Expr(expr));
+                }
             }
         }
     }
-    let mut body = skeleton.strip_prefix('\n').unwrap_or(&skeleton);
-    if let Some(cut) = body.rfind('\n') {
-        if body[cut + 1..].trim_matches([' ', '\t']).is_empty() {
-            body = &body[..cut];
+    if lines.len() > 1 && lines[0].is_empty() {
+        lines.remove(0);
+    }
+    let only_spaces = |line: &[StringPart]| match line {
+        [] => true,
+        [StringPart::Text(text)] => text.trim_matches([' ', '\t']).is_empty(),
+        _ => false,
+    };
+    if lines.len() > 1 && lines.last().is_some_and(|line| only_spaces(line)) {
+        lines.pop();
+    }
+    // A line's indentation is the spaces and tabs its text starts with; a
+    // line of only whitespace does not count.
+    let indent_of = |line: &[StringPart]| match line.first() {
+        Some(StringPart::Text(text)) => text.len() - text.trim_start_matches([' ', '\t']).len(),
+        _ => 0,
+    };
+    let blank = |line: &[StringPart]| match line {
+        [] => true,
+        [StringPart::Text(text)] => text.trim().is_empty(),
+        _ => false,
+    };
+    let indent = lines.iter().filter(|l| !blank(l)).map(|l| indent_of(l)).min().unwrap_or(0);
+    let mut out = Vec::new();
+    for (i, line) in lines.into_iter().enumerate() {
+        if i > 0 {
+            push_text(&mut out, "\n");
+        }
+        let cut = indent_of(&line).min(indent);
+        for (j, part) in line.into_iter().enumerate() {
+            match part {
+                StringPart::Text(text) if j == 0 => {
+                    if text.len() > cut {
+                        push_text(&mut out, &text[cut..]);
+                    }
+                }
+                StringPart::Text(text) => push_text(&mut out, &text),
+                StringPart::Expr(expr) => out.push(StringPart::Expr(expr)),
+            }
         }
     }
-    let indent_of = |line: &str| line.len() - line.trim_start_matches([' ', '\t']).len();
-    let indent =
-        body.split('\n').filter(|line| !line.trim().is_empty()).map(indent_of).min().unwrap_or(0);
-    let lines: Vec<&str> =
-        body.split('\n').map(|line| &line[indent_of(line).min(indent)..]).collect();
-    let mut exprs = exprs.into_iter();
-    let mut parts = Vec::new();
-    for c in lines.join("\n").chars() {
-        match (c, c == HOLE) {
-            (_, true) if exprs.len() > 0 => parts.extend(exprs.next().map(StringPart::Expr)),
-            _ => push_text(&mut parts, c.encode_utf8(&mut [0; 4])),
-        }
-    }
-    parts
+    out
 }

@@ -21,12 +21,13 @@
 use std::iter::Peekable;
 use std::vec::IntoIter;
 
-use super::expr::{dedent, push_text};
+use super::expr::{dedent, push_text, raw_parts};
 use crate::ast::{
     Agent, Arg, BinaryOp, Call, Contract, EnumDecl, Expr, ExprKind, File, For, Guard, Ident,
-    Implementation, Item, MatchArm, MockAnswer, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output,
-    POSTFIX_PRECEDENCE, Param, Pattern, PatternKind, Price, Provider, ProviderRef, RESERVED, Rate,
-    Runner, Setting, StringPart, Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
+    Implementation, Item, Keyword as K, KeywordRole, MatchArm, MockAnswer, NEG_PRECEDENCE,
+    NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param, Pattern, PatternKind, Price, Provider,
+    ProviderRef, RESERVED, Rate, Runner, Setting, StringPart, Test, TestStmt, Tool, TypeDecl,
+    TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
 
@@ -179,6 +180,17 @@ impl<'t> Parser<'t> {
         &self.text[i..end]
     }
 
+    /// True when a string (`"`, or `r"` of a raw one) comes next.
+    fn at_string(&mut self) -> bool {
+        self.ws();
+        self.raw_at(self.pos) || self.bytes.get(self.pos) == Some(&b'"')
+    }
+
+    /// True when a raw string starts at `i`.
+    fn raw_at(&self, i: usize) -> bool {
+        self.bytes.get(i) == Some(&b'r') && self.bytes.get(i + 1) == Some(&b'"')
+    }
+
     /// The next word, not consumed.
     fn peek_word(&mut self) -> &'t str {
         self.ws();
@@ -195,12 +207,19 @@ impl<'t> Parser<'t> {
     }
 
     /// Consumes the keyword `kw` when it comes next.
-    fn keyword(&mut self, kw: &str) -> bool {
-        let found = self.peek_word() == kw;
+    fn keyword(&mut self, kw: K) -> bool {
+        let found = self.peek_word() == kw.as_str();
         if found {
-            self.advance(kw.len());
+            self.advance(kw.as_str().len());
         }
         found
+    }
+
+    /// The next word as a keyword, consumed when it is one.
+    fn take_keyword(&mut self) -> Option<K> {
+        let kw = K::of(self.peek_word())?;
+        self.advance(kw.as_str().len());
+        Some(kw)
     }
 
     /// A one-value statement from `start`: its value and its whole span.
@@ -226,7 +245,7 @@ impl<'t> Parser<'t> {
     fn name(&mut self) -> Option<Span> {
         let start = self.pos_after_ws();
         let word = self.word_at(start);
-        if word.is_empty() || RESERVED.contains(&word) {
+        if word.is_empty() || RESERVED.contains(&word) || self.raw_at(start) {
             return None;
         }
         self.advance(word.len());
@@ -287,15 +306,15 @@ impl<'t> Parser<'t> {
             if start == self.bytes.len() {
                 break;
             }
-            let item = match self.take_word() {
-                "use" => Item::Use(Use { path: self.string()?, span: Span::new(self.file, 0, 0) }),
-                "tool" => Item::Tool(self.tool(start)?),
-                "agent" => Item::Agent(self.agent(start)?),
-                "provider" => Item::Provider(self.provider(start)?),
-                "contract" => Item::Contract(self.contract(start)?),
-                "type" => Item::Type(self.type_decl(start)?),
-                "enum" => Item::Enum(self.enum_decl(start)?),
-                "test" => Item::Test(self.test(start)?),
+            let item = match self.take_keyword()? {
+                K::Use => Item::Use(Use { path: self.string()?, span: Span::new(self.file, 0, 0) }),
+                K::Tool => Item::Tool(self.tool(start)?),
+                K::Agent => Item::Agent(self.agent(start)?),
+                K::Provider => Item::Provider(self.provider(start)?),
+                K::Contract => Item::Contract(self.contract(start)?),
+                K::Type => Item::Type(self.type_decl(start)?),
+                K::Enum => Item::Enum(self.enum_decl(start)?),
+                K::Test => Item::Test(self.test(start)?),
                 _ => return None,
             };
             let span = self.span_from(start);
@@ -309,11 +328,12 @@ impl<'t> Parser<'t> {
         Some(File { items })
     }
 
-    /// The `Name {` of a block; then `statement` for each statement, whose
-    /// spans are checked one per line. Returns the name.
+    /// The `Name {` of a block; then `statement` for each statement (its
+    /// first word taken), whose spans are checked one per line. Returns the
+    /// name.
     fn block(
         &mut self,
-        mut statement: impl FnMut(&mut Self, &str, usize) -> Option<()>,
+        mut statement: impl FnMut(&mut Self, &'t str, usize) -> Option<()>,
     ) -> Option<Ident> {
         let name = self.ident()?;
         self.expect(b'{')?;
@@ -332,33 +352,33 @@ impl<'t> Parser<'t> {
         let dummy = Span::new(self.file, 0, 0);
         let mut tool = Tool::new(Ident { name: Box::default(), span: dummy }, dummy);
         let name = self.block(|p, word, s| {
-            match word {
-                "description" => tool.descriptions.push(p.string()?),
-                "param" => tool.params.push(p.param(s)?),
-                "requires_capability" => tool.capabilities.extend(p.idents()?),
-                "timeout" => tool.timeouts.push(p.number()?),
-                "retries" => tool.retries.push(p.number()?),
-                "cache" => tool.caches.push(p.setting(s, Self::cache)?),
-                "header" => {
+            match K::of(word)? {
+                K::Description => tool.descriptions.push(p.string()?),
+                K::Param => tool.params.push(p.param(s)?),
+                K::RequiresCapability => tool.capabilities.extend(p.idents()?),
+                K::Timeout => tool.timeouts.push(p.number()?),
+                K::Retries => tool.retries.push(p.number()?),
+                K::Cache => tool.caches.push(p.setting(s, Self::cache)?),
+                K::Header => {
                     let name = p.string()?;
                     p.expect(b'=')?;
                     tool.headers.push((name, p.expr()?));
                 }
-                "returns" => {
+                K::Returns => {
                     let expr = p.expr()?;
                     tool.implementations.push(Implementation::Returns(expr, p.span_from(s)));
                 }
-                "exec" => {
+                K::Exec => {
                     let mut args = vec![p.string()?];
-                    while p.peek() == Some(b'"') {
+                    while p.at_string() {
                         args.push(p.string()?);
                     }
                     tool.implementations.push(Implementation::Exec(args, p.span_from(s)));
                 }
-                "http" => {
-                    let post = match p.take_word() {
-                        "get" => false,
-                        "post" => true,
+                K::Http => {
+                    let post = match p.take_keyword()? {
+                        K::Get => false,
+                        K::Post => true,
                         _ => return None,
                     };
                     let url = p.string()?;
@@ -368,7 +388,7 @@ impl<'t> Parser<'t> {
                         span: p.span_from(s),
                     });
                 }
-                "builtin" => {
+                K::Builtin => {
                     let name = p.string()?;
                     let config = if p.peek() == Some(b'{') { Some(p.primary()?) } else { None };
                     tool.implementations.push(Implementation::Builtin {
@@ -377,11 +397,11 @@ impl<'t> Parser<'t> {
                         span: p.span_from(s),
                     });
                 }
-                "native" => {
-                    let name = if p.peek() == Some(b'"') { Some(p.string()?) } else { None };
+                K::Native => {
+                    let name = if p.at_string() { Some(p.string()?) } else { None };
                     tool.implementations.push(Implementation::Native(name, p.span_from(s)));
                 }
-                "result" => tool.results.push(p.setting(s, Self::type_expr)?),
+                K::Result => tool.results.push(p.setting(s, Self::type_expr)?),
                 _ => return None,
             }
             Some(())
@@ -395,10 +415,10 @@ impl<'t> Parser<'t> {
         let dummy = Span::new(self.file, 0, 0);
         let mut agent = Agent::new(Ident { name: Box::default(), span: dummy }, dummy);
         let name = self.block(|p, word, s| {
-            match word {
-                "provider" => {
+            match K::of(word)? {
+                K::Provider => {
                     let mut refs = vec![p.provider_ref()?];
-                    if p.keyword("fallback") {
+                    if p.keyword(K::Fallback) {
                         refs.push(p.provider_ref()?);
                         while p.eat(b',') {
                             refs.push(p.provider_ref()?);
@@ -406,9 +426,9 @@ impl<'t> Parser<'t> {
                     }
                     agent.providers.push(Setting { value: refs, span: p.span_from(s) });
                 }
-                "model" => {
+                K::Model => {
                     let mut models = vec![p.string()?];
-                    if p.keyword("fallback") {
+                    if p.keyword(K::Fallback) {
                         models.push(p.string()?);
                         while p.eat(b',') {
                             models.push(p.string()?);
@@ -416,19 +436,19 @@ impl<'t> Parser<'t> {
                     }
                     agent.models.push(Setting { value: models, span: p.span_from(s) });
                 }
-                "system_prompt" => agent.system_prompts.push(p.setting(s, Self::string)?),
-                "tools" => agent.tools.extend(p.idents()?),
-                "capabilities" => agent.capabilities.extend(p.idents()?),
-                "max_tool_iterations" => {
+                K::SystemPrompt => agent.system_prompts.push(p.setting(s, Self::string)?),
+                K::Tools => agent.tools.extend(p.idents()?),
+                K::Capabilities => agent.capabilities.extend(p.idents()?),
+                K::MaxToolIterations => {
                     agent.max_tool_iterations.push(p.setting(s, Self::number)?);
                 }
-                "temperature" => agent.temperatures.push(p.setting(s, Self::number)?),
-                "max_tokens" => agent.max_tokens.push(p.setting(s, Self::number)?),
-                "input" => agent.inputs.push(p.param(s)?),
-                "prompt" => agent.prompts.push(p.setting(s, Self::string)?),
-                "result" => agent.results.push(p.setting(s, Self::type_expr)?),
-                "result_retries" => agent.result_retries.push(p.setting(s, Self::number)?),
-                "cache" => agent.caches.push(p.setting(s, Self::cache)?),
+                K::Temperature => agent.temperatures.push(p.setting(s, Self::number)?),
+                K::MaxTokens => agent.max_tokens.push(p.setting(s, Self::number)?),
+                K::Input => agent.inputs.push(p.param(s)?),
+                K::Prompt => agent.prompts.push(p.setting(s, Self::string)?),
+                K::Result => agent.results.push(p.setting(s, Self::type_expr)?),
+                K::ResultRetries => agent.result_retries.push(p.setting(s, Self::number)?),
+                K::Cache => agent.caches.push(p.setting(s, Self::cache)?),
                 _ => return None,
             }
             Some(())
@@ -442,19 +462,19 @@ impl<'t> Parser<'t> {
         let dummy = Span::new(self.file, 0, 0);
         let mut provider = Provider::new(Ident { name: Box::default(), span: dummy }, dummy);
         let name = self.block(|p, word, s| {
-            match word {
-                "kind" => provider.kinds.push(p.ident()?),
-                "base_url" => provider.base_urls.push(p.setting(s, Self::string)?),
-                "api_key" => provider.api_keys.push(p.setting(s, Self::expr)?),
-                "timeout" => provider.timeouts.push(p.setting(s, Self::number)?),
-                "retries" => provider.retries.push(p.setting(s, Self::number)?),
-                "rate_limit" => provider.rate_limits.push(p.setting(s, Self::rate)?),
-                "token_limit" => provider.token_limits.push(p.setting(s, Self::rate)?),
-                "price" => {
+            match K::of(word)? {
+                K::Kind => provider.kinds.push(p.ident()?),
+                K::BaseUrl => provider.base_urls.push(p.setting(s, Self::string)?),
+                K::ApiKey => provider.api_keys.push(p.setting(s, Self::expr)?),
+                K::Timeout => provider.timeouts.push(p.setting(s, Self::number)?),
+                K::Retries => provider.retries.push(p.setting(s, Self::number)?),
+                K::RateLimit => provider.rate_limits.push(p.setting(s, Self::rate)?),
+                K::TokenLimit => provider.token_limits.push(p.setting(s, Self::rate)?),
+                K::Price => {
                     let price = p.setting(s, |p| {
-                        p.keyword("input").then_some(())?;
+                        p.keyword(K::Input).then_some(())?;
                         let input = p.expr()?;
-                        p.keyword("output").then_some(())?;
+                        p.keyword(K::Output).then_some(())?;
                         Some(Price { input, output: p.expr()? })
                     })?;
                     provider.prices.push(price);
@@ -478,40 +498,40 @@ impl<'t> Parser<'t> {
             span: dummy,
         };
         let name = self.block(|p, word, s| {
-            match word {
-                "compute" | "compose" => {
+            match K::of(word)? {
+                keyword @ (K::Compute | K::Compose) => {
                     let name = p.ident()?;
                     p.expect(b'=')?;
                     let expr = p.expr()?;
                     let span = p.span_from(s);
-                    contract.nodes.push(Box::new(if word == "compose" {
+                    contract.nodes.push(Box::new(if keyword == K::Compose {
                         Node::Compose(name, expr, span)
                     } else {
                         Node::Compute(name, expr, span)
                     }));
                 }
-                "output" => {
+                K::Output => {
                     let mut path = vec![p.ident()?];
                     while p.eat(b'.') {
                         path.push(p.ident()?);
                     }
-                    let alias = if p.keyword("as") { Some(p.ident()?) } else { None };
+                    let alias = if p.keyword(K::As) { Some(p.ident()?) } else { None };
                     contract.outputs.push(Output { path, alias, span: p.span_from(s) });
                 }
-                "guard" => {
+                K::Guard => {
                     let name = p.ident()?;
                     p.expect(b'=')?;
                     let condition = p.expr()?;
-                    let message = if p.keyword("else") { Some(p.string()?) } else { None };
+                    let message = if p.keyword(K::Else) { Some(p.string()?) } else { None };
                     let span = p.span_from(s);
                     let guard = Guard { name, condition, message, span };
                     contract.nodes.push(Box::new(Node::Guard(Box::new(guard))));
                 }
-                "input" => contract.nodes.push(Box::new(Node::Input(Box::new(p.param(s)?)))),
-                "runner" => {
-                    let runner = match p.take_word() {
-                        "inline" => Runner::Inline(p.span_from(s)),
-                        "thread_pool" => {
+                K::Input => contract.nodes.push(Box::new(Node::Input(Box::new(p.param(s)?)))),
+                K::Runner => {
+                    let runner = match p.take_keyword()? {
+                        K::Inline => Runner::Inline(p.span_from(s)),
+                        K::ThreadPool => {
                             let args =
                                 if p.eat(b'(') { p.list(b')', Self::arg)? } else { Vec::new() };
                             Runner::ThreadPool(args, p.span_from(s))
@@ -556,29 +576,29 @@ impl<'t> Parser<'t> {
         let mut statements = Vec::new();
         while !self.eat(b'}') {
             let s = self.pos_after_ws();
-            let statement = match self.take_word() {
-                "run" => {
+            let statement = match self.take_keyword()? {
+                K::Run => {
                     let contract = self.ident()?;
                     self.expect(b'(')?;
                     let args = self.list(b')', Self::arg)?;
                     TestStmt::Run { contract, args, span: self.span_from(s) }
                 }
-                "mock" => {
+                K::Mock => {
                     let tool = self.ident()?;
                     let args =
                         if self.eat(b'(') { Some(self.list(b')', Self::arg)?) } else { None };
-                    let answer = match self.take_word() {
-                        "returns" => MockAnswer::Returns(self.expr()?),
-                        "fails" => MockAnswer::Fails(self.string()?),
+                    let answer = match self.take_keyword()? {
+                        K::Returns => MockAnswer::Returns(self.expr()?),
+                        K::Fails => MockAnswer::Fails(self.string()?),
                         _ => return None,
                     };
                     TestStmt::Mock { tool, args, answer, span: self.span_from(s) }
                 }
-                "replay" => TestStmt::Replay(self.string()?, self.span_from(s)),
-                "expect" => TestStmt::Expect(self.expr()?, self.span_from(s)),
-                "expect_error" => TestStmt::ExpectError(self.string()?, self.span_from(s)),
-                "snapshot" => {
-                    let calls = self.keyword("calls");
+                K::Replay => TestStmt::Replay(self.string()?, self.span_from(s)),
+                K::Expect => TestStmt::Expect(self.expr()?, self.span_from(s)),
+                K::ExpectError => TestStmt::ExpectError(self.string()?, self.span_from(s)),
+                K::Snapshot => {
+                    let calls = self.keyword(K::Calls);
                     TestStmt::Snapshot { calls, span: self.span_from(s) }
                 }
                 _ => return None,
@@ -602,14 +622,14 @@ impl<'t> Parser<'t> {
     /// `N per UNIT` of `rate_limit` and `token_limit`.
     fn rate(&mut self) -> Option<Rate> {
         let count = self.expr()?;
-        self.keyword("per").then_some(())?;
+        self.keyword(K::Per).then_some(())?;
         Some(Rate { count, per: self.ident()? })
     }
 
     fn provider_ref(&mut self) -> Option<ProviderRef> {
         let start = self.pos_after_ws();
         let name = self.ident()?;
-        let file = if self.peek() == Some(b'"') { Some(self.string()?) } else { None };
+        let file = if self.at_string() { Some(self.string()?) } else { None };
         Some(ProviderRef { name, file, span: self.span_from(start) })
     }
 
@@ -624,7 +644,7 @@ impl<'t> Parser<'t> {
         self.expect(b':')?;
         let ty = self.type_expr()?;
         let default = if self.eat(b'=') { Some(self.expr()?) } else { None };
-        let description = if self.peek() == Some(b'"') { Some(self.string()?) } else { None };
+        let description = if self.at_string() { Some(self.string()?) } else { None };
         Some(Param { name, ty, default, description, span: self.span_from(start) })
     }
 
@@ -656,7 +676,8 @@ impl<'t> Parser<'t> {
                 let op = if self.bytes.get(start) == Some(&b'-') {
                     self.advance(1);
                     UnaryOp::Neg
-                } else if self.keyword("not") {
+                } else if self.peek_word() == "not" {
+                    self.advance(3);
                     UnaryOp::Not
                 } else {
                     break;
@@ -723,6 +744,7 @@ impl<'t> Parser<'t> {
         let start = self.pos_after_ws();
         let kind = match *self.bytes.get(start)? {
             b'"' => return self.string(),
+            b'r' if self.raw_at(start) => return self.string(),
             b'0'..=b'9' => return self.number(),
             b'(' => {
                 self.advance(1);
@@ -740,39 +762,9 @@ impl<'t> Parser<'t> {
                 ExprKind::Object(self.list(b'}', Self::entry)?.into())
             }
             _ => match self.word_at(start) {
-                "if" => {
-                    self.advance(2);
-                    let condition = self.expr()?;
-                    self.keyword("then").then_some(())?;
-                    let then = self.expr()?;
-                    self.keyword("else").then_some(())?;
-                    let otherwise = self.expr()?;
-                    ExprKind::If(Box::new((condition, then, otherwise)))
-                }
-                "match" => {
-                    self.advance(5);
-                    let scrutinee = self.expr()?;
-                    self.expect(b'{')?;
-                    let mut arms = Vec::new();
-                    while !self.eat(b'}') {
-                        arms.push(self.match_arm()?);
-                        self.eat(b',');
-                    }
-                    ExprKind::Match(Box::new((scrutinee, arms)))
-                }
-                "for" => {
-                    self.advance(3);
-                    let name = self.ident()?;
-                    self.keyword("in").then_some(())?;
-                    let items = self.expr()?;
-                    let filter = if self.keyword("if") { Some(self.expr()?) } else { None };
-                    self.expect(b':')?;
-                    let body = self.expr()?;
-                    ExprKind::For(Box::new(For { name, items, filter, body }))
-                }
-                "try" => {
-                    self.advance(3);
-                    ExprKind::Try(Box::new(self.expr()?))
+                word if K::of(word).is_some_and(|kw| kw.role() == KeywordRole::Expression) => {
+                    self.advance(word.len());
+                    self.control(K::of(word)?)?
                 }
                 "true" => {
                     self.advance(4);
@@ -801,11 +793,47 @@ impl<'t> Parser<'t> {
         Some(Expr { kind, span: self.span_from(start) })
     }
 
+    /// The rest of an `if`, `match`, `for` or `try` after its keyword.
+    fn control(&mut self, keyword: K) -> Option<ExprKind> {
+        Some(match keyword {
+            K::If => {
+                let condition = self.expr()?;
+                self.keyword(K::Then).then_some(())?;
+                let then = self.expr()?;
+                self.keyword(K::Else).then_some(())?;
+                let otherwise = self.expr()?;
+                ExprKind::If(Box::new((condition, then, otherwise)))
+            }
+            K::Match => {
+                let scrutinee = self.expr()?;
+                self.expect(b'{')?;
+                let mut arms = Vec::new();
+                while !self.eat(b'}') {
+                    arms.push(self.match_arm()?);
+                    self.eat(b',');
+                }
+                ExprKind::Match(Box::new((scrutinee, arms)))
+            }
+            K::For => {
+                let name = self.ident()?;
+                self.keyword(K::In).then_some(())?;
+                let items = self.expr()?;
+                let filter = if self.keyword(K::If) { Some(self.expr()?) } else { None };
+                self.expect(b':')?;
+                let body = self.expr()?;
+                ExprKind::For(Box::new(For { name, items, filter, body }))
+            }
+            K::Try => ExprKind::Try(Box::new(self.expr()?)),
+            _ => return None,
+        })
+    }
+
     /// `pattern => expr` of a `match`.
     fn match_arm(&mut self) -> Option<MatchArm> {
         let start = self.pos_after_ws();
         let kind = match self.bytes.get(start)? {
             b'"' => PatternKind::Literal(self.string()?),
+            b'r' if self.raw_at(start) => PatternKind::Literal(self.string()?),
             b'0'..=b'9' => {
                 let literal = self.number()?;
                 matches!(literal.kind, ExprKind::Integer(_)).then_some(())?;
@@ -848,7 +876,7 @@ impl<'t> Parser<'t> {
 
     /// `key: value` of an object; keys with interpolation go to pest.
     fn entry(&mut self) -> Option<(Ident, Expr)> {
-        let key = if self.peek() == Some(b'"') {
+        let key = if self.at_string() {
             let string = self.string()?;
             let ExprKind::String(parts) = string.kind else { return None };
             let name = parts
@@ -938,10 +966,21 @@ impl<'t> Parser<'t> {
     }
 
     /// A `"..."` or `"""..."""` string with escapes applied, triple-quoted
-    /// text dedented.
+    /// text dedented, or a raw `r"..."` as written.
     fn string(&mut self) -> Option<Expr> {
         let start = self.pos_after_ws();
         let bytes = self.bytes;
+        if self.raw_at(start) {
+            let len = bytes[start + 2..].iter().position(|&b| b == b'"' || b == b'\n')?;
+            let end = start + 2 + len;
+            (bytes[end] == b'"').then_some(())?;
+            self.advance(end + 1 - self.pos);
+            let parts = raw_parts(&self.text[start + 2..end]);
+            return Some(Expr {
+                kind: ExprKind::String(parts.into()),
+                span: self.span_from(start),
+            });
+        }
         if bytes.get(start) != Some(&b'"') {
             return None;
         }

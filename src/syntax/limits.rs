@@ -2,42 +2,68 @@
 //!
 //! Both parsers, lowering and evaluation recurse once per level of an
 //! expression, and pest builds a pair per token before anything else can
-//! look at them. One linear scan of the bytes bounds all of that: brackets
-//! (and string interpolations) nest at most [`MAX_NESTING`] deep, and one
-//! expression holds at most [`MAX_NESTING`] `if`, `match`, `for` and `try`
-//! keywords (an `else if` chain nests without brackets) and
-//! [`MAX_OPERATORS`] operators.
+//! look at them. One linear scan of the bytes bounds all of that before
+//! pest recurses: brackets (and string interpolations) nest at most
+//! [`MAX_NESTING`] deep, at most [`MAX_NESTING`] `if`, `match`, `for` and
+//! `try` keywords are open at once (an `else if` chain nests without
+//! brackets), and at most [`MAX_OPERATORS`] operators are.
 //!
-//! The scan knows strings, interpolations and comments but not the
-//! grammar. An expression ends where a word follows a complete operand (a
-//! name, a literal, a closing bracket) and is not `then`, `else`, `and`,
-//! `or` or `in`: in every valid file that word starts the next statement
-//! (or a `match` arm).
+//! The limits count nesting the way the grammar nests, so that no program
+//! the grammar accepts is refused for its length. Keywords and operators
+//! are counted per bracket level, for the expression being read at that
+//! level, and the count of a level starts again where its expression ends:
+//! at a `,` (arguments, elements, entries, `match` arms), at a closing
+//! bracket (the whole level goes), and where an operand follows a complete
+//! operand. Two operands are never adjacent inside an expression, so a
+//! name, a number or a string right after a name, a literal or a closing
+//! bracket starts the next expression: the next statement, a `match` arm's
+//! pattern, or a description after a default. The words that continue an
+//! expression after an operand (`then`, `else`, `and`, `or`, `in`, the
+//! `if` of a `for` filter, `not`) do not end it. A flat `match` of many
+//! arms, each holding an `if`, therefore counts one arm at a time, while a
+//! chain that really nests (`else if`, `for ...: try ...`, `- - -`) adds up
+//! however it is split across lines.
+//!
+//! This pre-scan stays a reader of its own (rather than a depth counter in
+//! each parser) because pest has no depth limit: the scan is what keeps
+//! pest, the reference parser, from overflowing the stack on hostile input.
+//! It knows strings, interpolations and comments but not the rest of the
+//! grammar, and it only ever counts too much on invalid text.
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::source::{FileId, Span};
 
-/// Deepest bracket nesting, and most `if`/`match`/`for`/`try` in one
-/// expression.
+/// Deepest bracket nesting, and most `if`/`match`/`for`/`try` open at once.
 pub(super) const MAX_NESTING: usize = 256;
 
-/// Most operators (infix, prefix, `.field`, `[index]`) in one expression.
-/// One level of an expression then has at most `2 × 500 + 1` operators and
-/// operands, which bounds the Pratt parsers' recursion.
+/// Most operators (infix, prefix, `.field`, `[index]`) open at once: in the
+/// expressions being read at every open bracket level together. One level
+/// of an expression then has at most `2 × 500 + 1` operators and operands,
+/// which bounds the Pratt parsers' recursion and the depth of the tree.
 pub(super) const MAX_OPERATORS: usize = 500;
 
-/// Where the scan is: in code, or in a string (triple-quoted or not).
+/// Where the scan is: in code, or in a string (triple-quoted, raw or
+/// neither).
 #[derive(Clone, Copy)]
 enum Frame {
     /// Inside a string literal.
-    Text { triple: bool },
-    /// Inside `{...}` of a string, opened at this bracket depth.
-    Interpolation { depth: usize },
+    Text { triple: bool, raw: bool },
+    /// Inside `{...}` of a string, opened at this bracket depth by the `{`
+    /// at byte `start`.
+    Interpolation { depth: usize, start: usize },
+}
+
+/// The keywords and operators of the expression being read at one bracket
+/// level.
+#[derive(Clone, Copy, Default)]
+struct Level {
+    keywords: usize,
+    operators: usize,
 }
 
 /// The first limit `text` breaks, as a diagnostic.
 pub(super) fn check(file: FileId, text: &str) -> Option<Diagnostic> {
-    Scan { bytes: text.as_bytes(), ..Scan::default() }.run().map(|(at, limit)| {
+    Scan::new(text).run().map(|(at, limit)| {
         let span = Span::new(file, at, at + 1);
         match limit {
             Limit::Depth => Diagnostic::error(Code::Syntax, span, "expression nests too deeply")
@@ -62,37 +88,56 @@ enum Limit {
     Operators,
 }
 
-#[derive(Default)]
 struct Scan<'t> {
     bytes: &'t [u8],
     pos: usize,
-    depth: usize,
     frames: Vec<Frame>,
-    ifs: usize,
+    /// The open bracket levels, the file's top level first: the depth is
+    /// one less than their number.
+    levels: Vec<Level>,
+    /// The keywords of all open levels together.
+    keywords: usize,
+    /// The operators of all open levels together.
     operators: usize,
-    /// The last token ends an operand: a word after it may start a statement.
+    /// The last token ends an operand: an operand after it starts the next
+    /// expression.
     complete: bool,
 }
 
-/// True when byte `at` of `text` is inside a string's `{...}`: a syntax
-/// error there is often a literal brace that needed `\{`.
-pub(super) fn in_interpolation(text: &str, at: usize) -> bool {
-    let mut scan = Scan { bytes: text.as_bytes(), ..Scan::default() };
+/// Where the `{` is when byte `at` of `text` is inside a string's
+/// `{...}`: a syntax error there is often a literal brace that needed `\{`.
+pub(super) fn interpolation_start(text: &str, at: usize) -> Option<usize> {
+    let mut scan = Scan::new(text);
     while scan.pos < at.min(text.len()) {
         scan.step();
     }
-    matches!(scan.frames.last(), Some(Frame::Interpolation { .. }))
+    match scan.frames.last() {
+        Some(&Frame::Interpolation { start, .. }) => Some(start),
+        _ => None,
+    }
 }
 
-impl Scan<'_> {
+impl<'t> Scan<'t> {
+    fn new(text: &'t str) -> Self {
+        Scan {
+            bytes: text.as_bytes(),
+            pos: 0,
+            frames: Vec::new(),
+            levels: vec![Level::default()],
+            keywords: 0,
+            operators: 0,
+            complete: false,
+        }
+    }
+
     fn run(mut self) -> Option<(usize, Limit)> {
         while self.pos < self.bytes.len() {
             let at = self.pos;
             self.step();
-            if self.depth > MAX_NESTING {
+            if self.depth() > MAX_NESTING {
                 return Some((at, Limit::Depth));
             }
-            if self.ifs > MAX_NESTING {
+            if self.keywords > MAX_NESTING {
                 return Some((at, Limit::Ifs));
             }
             if self.operators > MAX_OPERATORS {
@@ -102,9 +147,44 @@ impl Scan<'_> {
         None
     }
 
+    fn depth(&self) -> usize {
+        self.levels.len() - 1
+    }
+
+    fn open(&mut self) {
+        self.levels.push(Level::default());
+    }
+
+    /// A closing bracket: its level's expression ends with it.
+    fn close(&mut self) {
+        if self.levels.len() > 1 {
+            self.end_expression();
+            self.levels.pop();
+        }
+    }
+
+    /// The expression being read at the current level has ended.
+    fn end_expression(&mut self) {
+        if let Some(level) = self.levels.last_mut() {
+            self.keywords -= level.keywords;
+            self.operators -= level.operators;
+            *level = Level::default();
+        }
+    }
+
+    fn count(&mut self, keywords: usize, operators: usize) {
+        if let Some(level) = self.levels.last_mut() {
+            level.keywords += keywords;
+            level.operators += operators;
+            self.keywords += keywords;
+            self.operators += operators;
+        }
+    }
+
     fn step(&mut self) {
         match self.frames.last() {
-            Some(&Frame::Text { triple }) => self.text(triple),
+            Some(&Frame::Text { raw: true, .. }) => self.raw_text(),
+            Some(&Frame::Text { triple, .. }) => self.text(triple),
             _ => self.code(),
         }
     }
@@ -122,8 +202,9 @@ impl Scan<'_> {
         match self.at(0) {
             b'\\' => self.pos += 2,
             b'{' => {
-                self.frames.push(Frame::Interpolation { depth: self.depth });
-                self.depth += 1;
+                self.frames.push(Frame::Interpolation { depth: self.depth(), start: self.pos });
+                self.open();
+                self.complete = false;
                 self.pos += 1;
             }
             b'"' if !triple || self.triple_quote() => {
@@ -138,6 +219,21 @@ impl Scan<'_> {
             }
             _ => self.pos += 1,
         }
+    }
+
+    /// One step inside a raw string: it ends at the next `"` or the line.
+    fn raw_text(&mut self) {
+        match self.at(0) {
+            b'"' => {
+                self.frames.pop();
+                self.complete = true;
+            }
+            b'\n' => {
+                self.frames.pop();
+            }
+            _ => {}
+        }
+        self.pos += 1;
     }
 
     /// One token of code.
@@ -156,36 +252,47 @@ impl Scan<'_> {
                 return;
             }
             b'"' => {
+                if self.complete {
+                    self.end_expression();
+                }
                 let triple = self.triple_quote();
-                self.frames.push(Frame::Text { triple });
+                self.frames.push(Frame::Text { triple, raw: false });
                 self.pos += if triple { 3 } else { 1 };
                 return;
             }
             b'(' | b'[' | b'{' => {
-                self.depth += 1;
-                self.operators += usize::from(b == b'[');
+                // `[` after an operand indexes it; elsewhere it opens a list.
+                if b == b'[' && self.complete {
+                    self.count(0, 1);
+                }
+                self.open();
                 self.pos += 1;
             }
             b')' | b']' | b'}' => {
-                self.depth = self.depth.saturating_sub(1);
-                if let Some(&Frame::Interpolation { depth }) = self.frames.last()
+                self.close();
+                if let Some(&Frame::Interpolation { depth, .. }) = self.frames.last()
                     && b == b'}'
-                    && depth == self.depth
+                    && depth == self.depth()
                 {
                     self.frames.pop();
                 }
                 complete = true;
                 self.pos += 1;
             }
+            b',' => {
+                self.end_expression();
+                self.pos += 1;
+            }
             b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'0'..=b'9' => {
                 complete = self.word();
             }
+            b'=' if self.at(1) == b'>' => self.pos += 2,
             b'=' if self.at(1) == b'=' => {
-                self.operators += 1;
+                self.count(0, 1);
                 self.pos += 2;
             }
             b'+' | b'-' | b'*' | b'/' | b'%' | b'<' | b'>' | b'!' | b'.' => {
-                self.operators += 1;
+                self.count(0, 1);
                 self.pos += 1 + usize::from(self.at(1) == b'=' && b != b'.');
             }
             _ => self.pos += 1,
@@ -205,15 +312,23 @@ impl Scan<'_> {
             self.pos += 1;
         }
         let word = &self.bytes[start..self.pos];
-        let continues = matches!(word, b"then" | b"else" | b"and" | b"or" | b"in");
+        if word == b"r" && self.at(0) == b'"' {
+            // `r"` starts a raw string.
+            if self.complete {
+                self.end_expression();
+            }
+            self.frames.push(Frame::Text { triple: false, raw: true });
+            self.pos += 1;
+            return false;
+        }
+        let continues = matches!(word, b"then" | b"else" | b"and" | b"or" | b"in" | b"if" | b"not");
         if self.complete && !continues {
-            // The word after a complete operand starts the next statement.
-            self.ifs = 0;
-            self.operators = 0;
+            // An operand after a complete operand starts the next expression.
+            self.end_expression();
         }
         match word {
-            b"if" | b"match" | b"for" | b"try" => self.ifs += 1,
-            b"and" | b"or" | b"not" => self.operators += 1,
+            b"if" | b"match" | b"for" | b"try" => self.count(1, 0),
+            b"and" | b"or" | b"not" => self.count(0, 1),
             _ => {}
         }
         !matches!(
@@ -272,6 +387,37 @@ mod tests {
     }
 
     #[test]
+    fn a_flat_match_counts_one_arm_at_a_time() {
+        let mut arms = String::new();
+        for i in 0..MAX_NESTING * 2 {
+            arms.push_str(&format!("    {i} => if a > {i} then -a.b[0] else not c\n"));
+            arms.push_str(&format!("    \"s{i}\" => for x in xs if x > 1: try f(x), _ => 1\n"));
+        }
+        let text = format!("contract C {{\n  compute x = match a {{\n{arms}  }}\n}}\n");
+        assert_eq!(broken(&text), None);
+    }
+
+    #[test]
+    fn long_lists_and_calls_count_one_element_at_a_time() {
+        let elements = "if a then b + 1 else c * 2, ".repeat(MAX_OPERATORS * 2);
+        let text = format!("contract C {{\n  compute x = f([{elements}], {elements})\n}}\n");
+        assert_eq!(broken(&text), None);
+    }
+
+    #[test]
+    fn chains_across_brackets_and_filters_add_up() {
+        let filters = "for a in b if c: ".repeat(MAX_NESTING + 1);
+        let text = format!("contract C {{\n  compute y = {filters}a\n}}\n");
+        assert_eq!(broken(&text).as_deref(), Some("expression nests too deeply"));
+        let arms = "match a { 1 => 2\n _ => if a then b else ".repeat(MAX_NESTING / 2 + 1);
+        let text = format!("contract C {{\n  compute y = {arms}a\n}}\n");
+        assert_eq!(broken(&text).as_deref(), Some("expression nests too deeply"));
+        let sums = "(a + a + ".repeat(MAX_OPERATORS / 2 + 1);
+        let text = format!("contract C {{\n  compute y = {sums}a\n}}\n");
+        assert_eq!(broken(&text).as_deref(), Some("expression is too long"));
+    }
+
+    #[test]
     fn operators_are_counted_per_expression() {
         let long =
             format!("contract C {{\n  compute x = 1{}\n}}\n", " + 1".repeat(MAX_OPERATORS + 1));
@@ -295,9 +441,12 @@ mod tests {
     fn finds_interpolations() {
         let text = r#"prompt "a \{ {"k": 1} b" {x}"#;
         let inside = text.find(':').expect("colon");
-        assert!(super::in_interpolation(text, inside));
-        assert!(!super::in_interpolation(text, text.find('b').expect("b")));
-        assert!(!super::in_interpolation(text, text.len() - 1));
+        assert_eq!(super::interpolation_start(text, inside), text.find("{\"k"));
+        assert_eq!(super::interpolation_start(text, text.find('b').expect("b")), None);
+        assert_eq!(super::interpolation_start(text, text.len() - 1), None);
+        let raw = r#"prompt r"a \{ {x" "{y}""#;
+        assert_eq!(super::interpolation_start(raw, raw.find('x').expect("x")), None);
+        assert!(super::interpolation_start(raw, raw.find('y').expect("y")).is_some());
     }
 
     #[test]

@@ -98,6 +98,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::{fast, limits, parse, pest_parse};
+    use crate::ast::{Keyword, KeywordRole};
     use crate::source::FileId;
 
     const SAMPLE: &str = r#"
@@ -145,7 +146,7 @@ tool T {
   header "X-A" = "v{a[0] + 1}"
   timeout 30
   http post "http://h"
-  exec "sh" "-c" """
+  exec "sh" r"-c" """
       echo {a}
         two \{
     """
@@ -186,6 +187,7 @@ contract D {
   compute m = match x.y { "a" => T(a: 1), 2 => try T(a: 2)
     true => null, null => -1, _ => for i in [1, 2] if i > 1: i * 2 }
   compute f = for item in items: try T(a: item.x, b)
+  compute r = matches(r, r"\d{4}\{") or r"" == {r"k": r"{v}"}.k
   output y.q.r as s
   output z
 }
@@ -300,6 +302,65 @@ test "empty" {}
         let words = rule.split(") ~").next().unwrap_or_default();
         let listed: Vec<&str> = words.split('"').skip(1).step_by(2).collect();
         assert_eq!(listed, crate::ast::RESERVED, "{rule}");
+        // Each reserved word is an expression keyword, or an operator or
+        // literal of the grammar.
+        for word in crate::ast::RESERVED {
+            let keyword = Keyword::of(word).is_some_and(|k| k.role() == KeywordRole::Expression);
+            let spelt = grammar.lines().any(|line| {
+                ["op_", "boolean ", "null "].iter().any(|rule| line.starts_with(rule))
+                    && line.contains(&format!("\"{word}\""))
+            });
+            assert!(
+                keyword != spelt,
+                "`{word}` is a keyword: {keyword}, an operator or literal: {spelt}"
+            );
+        }
+    }
+
+    /// The grammar's `kw_*` rules are exactly the table of keywords, in
+    /// order, each spelt as its name; expression keywords are reserved.
+    #[test]
+    fn the_grammar_spells_the_keyword_table() {
+        let grammar = include_str!("../../grammar/ignite.pest");
+        let rules: Vec<(&str, &str)> = grammar
+            .lines()
+            .filter_map(|line| line.strip_prefix("kw_"))
+            .map(|line| {
+                let (name, rest) = line.split_once(" = @{ \"").expect("kw_name = @{ \"word\"");
+                let word = rest.split('"').next().unwrap_or_default();
+                assert_eq!(
+                    rest.strip_prefix(word),
+                    Some("\" ~ !(ASCII_ALPHANUMERIC | \"_\") }"),
+                    "kw_{name} is the whole word"
+                );
+                (name, word)
+            })
+            .collect();
+        let table: Vec<(&str, &str)> =
+            Keyword::ALL.iter().map(|k| (k.as_str(), k.as_str())).collect();
+        assert_eq!(rules, table);
+        for keyword in Keyword::ALL {
+            let reserved = crate::ast::RESERVED.contains(&keyword.as_str());
+            assert_eq!(reserved, keyword.role() == KeywordRole::Expression, "{keyword:?}");
+            assert_eq!(Keyword::of(keyword.as_str()), Some(*keyword));
+        }
+    }
+
+    /// `r"` always starts a raw string, in both parsers; `r` alone is a name.
+    #[test]
+    fn raw_strings_parse_the_same_on_both_paths() {
+        let text = "contract C {\n  compute a = matches(r, r\"\\d{4}\")\n}\n";
+        assert_eq!(fast_agrees(text), Ok(true));
+        let file = parse(FileId(0), text).expect("parses");
+        let crate::ast::Item::Contract(contract) = &file.items[0] else { panic!("a contract") };
+        let crate::ast::Node::Compute(_, expr, _) = &*contract.nodes[0] else { panic!("compute") };
+        let crate::ast::ExprKind::Call(call) = &expr.kind else { panic!("a call") };
+        assert_eq!(call.args[1].value.as_plain_string().as_deref(), Some("\\d{4}"));
+        // Not closed on its line; `r` before a string is not a name.
+        for broken in ["contract C {\n  compute a = r\"x\n\"\n}\n", "provider r\"x\" {}\n"] {
+            assert_eq!(fast_agrees(broken), Ok(false));
+            assert!(parse(FileId(0), broken).is_err(), "{broken}");
+        }
     }
 
     #[test]
@@ -369,7 +430,7 @@ test "empty" {}
                     "if c: ", "match", "for", "try",
                     "\n  result R\n", "\ntype T {\n  a: string\n}\n", "enum E { a, b }",
                     "\n  result_retries 1\n", " type ", " enum ", "\u{feff}",
-                    " returns ", " fails ", " calls",
+                    " returns ", " fails ", " calls", "r\"\\d{4}\"", "r\"", " r",
                     " per ", " per minute", "\n  rate_limit 3 per second\n",
                     "\n  price input 1 output 2\n", " input ", " output ",
                     "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "test ",

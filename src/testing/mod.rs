@@ -207,6 +207,7 @@ pub fn run(suites: &[Suite], options: &Options) -> Vec<TestResult> {
         .flat_map(|s| s.tests().map(move |t| (s, t)))
         .filter(|(_, t)| options.filter.as_ref().is_none_or(|f| t.name.contains(f.as_str())))
         .collect();
+    let cassettes = store::Cassettes::new(&selected);
     let results = std::sync::Mutex::new(vec![None; selected.len()]);
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -215,7 +216,7 @@ pub fn run(suites: &[Suite], options: &Options) -> Vec<TestResult> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&(suite, test)) = selected.get(i) else { break };
-                    let result = run_test(suite, test, options);
+                    let result = run_test(suite, test, options, &cassettes);
                     if let Ok(mut results) = results.lock() {
                         results[i] = Some(result);
                     }
@@ -223,12 +224,23 @@ pub fn run(suites: &[Suite], options: &Options) -> Vec<TestResult> {
             });
         }
     });
+    let unfinished = cassettes.finish();
     let results = results.into_inner().unwrap_or_default();
-    results.into_iter().flatten().collect()
+    let results = results.into_iter().zip(&selected).filter_map(|(result, (_, test))| {
+        let mut result = result?;
+        result.failures.extend(unfinished(test).map(Failure::Setup));
+        Some(result)
+    });
+    results.collect()
 }
 
 /// Runs one test and compares what it did with what it expects.
-fn run_test(suite: &Suite, test: &Test, options: &Options) -> TestResult {
+fn run_test<'a>(
+    suite: &'a Suite,
+    test: &'a Test,
+    options: &Options,
+    cassettes: &store::Cassettes<'a>,
+) -> TestResult {
     let started = Instant::now();
     let (line, _) = suite.program().sources[test.file].line_col(test.span.start as usize);
     let mut result = TestResult {
@@ -239,7 +251,7 @@ fn run_test(suite: &Suite, test: &Test, options: &Options) -> TestResult {
         failures: Vec::new(),
         wrote: None,
     };
-    match prepare(suite, test, options) {
+    match prepare(suite, test, options, cassettes) {
         Err(why) => result.failures.push(Failure::Setup(why)),
         Ok(Prepared { engine, inputs, store }) => {
             let span = crate::telemetry::RunSpan::default()
@@ -269,11 +281,13 @@ struct Prepared {
 }
 
 /// The engine, inputs and store of a test run.
-fn prepare(suite: &Suite, test: &Test, options: &Options) -> Result<Prepared, String> {
-    let mut inputs = Map::new();
-    for (name, expr) in &test.inputs {
-        inputs.insert(name.clone(), constant(suite, expr)?);
-    }
+fn prepare<'a>(
+    suite: &'a Suite,
+    test: &'a Test,
+    options: &Options,
+    cassettes: &store::Cassettes<'a>,
+) -> Result<Prepared, String> {
+    let inputs = inputs(suite, test)?;
     let mut mocks = Vec::with_capacity(test.mocks.len());
     for mock in &test.mocks {
         let args = match &mock.args {
@@ -300,9 +314,14 @@ fn prepare(suite: &Suite, test: &Test, options: &Options) -> Result<Prepared, St
         });
     }
     let (store, effects) =
-        store::TestStore::effects(suite, test, mocks::Mocks::new(mocks), &inputs, options)?;
+        store::TestStore::effects(suite, test, mocks::Mocks::new(mocks), cassettes, options)?;
     let engine = store::TestStore::engine(suite, effects);
     Ok(Prepared { engine, inputs, store })
+}
+
+/// The inputs `test` runs its contract with.
+fn inputs(suite: &Suite, test: &Test) -> Result<Map<String, Value>, String> {
+    test.inputs.iter().map(|(name, expr)| Ok((name.clone(), constant(suite, expr)?))).collect()
 }
 
 /// The value of an expression without variables (a test argument or a

@@ -3,8 +3,9 @@
 //! file that declares the test.
 //!
 //! `FILE` is the file's stem and `TEST` the test's name with every
-//! character other than ASCII letters, digits, `-` and `_` replaced by `_`,
-//! so names are portable and a snapshot is found from its test alone. The
+//! character other than ASCII letters, digits, `-` and `_` replaced by `_`
+//! ([`slug`]), so names are portable and a snapshot is found from its test
+//! alone (`check` refuses two tests of a file that would share one). The
 //! text is stable: object keys keep their order (outputs in declaration
 //! order), calls are sorted, and the file ends with one newline.
 
@@ -27,13 +28,7 @@ fn stem(file: &Path) -> String {
     file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
-/// `name` as part of a file name.
-#[must_use]
-pub fn slug(name: &str) -> String {
-    name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
-        .collect()
-}
+pub use crate::ir::slug;
 
 /// The snapshot text of a run: the test's name, its outputs and, when
 /// given, its calls.

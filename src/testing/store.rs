@@ -8,10 +8,18 @@
 //!   replayed, or recorded with `--record`); with no cassette it is
 //!   refused, naming how to record one, so tests are offline.
 //!
+//! Tests may share a cassette. Replaying, each test reads it on its own;
+//! recording, [`Cassettes`] holds one [`Recording`] per file, which every
+//! test naming it appends to and which is finished once, after the last
+//! test (the file is taken by one writer: a second `Recording` of it would
+//! be refused, and would truncate what the first wrote).
+//!
 //! The run itself is an [`Engine::sibling`] of the suite's engine with
 //! these stores: the same path through the scheduler as `ignite run`.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -36,39 +44,43 @@ impl TestStore {
     ///
     /// # Errors
     /// The cassette cannot be read or created.
-    pub(crate) fn effects(
-        suite: &Suite,
-        test: &Test,
+    pub(crate) fn effects<'a>(
+        suite: &'a Suite,
+        test: &'a Test,
         mocks: Mocks,
-        inputs: &serde_json::Map<String, Value>,
+        cassettes: &Cassettes<'a>,
         options: &Options,
     ) -> Result<(Arc<Self>, Effects), String> {
+        let filter = format!(" --filter \"{}\"", test.name);
         let record_hint =
-            format!("ignite test {} --filter \"{}\" --record", suite.path().display(), test.name);
+            |filter: &str| format!("ignite test {}{filter} --record", suite.path().display());
         let (offline, cassette): (_, Option<Arc<dyn EffectStore>>) = match &test.replay {
             None => (
                 Some(format!(
-                    "tests run offline and test `{}` has no cassette; add `replay \"cassettes/{}.json\"` to it and record it with `{record_hint}`",
+                    "tests run offline and test `{}` has no cassette; add `replay \"cassettes/{}.json\"` to it and record it with `{}`",
                     test.name,
-                    super::snapshot::slug(&test.name)
+                    super::snapshot::slug(&test.name),
+                    record_hint(&filter)
                 )),
                 None,
             ),
             Some(path) if options.record => {
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        format!("cannot create the cassette folder `{}`: {e}", dir.display())
-                    })?;
-                }
-                let header = RunHeader {
-                    contract: Some(suite.program()[test.contract].name.clone()),
-                    inputs: inputs.clone(),
-                };
-                (None, Some(Arc::new(Recording::record(path, header)?)))
+                (None, Some(Arc::new(cassettes.open(suite, test, path)?)))
             }
             Some(path) => {
                 let replay = Recording::replay(path).map_err(|e| {
-                    format!("cannot replay the cassette: {e}; record it with `{record_hint}`")
+                    // A shared cassette is recorded whole: by every test
+                    // that names it.
+                    let key = cassette_key(path);
+                    let tests = &suite.program().tests;
+                    let sharing = tests
+                        .iter()
+                        .filter(|t| t.replay.as_deref().map(cassette_key).as_ref() == Some(&key));
+                    let filter = if sharing.count() > 1 { "" } else { &filter };
+                    format!(
+                        "cannot replay the cassette: {e}; record it with `{}`",
+                        record_hint(filter)
+                    )
                 })?;
                 (None, Some(Arc::new(replay)))
             }
@@ -92,9 +104,110 @@ impl TestStore {
     }
 }
 
+/// The cassettes a `--record` run writes, each opened by the first test
+/// that runs with it and finished by [`Cassettes::finish`].
+pub(crate) struct Cassettes<'a> {
+    /// By [`cassette_key`]: the first selected test that names the file,
+    /// whose contract and inputs are its header (whichever test runs
+    /// first, the file reads the same).
+    first: HashMap<PathBuf, (&'a Suite, &'a Test)>,
+    /// By [`cassette_key`]: the files opened.
+    open: Mutex<HashMap<PathBuf, Arc<Recording>>>,
+}
+
+impl<'a> Cassettes<'a> {
+    /// The cassettes of `selected`, in selection order.
+    pub(crate) fn new(selected: &[(&'a Suite, &'a Test)]) -> Self {
+        let mut first = HashMap::new();
+        for &(suite, test) in selected {
+            if let Some(path) = &test.replay {
+                first.entry(cassette_key(path)).or_insert((suite, test));
+            }
+        }
+        Self { first, open: Mutex::new(HashMap::new()) }
+    }
+
+    /// The cassette `path` of `test`, created (with its folder) on first use.
+    fn open(&self, suite: &'a Suite, test: &'a Test, path: &Path) -> Result<Shared, String> {
+        let key = cassette_key(path);
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(recording) = open.get(&key) {
+            return Ok(Shared(Arc::clone(recording)));
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                format!("cannot create the cassette folder `{}`: {e}", dir.display())
+            })?;
+        }
+        let (suite, test) = self.first.get(&key).copied().unwrap_or((suite, test));
+        let header = RunHeader {
+            contract: Some(suite.program()[test.contract].name.clone()),
+            inputs: super::inputs(suite, test).unwrap_or_default(),
+        };
+        let recording = Arc::new(Recording::record(path, header)?);
+        open.insert(key, Arc::clone(&recording));
+        Ok(Shared(recording))
+    }
+
+    /// Finishes every cassette opened (sorts it). Returns the error of a
+    /// test's cassette that could not be finished.
+    pub(crate) fn finish(self) -> impl Fn(&Test) -> Option<String> {
+        let open = self.open.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let failed: HashMap<PathBuf, String> = open
+            .into_iter()
+            .filter_map(|(key, recording)| recording.finish().err().map(|why| (key, why)))
+            .collect();
+        move |test| test.replay.as_deref().and_then(|p| failed.get(&cassette_key(p)).cloned())
+    }
+}
+
+/// One key for every spelling of a cassette's path: absolute, without `.`
+/// and `..` (`a/../b/x.json` is `b/x.json`).
+fn cassette_key(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut key = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                key.pop();
+            }
+            other => key.push(other),
+        }
+    }
+    key
+}
+
+/// A cassette that several tests record into: each test's run finishes
+/// nothing, [`Cassettes::finish`] finishes it once they all ran.
+struct Shared(Arc<Recording>);
+
+impl EffectStore for Shared {
+    fn lookup(&self, effect: &Effect<'_>) -> Lookup {
+        self.0.lookup(effect)
+    }
+
+    fn record(&self, effect: &Effect<'_>, outcome: &Outcome) -> Result<(), String> {
+        self.0.record(effect, outcome)
+    }
+
+    fn label(&self) -> &'static str {
+        self.0.label()
+    }
+
+    fn offline(&self) -> bool {
+        self.0.offline()
+    }
+}
+
 impl EffectStore for TestStore {
     fn label(&self) -> &'static str {
         "mock"
+    }
+
+    /// Mocks answer `returns` tools too.
+    fn answers_pure(&self) -> bool {
+        true
     }
 
     fn lookup(&self, effect: &Effect<'_>) -> Lookup {

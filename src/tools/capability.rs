@@ -6,29 +6,7 @@
 
 use crate::ir;
 
-/// An agent tried to call a tool without holding every capability it requires.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
-#[diagnostic(
-    code(ignite::tools::missing_capability),
-    help(
-        "add the capability to the agent's `capabilities` line, or remove the tool from its `tools`"
-    )
-)]
-#[error(
-    "tool `{tool}` requires {}, which agent `{agent}` does not hold (it holds {})",
-    plural("capability", "capabilities", missing),
-    held_list(held)
-)]
-pub struct CapabilityError {
-    /// The tool's `tool_name`.
-    pub tool: String,
-    /// The calling agent.
-    pub agent: String,
-    /// Required capabilities the agent lacks, in the tool's order.
-    pub missing: Vec<String>,
-    /// What the agent holds.
-    pub held: Vec<String>,
-}
+pub use crate::failure::CapabilityError;
 
 /// Checks that `agent`, holding `held`, may call `tool`.
 ///
@@ -67,18 +45,6 @@ pub(crate) fn check_required(
 /// True when `held` covers every capability in `required`.
 pub(crate) fn covers(required: &[String], held: &[String]) -> bool {
     required.iter().all(|c| held.contains(c))
-}
-
-fn ticked(names: &[String]) -> String {
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-}
-
-fn plural(one: &str, many: &str, names: &[String]) -> String {
-    format!("{} {}", if names.len() == 1 { one } else { many }, ticked(names))
-}
-
-fn held_list(held: &[String]) -> String {
-    if held.is_empty() { "none".to_owned() } else { ticked(held) }
 }
 
 #[cfg(test)]

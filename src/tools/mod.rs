@@ -19,10 +19,12 @@
 //! | `returns.rs` `exec.rs` `http.rs` `builtin/` | the implementations |
 //!
 //! Invariants and decisions:
-//! - Every call is validated against the same schema the model sees, with one addition:
-//!   unknown properties are rejected (`additionalProperties: false` is added for
-//!   validation only, so the published schema keeps the seed's exact shape). A model that
-//!   invents a property gets "`foo`: unknown property" back and can retry.
+//! - Every call is validated against the tool's declared params by the one check of
+//!   declared types (`ir::Type::admit`, which inputs and results get too: `5.0` is an
+//!   integer), unknown properties rejected: a model that invents one gets "`foo`:
+//!   unknown field of `Lookup`" back and can retry. A registered native that declares
+//!   no params is validated against its own schema (`jsonschema`, with
+//!   `additionalProperties: false` added for validation only).
 //! - After validation, absent optional params are filled in declaration order: the
 //!   default when declared, else `null` (a nullable param). Implementations therefore see
 //!   every declared param.
@@ -56,12 +58,12 @@ use std::time::Duration;
 
 pub use capability::{CapabilityError, check_capabilities};
 pub use error::ToolError;
-pub use group::kill_children;
 pub use native::{NativeTool, schema_for};
 pub use registry::{RegisteredTool, Registry, ToolSource};
 pub use schema::{ToolView, parameters_schema, strict_schema, type_schema};
 pub use table::render_table;
 pub use toolbox::Toolbox;
+pub(crate) use toolbox::admit_result;
 
 /// Time limit of `exec`, `http` and `http.get` tools that declare none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

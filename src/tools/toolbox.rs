@@ -14,7 +14,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 use super::registry::{RegisteredTool, ToolSource};
-use super::validate::{Validators, fill_declared, fill_from_schema};
+use super::validate::{Validators, fill_declared, fill_from_schema, validate_declared};
 use super::{
     DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, NativeTool, ToolError, ToolView, builtin, exec, http,
     returns,
@@ -152,8 +152,9 @@ impl Toolbox {
         }
     }
 
-    /// Validates `args` against the tool's schema (defaults filled in), runs it, and
-    /// checks what it returns against its `result` type when it declares one.
+    /// Validates `args` against the tool's params (defaults filled in; a registered
+    /// native's own schema when it declares none), runs it, and checks what it
+    /// returns against its `result` type when it declares one.
     /// Unguarded: capabilities are the agent loop's business.
     ///
     /// # Errors
@@ -184,39 +185,22 @@ impl Toolbox {
             ToolError::Failed(format!("no tool with id {} in this program", tool.index()))
         })?;
         let mut args = no_args_as_empty(args);
-        ir::fill_fields(&tool.params, &mut args);
-        let parameters = self.view(tool).parameters;
-        self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
-        let args = object(args);
-        let args = if tool.params.is_empty() {
-            fill_from_schema(&parameters, args)
-        } else {
-            fill_declared(&tool.params, args)
+        let args = match self.declared_native(tool).filter(|_| tool.params.is_empty()) {
+            // A registered native's own schema.
+            Some(native) => {
+                let parameters = Self::native_view(native.as_ref()).parameters;
+                self.shared.validators.validate(&tool.tool_name, &parameters, &args)?;
+                fill_from_schema(&parameters, object(args))
+            }
+            None => {
+                ir::fill_fields(&tool.params, &mut args);
+                validate_declared(tool, &args)?;
+                fill_declared(&tool.params, object(args))
+            }
         };
         let mut value = self.run(program, tool, args, retry).await?;
-        if let Some(ty) = &tool.result {
-            ty.fill_defaults(&mut value);
-            let problems = ty.problems(&value, "result");
-            if !problems.is_empty() {
-                return Err(ToolError::BadResult { ty: ty.to_string(), problems });
-            }
-        }
+        admit_result(tool, &mut value)?;
         Ok(value)
-    }
-
-    /// Validates `value` against `schema` (compiled once per `key` and schema), every
-    /// problem worded as for arguments ("`priority`: missing required property").
-    pub(crate) fn validate_value(
-        &self,
-        key: &str,
-        schema: &Value,
-        value: &Value,
-    ) -> Result<(), Vec<String>> {
-        match self.shared.validators.validate(key, schema, value) {
-            Ok(()) => Ok(()),
-            Err(ToolError::InvalidArguments(problems)) => Err(problems),
-            Err(other) => Err(vec![other.to_string()]),
-        }
     }
 
     /// Calls a native tool by name, validating against its own schema.
@@ -335,6 +319,21 @@ impl Toolbox {
     }
 }
 
+/// Admits `value` as a result of `tool` ([`ir::Type::admit`] against its
+/// `result` type, when it declares one): the check of a live result here,
+/// and of one a store answered at the effects seam, so both fail alike.
+///
+/// # Errors
+/// [`ToolError::BadResult`] with every problem.
+pub(crate) fn admit_result(tool: &ir::Tool, value: &mut Value) -> Result<(), ToolError> {
+    match &tool.result {
+        Some(ty) => ty
+            .admit(value, "result")
+            .map_err(|problems| ToolError::BadResult { ty: ty.to_string(), problems }),
+        None => Ok(()),
+    }
+}
+
 /// `null` (a model sending no arguments at all) means `{}`.
 fn no_args_as_empty(args: Value) -> Value {
     if args.is_null() { Value::Object(Map::new()) } else { args }
@@ -407,7 +406,9 @@ mod tests {
         let err = toolbox.call(&p, ir::ToolId(0), Value::Null).await.unwrap_err();
         assert_eq!(
             err,
-            ToolError::InvalidArguments(vec!["`expression`: missing required property".into()])
+            ToolError::InvalidArguments(vec![
+                "`expression`: missing required field (string)".into()
+            ])
         );
     }
 

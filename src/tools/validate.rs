@@ -1,13 +1,17 @@
-//! Argument validation against a tool's parameters schema, and default filling.
+//! Argument validation, and default filling.
 //!
-//! Input: the parameters schema (the one models see) and the arguments a caller sent.
-//! Output: `Ok` or [`ToolError::InvalidArguments`] with one message per problem, each
-//! naming the property: "`sku`: missing required property", "`limit`: expected integer,
-//! got string \"five\"", "`foo`: unknown property". Validation is done by the
-//! `jsonschema` crate; this file only compiles (and caches) validators and words errors.
+//! Input: a tool and the arguments a caller sent. Output: `Ok` or
+//! [`ToolError::InvalidArguments`] with one message per problem, each naming the
+//! param: "`sku`: missing required field (string)", "`limit`: expected integer,
+//! got string \"five\"", "`foo`: unknown field of `Lookup` (did you mean `fo`?)".
 //!
-//! Unknown properties are rejected: the validator's schema is the published one plus
-//! `additionalProperties: false` (unless the schema says otherwise itself).
+//! A tool that declares its params is checked against them by the one check of
+//! declared types ([`ir::field_problems`], what inputs and results get too). A
+//! registered native's own JSON Schema (a `native` tool that declares no params)
+//! is checked with the `jsonschema` crate: this file compiles (and caches) those
+//! validators and words their errors alike ("`sku`: missing required property").
+//! Unknown properties are rejected: the validator's schema is the published one
+//! plus `additionalProperties: false` (unless the schema says otherwise itself).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,6 +23,17 @@ use serde_json::{Map, Value};
 use super::ToolError;
 use crate::eval::describe;
 use crate::ir;
+
+/// Checks the arguments of a tool that declares its params (filled by
+/// [`ir::fill_fields`] first).
+pub(crate) fn validate_declared(tool: &ir::Tool, args: &Value) -> Result<(), ToolError> {
+    let problems = if args.is_object() {
+        ir::field_problems(&tool.params, &tool.name, args)
+    } else {
+        vec![format!("arguments: expected an object, got {}", describe(args))]
+    };
+    if problems.is_empty() { Ok(()) } else { Err(ToolError::InvalidArguments(problems)) }
+}
 
 /// Compiled validators by tool name; a changed schema under the same name recompiles.
 #[derive(Default)]
@@ -126,42 +141,26 @@ fn suggestion(name: &str, parameters: &Value) -> String {
     let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
         return String::new();
     };
-    properties
-        .keys()
-        .map(|k| (strsim::jaro_winkler(name, k), k))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map_or_else(String::new, |(_, k)| format!(" (did you mean `{k}`?)"))
+    ir::closest(name, properties.keys().map(String::as_str))
+        .map_or_else(String::new, |k| format!(" (did you mean `{k}`?)"))
 }
 
 /// Orders `args` by declaration and fills absent params: the default, else `null`.
-/// Integral floats passed for `integer` params become integers.
+/// Each is conformed to its type ([`ir::Type::conform`]: `5.0` for an `integer` is 5).
 pub(crate) fn fill_declared(
     params: &[ir::Param],
     mut args: Map<String, Value>,
 ) -> Map<String, Value> {
     let mut out = Map::with_capacity(params.len());
     for param in params {
-        let value =
+        let mut value =
             args.remove(&param.name).or_else(|| param.default.clone()).unwrap_or(Value::Null);
-        out.insert(param.name.clone(), normalize(&param.ty, value));
+        param.ty.conform(&mut value);
+        out.insert(param.name.clone(), value);
     }
     // Only reachable when a schema allowed extra properties; keep them, after the params.
     out.extend(args);
     out
-}
-
-fn normalize(ty: &ir::Type, value: Value) -> Value {
-    match (&ty.kind, &value) {
-        (ir::TypeKind::Integer, Value::Number(n)) if !n.is_i64() && !n.is_u64() => {
-            match n.as_f64() {
-                #[allow(clippy::cast_possible_truncation)]
-                Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
-                _ => value,
-            }
-        }
-        _ => value,
-    }
 }
 
 /// Fills `default`s from a schema's properties for absent arguments (native tools).
@@ -188,6 +187,10 @@ mod tests {
     use crate::tools::test_support::{param, tool, ty};
 
     fn schema() -> Value {
+        parameters_schema(&lookup())
+    }
+
+    fn lookup() -> ir::Tool {
         let mut t = tool("DatabaseLookup", "Look up");
         t.params = vec![
             param("sku", ty("string"), None, None),
@@ -195,11 +198,13 @@ mod tests {
             param("fields", ty("array<string>?"), None, None),
             param("ratio", ty("float?"), None, None),
         ];
-        parameters_schema(&t)
+        t
     }
 
     fn check(args: Value) -> String {
-        match Validators::default().validate("database_lookup", &schema(), &args) {
+        let mut args = args;
+        ir::fill_fields(&lookup().params, &mut args);
+        match validate_declared(&lookup(), &args) {
             Ok(()) => "ok".to_owned(),
             Err(ToolError::InvalidArguments(m)) => m.join("\n"),
             Err(other) => format!("other: {other}"),

@@ -146,6 +146,7 @@ async fn malformed_json() {
             .await
             .unwrap_err();
         assert!(matches!(err, LlmError::Malformed { .. }), "{err}");
+        assert_eq!(err.code().as_str(), "ignite::llm::malformed");
         let server = server_json(json!({"unexpected": true})).await;
         let err = run(&llm(), &single(kind, &server, 5_000, 2), &Trace::new(false), "hi")
             .await

@@ -64,6 +64,7 @@ async fn record_then_replay_offline() {
         let err = run_with(&offline, &program, &Trace::new(false), "2+2?", replayer).await;
         let err = err.unwrap_err();
         assert!(matches!(err, LlmError::Replay { .. }), "{err}");
+        assert_eq!(err.code().as_str(), "ignite::effects::replay");
 
         let err = run_with(&offline, &program, &Trace::new(false), "3+3?", replay(&path)).await;
         let err = err.unwrap_err();

@@ -121,8 +121,11 @@ async fn invalid_then_repaired() {
         let sent = bodies(&server).await;
         assert_eq!(sent.len(), 2, "{kind:?}");
         let repair = last_user_text(&sent[1]);
-        assert!(repair.contains("`priority`"), "{kind:?}: {repair}");
-        assert!(repair.contains("`colour`: unknown property"), "{kind:?}: {repair}");
+        assert!(repair.contains("`result.priority`"), "{kind:?}: {repair}");
+        assert!(
+            repair.contains("`result.colour`: unknown field of `Ticket`"),
+            "{kind:?}: {repair}"
+        );
     }
 }
 
@@ -131,7 +134,7 @@ async fn invalid_twice_fails_with_the_problems_and_the_reply() {
     for kind in kinds() {
         let server = server(vec![ok(text_reply(kind, "Sure! The priority is high."))]).await;
         let error = answer(&typed(kind, &server, 1)).await.unwrap_err();
-        assert!(matches!(error, LlmError::BadResult { attempts: 2, .. }), "{kind:?}: {error:?}");
+        assert!(matches!(error, LlmError::BadAnswer { attempts: 2, .. }), "{kind:?}: {error:?}");
         let message = error.to_string();
         assert!(message.contains("does not fit `Ticket`"), "{message}");
         assert!(message.contains("not JSON"), "{message}");

@@ -1,6 +1,6 @@
 //! How a node fails in a run: [`Failure`] (the node or item, the message,
-//! the code), [`Cause`] (what a tool or agent task sends back when it
-//! failed), the value a `try` makes of a call's result, and the
+//! the code, the [`NodeError`] behind it), [`Cause`] (what a tool or
+//! agent task sends back when it failed), the value a `try` makes of a call's result, and the
 //! [`RunError`] a run's reported failure becomes.
 //!
 //! The core only moves failures around (to the nearest `try`, or into
@@ -11,60 +11,40 @@
 use super::nodes::Job;
 use crate::diagnostic::Code;
 use crate::eval::{Fields, Val};
+use crate::failure::NodeError;
 use crate::ir::{Callee, Program};
 use crate::runtime::RunError;
 use crate::source::Span as SourceSpan;
 
-/// Why a tool or agent failed, with its own code and help.
-pub(super) struct Cause {
-    message: String,
-    code: Option<String>,
-    help: Option<String>,
-}
+/// Why a tool or agent task failed: the run's one failure type.
+pub(super) type Cause = NodeError;
 
-impl Cause {
-    pub(super) fn of<E: miette::Diagnostic + ?Sized>(error: &E) -> Self {
-        Cause {
-            message: error.to_string(),
-            code: error.code().map(|c| c.to_string()),
-            help: error.help().map(|h| h.to_string()),
+/// The failure of the call of `callee` at `job` (declared at `span`) that
+/// failed with `cause`.
+pub(super) fn call_failure(
+    cause: Cause,
+    program: &Program,
+    callee: Option<Callee>,
+    job: Job,
+    span: SourceSpan,
+) -> Failure {
+    let message = cause.to_string();
+    let (code, message) = match callee {
+        // Agent errors mostly name the agent already: no "agent `X`
+        // failed: agent `X` exceeded ...".
+        Some(Callee::Agent(agent)) => {
+            let name = format!("agent `{}`", program[agent].name);
+            let message =
+                if message.contains(&name) { message } else { format!("{name} failed: {message}") };
+            (Code::AgentFailed, message)
         }
-    }
-
-    /// Its code, as a span's `error.type`.
-    pub(super) fn error_type(&self) -> &str {
-        self.code.as_deref().unwrap_or("failed")
-    }
-
-    /// The failure of the call of `callee` at `job` (declared at `span`).
-    pub(super) fn into_failure(
-        self,
-        program: &Program,
-        callee: Option<Callee>,
-        job: Job,
-        span: SourceSpan,
-    ) -> Failure {
-        let Cause { message, code: cause, help } = self;
-        let (code, message) = match callee {
-            // Agent errors mostly name the agent already: no "agent `X`
-            // failed: agent `X` exceeded ...".
-            Some(Callee::Agent(agent)) => {
-                let name = format!("agent `{}`", program[agent].name);
-                let message = if message.contains(&name) {
-                    message
-                } else {
-                    format!("{name} failed: {message}")
-                };
-                (Code::AgentFailed, message)
-            }
-            Some(Callee::Tool(tool)) => {
-                let name = &program[tool].tool_name;
-                (Code::ToolFailed, format!("tool `{name}` failed: {message}"))
-            }
-            _ => (Code::NodeFailed, message),
-        };
-        Failure { job, message, span, code, cause, help }
-    }
+        Some(Callee::Tool(tool)) => {
+            let name = &program[tool].tool_name;
+            (Code::ToolFailed, format!("tool `{name}` failed: {message}"))
+        }
+        _ => (Code::NodeFailed, message),
+    };
+    Failure { job, message, span, code, cause: Box::new(cause) }
 }
 
 /// A node (or item) that failed.
@@ -73,14 +53,17 @@ pub(super) struct Failure {
     message: String,
     span: SourceSpan,
     pub(super) code: Code,
-    /// The code of the tool or agent error behind it.
-    cause: Option<String>,
-    help: Option<String>,
+    /// The tool's or agent's error behind it, or the node's own.
+    cause: Box<NodeError>,
 }
 
 impl Failure {
     pub(super) fn new(job: Job, message: String, span: SourceSpan, code: Code) -> Self {
-        Failure { job, message, span, code, cause: None, help: None }
+        let cause = Box::new(match code {
+            Code::GuardFailed => NodeError::Guard(message.clone()),
+            _ => NodeError::Eval(message.clone()),
+        });
+        Failure { job, message, span, code, cause }
     }
 
     pub(super) fn at(mut self, job: Job) -> Self {
@@ -96,13 +79,13 @@ impl Failure {
             span: self.span,
             code: self.code,
             cause: self.cause,
-            help: self.help,
         }
     }
 }
 
 /// The value of a call under `try`: `{ok: true, value}`, or `{ok: false,
-/// error, code}` for a failure.
+/// error, code, kind}` for a failure (`kind` names what failed: `timeout`,
+/// `invalid_arguments`, `guard`, ...).
 pub(super) fn try_value(result: Result<Val, Failure>) -> Val {
     match result {
         Ok(value) => Val::object(Fields::from([
@@ -113,6 +96,7 @@ pub(super) fn try_value(result: Result<Val, Failure>) -> Val {
             ("ok".to_owned(), Val::Bool(false)),
             ("error".to_owned(), Val::string(f.message)),
             ("code".to_owned(), Val::from(f.code.as_str())),
+            ("kind".to_owned(), Val::from(f.cause.kind())),
         ])),
     }
 }

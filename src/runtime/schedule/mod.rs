@@ -35,7 +35,6 @@ use self::core::{Bounds, Core};
 use self::observer::{Observer, Watchers};
 use self::program::{Ir, json};
 use super::{Engine, RunError, RunOptions, inputs};
-use crate::diagnostic::Code;
 use crate::eval::{Fields, Val};
 use crate::ir::{ContractId, Program, Runner};
 use crate::trace::Trace;
@@ -51,10 +50,7 @@ pub(super) fn run(
     let watchers = observer::watchers(trace, &options.span, engine.effects.activity());
     let scope = watchers.run_started(&engine.program()[contract].name);
     let result = run_in(engine, contract, given, options, &watchers, scope.clone());
-    watchers.run_ended(
-        &scope,
-        result.as_ref().err().map(|e| e.code().map_or("no_contract", Code::as_str)),
-    );
+    watchers.run_ended(&scope, result.as_ref().err().map(|e| e.code().as_str()));
     result
 }
 

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::failure::{Cause, Failure};
+use super::failure::{Cause, Failure, call_failure};
 use super::nodes::{At, CallKind, Done, Job, Kind, Nodes, NotStarted};
 use super::observer::Watch;
 use crate::diagnostic::Code;
@@ -299,9 +299,8 @@ impl Nodes for Ir<'_> {
                 let key = scope.next_key();
                 let result = scope
                     .call_tool(&key, None, &toolbox, &program, tool, Value::Object(json(given)))
-                    .await
-                    .map_err(|e| Cause::of(&e));
-                span.end(result.as_ref().err().map(Cause::error_type));
+                    .await;
+                span.end(result.as_ref().err().map(|e| e.code().as_str()));
                 let _ = tx.send(Done { job, started, answer: result });
             })),
             Callee::Agent(agent) => {
@@ -325,8 +324,7 @@ impl Nodes for Ir<'_> {
                 io.spawn(effects::track(activity.as_ref(), async move {
                     let result =
                         llm.run_agent(&program, agent, &given, &toolbox, &trace, &scope).await;
-                    let result = result.map_err(|e| Cause::of(&e));
-                    span.end(result.as_ref().err().map(Cause::error_type));
+                    span.end(result.as_ref().err().map(|e| e.code().as_str()));
                     let _ = tx.send(Done { job, started, answer: result });
                 }))
             }
@@ -344,7 +342,7 @@ impl Nodes for Ir<'_> {
         let span = self.program[at.contract][at.job.node].span;
         answer
             .map(Val::from)
-            .map_err(|cause| cause.into_failure(self.program, Some(callee), at.job, span))
+            .map_err(|cause| call_failure(cause, self.program, Some(callee), at.job, span))
     }
 
     fn collect(

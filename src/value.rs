@@ -26,7 +26,7 @@ pub type Fields = IndexMap<String, Val>;
 ///
 /// `==` is equality of the JSON (as `serde_json::Value` compares: `1` and
 /// `1.0` differ), for comparing checked programs; the language's `==` is
-/// [`equal`](super::equal).
+/// [`equal`](crate::eval::equal).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub enum Val {
     /// `null`.
@@ -174,48 +174,6 @@ impl Val {
             (Val::Array(a), Val::Array(b)) => Arc::ptr_eq(a, b),
             (Val::Object(a), Val::Object(b)) => Arc::ptr_eq(a, b),
             _ => false,
-        }
-    }
-}
-
-impl crate::ir::Json for Val {
-    fn kind(&self) -> &'static str {
-        Val::kind(self)
-    }
-
-    fn text(&self) -> Option<&str> {
-        self.as_str()
-    }
-
-    fn items(&self) -> Option<&[Self]> {
-        self.as_array()
-    }
-
-    fn field(&self, name: &str) -> Option<&Self> {
-        self.get(name)
-    }
-
-    fn keys(&self) -> impl Iterator<Item = &str> {
-        self.as_object().into_iter().flat_map(|fields| fields.keys().map(String::as_str))
-    }
-
-    fn items_mut(&mut self) -> Option<&mut [Self]> {
-        match self {
-            Val::Array(items) => Some(Arc::make_mut(items).as_mut_slice()),
-            _ => None,
-        }
-    }
-
-    fn field_mut(&mut self, name: &str) -> Option<&mut Self> {
-        match self {
-            Val::Object(fields) => Arc::make_mut(fields).get_mut(name),
-            _ => None,
-        }
-    }
-
-    fn set_field(&mut self, name: &str, value: &Value) {
-        if let Val::Object(fields) = self {
-            Arc::make_mut(fields).insert(name.to_owned(), value.into());
         }
     }
 }

@@ -1,0 +1,93 @@
+//! [`ProviderKind`]: a wire protocol an agent speaks, named by its index.
+//!
+//! The IR only names a kind: lowering resolves `provider NAME` and `kind
+//! NAME` against [`ProviderKind::named`], and the agent runtime looks up
+//! what the kind does (its variables, URL, request and reply functions) in
+//! `llm::PROVIDERS`, whose rows stand in the order of [`ProviderKind::all`]
+//! (the table's length is [`ProviderKind::COUNT`], so a kind without a row
+//! does not compile).
+
+use std::fmt;
+
+/// Every kind's name in `.ign`, in the order help text lists them.
+const NAMES: [&str; 4] = ["anthropic", "openai", "ollama", "gemini"];
+
+/// A provider kind: an index into the kind table.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProviderKind(u8);
+
+impl ProviderKind {
+    /// Anthropic's Messages API.
+    pub const ANTHROPIC: Self = Self(0);
+    /// OpenAI's Chat Completions API.
+    pub const OPENAI: Self = Self(1);
+    /// Ollama's chat API.
+    pub const OLLAMA: Self = Self(2);
+    /// Google's Gemini `generateContent` API.
+    pub const GEMINI: Self = Self(3);
+    /// How many kinds there are.
+    pub const COUNT: usize = NAMES.len();
+
+    /// The kind called `name` in `.ign`.
+    #[must_use]
+    pub fn named(name: &str) -> Option<Self> {
+        Self::all().find(|kind| kind.name() == name)
+    }
+
+    /// Every kind, in table order.
+    pub fn all() -> impl Iterator<Item = ProviderKind> {
+        (0..NAMES.len()).filter_map(|i| u8::try_from(i).ok()).map(ProviderKind)
+    }
+
+    /// Every kind's name, in table order.
+    #[must_use]
+    pub fn names() -> Vec<&'static str> {
+        NAMES.to_vec()
+    }
+
+    /// The first kind: what lowering records after an unknown kind was reported.
+    #[must_use]
+    pub fn first() -> Self {
+        Self(0)
+    }
+
+    /// The kind's name in `.ign`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        NAMES[self.0 as usize]
+    }
+
+    /// The kind's index in the kind table.
+    #[must_use]
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+impl fmt::Debug for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let names = ProviderKind::names();
+        for name in &names {
+            assert_eq!(ProviderKind::named(name).map(ProviderKind::name), Some(*name));
+            assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name}");
+        }
+        assert!(ProviderKind::named("script").is_none());
+        assert_eq!(ProviderKind::all().count(), ProviderKind::COUNT);
+    }
+}
