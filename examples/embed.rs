@@ -8,8 +8,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use igniter::llm::anthropic;
-use igniter::runtime::{Engine, RunOptions};
-use igniter::tools::{NativeTool, Registry, Toolbox, schema_for};
+use igniter::prelude::*;
 use serde_json::{Map, Value, json};
 
 /// The program: a contract that calls the native tool directly (tools run
@@ -97,7 +96,7 @@ impl NativeTool for Restock {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let compilation = igniter::compile_source("embed.ign", PROGRAM);
+    let compilation = compile_source("embed.ign", PROGRAM);
     let Some(program) = compilation.program else {
         eprint!("{}", compilation.diagnostics.render(&compilation.sources, false, 100));
         return Err("the program has errors".into());

@@ -22,7 +22,7 @@ const FLOORS: &[&[&str]] = &[
     &["runtime"],
     &["serve", "testing"],
     &["restate"],
-    &["cli"],
+    &["cli", "prelude"],
 ];
 
 fn floor_of(module: &str) -> Option<usize> {

@@ -12,8 +12,8 @@
 //! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] + [`usage::UsageTotals`] | [`runtime::RunError`] |
 //! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`failure::NodeError`] |
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`failure::NodeError`] |
-//! | tests | [`testing`] | checked programs' `test` blocks | one result per test | [`testing::Failure`] |
-//! | serve | [`serve`] | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
+//! | tests | `testing` | checked programs' `test` blocks | one result per test | `testing::Failure` |
+//! | serve | `serve` | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
 //! | command line | [`cli`] | arguments | exit code, printed reports | exit codes |
 //!
 //! [`compile`] runs the first three stages: reading and parsing report
@@ -24,45 +24,52 @@
 //!
 //! | floor | modules |
 //! | --- | --- |
-//! | 1 | [`source`], [`value`] (the run-time value), [`shutdown`], [`telemetry`], [`backoff`] |
+//! | 1 | [`source`], `value` (the run-time value), `shutdown`, [`telemetry`], `backoff` |
 //! | 2 | [`diagnostic`], [`ast`] |
-//! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), [`failure`] (the run's one failure type) |
-//! | 4 | [`load`], [`lower`], [`eval`], [`usage`], [`render`] |
+//! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
+//! | 4 | [`load`], [`lower`], `eval`, `usage`, `render` |
 //! | 5 | [`tools`], [`trace`] |
 //! | 6 | [`effects`] |
 //! | 7 | [`llm`] |
 //! | 8 | [`runtime`] |
-//! | 9 | [`serve`], [`testing`] |
+//! | 9 | `serve`, `testing` |
 //! | 10 | `restate` (feature `restate`) |
-//! | 11 | [`cli`] |
+//! | 11 | [`cli`], [`prelude`] |
+//!
+//! A program that embeds ignite starts from [`prelude`]. The stage modules
+//! linked above are public for tools that work on one stage; the ones in
+//! plain code (`value`, `eval`, `failure`, `serve`, ...) are the crate's own,
+//! and what of them an embedder needs ([`prelude::NodeError`],
+//! [`prelude::UsageTotals`]) is re-exported.
 
 pub mod ast;
-pub mod backoff;
+pub(crate) mod backoff;
 pub mod cli;
 pub mod diagnostic;
 pub mod effects;
-pub mod eval;
-pub mod failure;
+pub(crate) mod eval;
+pub(crate) mod failure;
 #[cfg(test)]
 mod house;
 pub mod ir;
 pub mod llm;
 pub mod load;
 pub mod lower;
-pub mod render;
+pub mod prelude;
+pub(crate) mod render;
 #[cfg(feature = "restate")]
-pub mod restate;
+pub(crate) mod restate;
 pub mod runtime;
-pub mod serve;
-pub mod shutdown;
+pub(crate) mod serve;
+pub(crate) mod shutdown;
 pub mod source;
 pub mod syntax;
 pub mod telemetry;
-pub mod testing;
+pub(crate) mod testing;
 pub mod tools;
 pub mod trace;
-pub mod usage;
-pub mod value;
+pub(crate) mod usage;
+pub(crate) mod value;
 
 use std::path::Path;
 

@@ -60,7 +60,7 @@ fn reads(kind: &NodeKind, node: NodeId) -> bool {
 
 /// The drawing formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GraphFormat {
+pub(crate) enum GraphFormat {
     /// One line per node with its kind and dependencies.
     Text,
     /// A Mermaid `flowchart`.
@@ -71,7 +71,7 @@ pub enum GraphFormat {
 
 /// Draws `contract` in `format`.
 #[must_use]
-pub fn render_graph(program: &Program, contract: &Contract, format: GraphFormat) -> String {
+pub(crate) fn render_graph(program: &Program, contract: &Contract, format: GraphFormat) -> String {
     match format {
         GraphFormat::Text => text(program, contract),
         GraphFormat::Mermaid => mermaid(program, contract),

@@ -42,7 +42,7 @@ use crate::tools::schema::{params_schema, type_schema};
 
 /// How much the server takes on.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// The largest request body, in bytes.
     pub max_body: usize,
     /// How many runs may go at once.
@@ -52,7 +52,7 @@ pub struct Limits {
 }
 
 /// The shared state of one server.
-pub struct Service {
+pub(crate) struct Service {
     engine: Arc<Engine>,
     /// Top-level contracts by name, in declaration order.
     contracts: Vec<(String, ContractId)>,
@@ -64,7 +64,7 @@ pub struct Service {
 impl Service {
     /// A service for every top-level contract of `engine`'s program.
     #[must_use]
-    pub fn new(engine: Engine, limits: Limits) -> Self {
+    pub(crate) fn new(engine: Engine, limits: Limits) -> Self {
         let contracts =
             engine.roots().into_iter().map(|id| (engine.program()[id].name.clone(), id)).collect();
         Self {
@@ -78,7 +78,7 @@ impl Service {
 
     /// The contracts served with their schemas, as `GET /contracts` lists them.
     #[must_use]
-    pub fn catalog(&self) -> Value {
+    pub(crate) fn catalog(&self) -> Value {
         Value::Array(
             self.contracts
                 .iter()
@@ -103,7 +103,7 @@ impl Service {
 
     /// The OpenAPI 3.1 document of the server.
     #[must_use]
-    pub fn openapi(&self) -> Value {
+    pub(crate) fn openapi(&self) -> Value {
         let error = json!({"$ref": "#/components/schemas/Error"});
         let errors = |codes: &[&str]| {
             let mut out = Map::new();
@@ -383,7 +383,7 @@ fn shutting_down() -> Response {
 }
 
 /// The routes of `service`.
-pub fn router(service: Arc<Service>) -> Router {
+pub(crate) fn router(service: Arc<Service>) -> Router {
     let max_body = service.limits.max_body;
     Router::new()
         .route(
@@ -441,7 +441,7 @@ async fn refuse_when_draining(
 ///
 /// # Errors
 /// The listener failed.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     service: Arc<Service>,
     stop: impl Future<Output = ()> + Send + 'static,

@@ -18,21 +18,21 @@ static HALTED: AtomicBool = AtomicBool::new(false);
 static CHILDREN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// Runs `write` so that [`halt`] never cuts it in half.
-pub fn whole<T>(write: impl FnOnce() -> T) -> T {
+pub(crate) fn whole<T>(write: impl FnOnce() -> T) -> T {
     let _open = GATE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     write()
 }
 
 /// True once [`halt`] was called: start no new work.
 #[must_use]
-pub fn halted() -> bool {
+pub(crate) fn halted() -> bool {
     HALTED.load(Ordering::SeqCst)
 }
 
 /// Stops new work and kills every child process group; returns once no
 /// write is in progress. Writes stay blocked for the rest of the process,
 /// which should exit soon.
-pub fn halt() {
+pub(crate) fn halt() {
     HALTED.store(true, Ordering::SeqCst);
     let guard: RwLockWriteGuard<'static, ()> =
         GATE.write().unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -20,7 +20,7 @@ use serde_json::{Number, Value};
 
 /// The fields of an object, in insertion order (as `serde_json`'s
 /// `preserve_order` map keeps them).
-pub type Fields = IndexMap<String, Val>;
+pub(crate) type Fields = IndexMap<String, Val>;
 
 /// A runtime value: JSON with shared strings, arrays and objects.
 ///

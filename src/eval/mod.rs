@@ -23,14 +23,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::ir::{BinaryOp, Expr, ExprKind, Part, UnaryOp};
-pub use crate::ir::{Json, describe};
+pub(crate) use crate::ir::{Json, describe};
 use crate::source::Span;
 
-pub use crate::value::{Fields, Val};
-pub use number::Num;
+pub(crate) use crate::value::{Fields, Val};
+pub(crate) use number::Num;
 
 /// Where variables get their values.
-pub trait Scope {
+pub(crate) trait Scope {
     /// The value of variable `var` (a node, param or input index).
     fn var(&self, var: u32) -> &Val;
 }
@@ -44,7 +44,7 @@ impl Scope for [Val] {
 /// Why an expression could not be evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct EvalError {
+pub(crate) struct EvalError {
     /// What went wrong, naming the value.
     pub message: String,
     /// The sub-expression that failed.
@@ -62,7 +62,7 @@ impl EvalError {
 /// # Errors
 /// When an operation gets a value it cannot handle: division by zero, a
 /// missing field, a string where a number is needed, ...
-pub fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Val, EvalError> {
+pub(crate) fn eval<S: Scope + ?Sized>(expr: &Expr, scope: &S) -> Result<Val, EvalError> {
     match &expr.kind {
         ExprKind::Literal(value) => Ok(value.clone()),
         ExprKind::Var(var) => Ok(scope.var(*var).clone()),
@@ -133,7 +133,7 @@ fn place<'s, S: Scope + ?Sized>(expr: &Expr, scope: &'s S) -> Option<&'s Val> {
 
 /// Appends a value (a [`Val`] or JSON) as interpolation shows it:
 /// strings raw, the rest as JSON.
-pub fn push_display<V: Json>(out: &mut String, value: &V) {
+pub(crate) fn push_display<V: Json>(out: &mut String, value: &V) {
     match value.text() {
         Some(text) => out.push_str(text),
         None => {
@@ -148,7 +148,7 @@ pub fn push_display<V: Json>(out: &mut String, value: &V) {
 ///
 /// # Errors
 /// As [`eval`].
-pub fn eval_json(expr: &Expr, vars: &[Value]) -> Result<Value, EvalError> {
+pub(crate) fn eval_json(expr: &Expr, vars: &[Value]) -> Result<Value, EvalError> {
     let scope: Vec<Val> = vars.iter().map(Val::from).collect();
     eval(expr, scope.as_slice()).map(Val::into_json)
 }
@@ -288,7 +288,7 @@ fn operate(op: BinaryOp, left: &Val, right: &Val) -> Result<Val, String> {
 /// Deep equality where `1 == 1.0`; a shared array or object equals
 /// itself without being walked.
 #[must_use]
-pub fn equal(left: &Val, right: &Val) -> bool {
+pub(crate) fn equal(left: &Val, right: &Val) -> bool {
     match (left, right) {
         (Val::Null, Val::Null) => true,
         (Val::Bool(a), Val::Bool(b)) => a == b,

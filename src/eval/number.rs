@@ -7,7 +7,7 @@ use super::Val;
 
 /// A number: integer arithmetic stays exact, mixing with a float gives a float.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Num {
+pub(crate) enum Num {
     /// A whole number.
     I(i64),
     /// A float.
@@ -17,7 +17,7 @@ pub enum Num {
 impl Num {
     /// The number in `value`, if it is one (`u64` beyond `i64` becomes a float).
     #[must_use]
-    pub fn of(value: &Val) -> Option<Num> {
+    pub(crate) fn of(value: &Val) -> Option<Num> {
         let Val::Number(n) = value else { return None };
         n.as_i64().map(Num::I).or_else(|| n.as_f64().map(Num::F))
     }
@@ -25,7 +25,7 @@ impl Num {
     /// As a float.
     #[must_use]
     #[allow(clippy::cast_precision_loss)]
-    pub fn as_f64(self) -> f64 {
+    pub(crate) fn as_f64(self) -> f64 {
         match self {
             Num::I(i) => i as f64,
             Num::F(f) => f,
@@ -34,7 +34,7 @@ impl Num {
 
     /// As a value (non-finite floats are never produced: see [`Num::finite`]).
     #[must_use]
-    pub fn to_value(self) -> Val {
+    pub(crate) fn to_value(self) -> Val {
         match self {
             Num::I(i) => Val::int(i),
             Num::F(f) => serde_json::Number::from_f64(f).map_or(Val::Null, Val::Number),
@@ -43,7 +43,7 @@ impl Num {
 
     /// `self` when it is finite.
     #[must_use]
-    pub fn finite(self) -> Option<Num> {
+    pub(crate) fn finite(self) -> Option<Num> {
         match self {
             Num::F(f) if !f.is_finite() => None,
             n => Some(n),
@@ -52,7 +52,7 @@ impl Num {
 
     /// `-self`; `None` on overflow.
     #[must_use]
-    pub fn checked_neg(self) -> Option<Num> {
+    pub(crate) fn checked_neg(self) -> Option<Num> {
         match self {
             Num::I(i) => i.checked_neg().map(Num::I),
             Num::F(f) => Some(Num::F(-f)),
@@ -73,31 +73,31 @@ impl Num {
 
     /// `self + other`; `None` on integer overflow.
     #[must_use]
-    pub fn checked_add(self, other: Num) -> Option<Num> {
+    pub(crate) fn checked_add(self, other: Num) -> Option<Num> {
         self.combine(other, i64::checked_add, |a, b| a + b)
     }
 
     /// `self - other`; `None` on integer overflow.
     #[must_use]
-    pub fn checked_sub(self, other: Num) -> Option<Num> {
+    pub(crate) fn checked_sub(self, other: Num) -> Option<Num> {
         self.combine(other, i64::checked_sub, |a, b| a - b)
     }
 
     /// `self * other`; `None` on integer overflow.
     #[must_use]
-    pub fn checked_mul(self, other: Num) -> Option<Num> {
+    pub(crate) fn checked_mul(self, other: Num) -> Option<Num> {
         self.combine(other, i64::checked_mul, |a, b| a * b)
     }
 
     /// `self % other` (sign of `self`); `None` on overflow.
     #[must_use]
-    pub fn checked_rem(self, other: Num) -> Option<Num> {
+    pub(crate) fn checked_rem(self, other: Num) -> Option<Num> {
         self.combine(other, i64::checked_rem, |a, b| a % b)
     }
 
     /// Numeric order; `None` only for NaN, which values never hold.
     #[must_use]
-    pub fn cmp_num(self, other: Num) -> Option<Ordering> {
+    pub(crate) fn cmp_num(self, other: Num) -> Option<Ordering> {
         match (self, other) {
             (Num::I(a), Num::I(b)) => Some(a.cmp(&b)),
             (a, b) => a.as_f64().partial_cmp(&b.as_f64()),

@@ -11,7 +11,7 @@ use crate::source::Sources;
 /// Why an `expect` failed: the condition as written and the values that
 /// explain it (`reply.priority` = `"low"`), or the evaluation error.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unmet {
+pub(crate) struct Unmet {
     /// The condition's source text.
     pub condition: String,
     /// `(sub-expression, value)` pairs, outermost first.
@@ -24,7 +24,7 @@ pub struct Unmet {
 /// Checks `condition` over `outputs` (`Var(i)` is output `i`); `None` when
 /// it holds.
 #[must_use]
-pub fn check(condition: &Expr, outputs: &[Value], sources: &Sources) -> Option<Unmet> {
+pub(crate) fn check(condition: &Expr, outputs: &[Value], sources: &Sources) -> Option<Unmet> {
     let text = |e: &Expr| sources.slice(e.span).to_owned();
     let mut unmet = Unmet { condition: text(condition), values: Vec::new(), error: None };
     let outputs: Vec<Val> = outputs.iter().map(Val::from).collect();
@@ -81,7 +81,7 @@ fn explain(expr: &Expr, scope: &[Val], sources: &Sources, out: &mut Vec<(String,
 impl Unmet {
     /// The explanation as lines: `expect COND`, then `  where X = V`.
     #[must_use]
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         let mut lines = vec![format!("expect {}", self.condition)];
         if let Some(error) = &self.error {
             lines.push(format!("  {error}"));

@@ -18,11 +18,11 @@
 //! | `snapshot.rs` | snapshot files and diffs |
 //! | `report.rs` | human, JSON and JUnit reports |
 
-pub mod expect;
+pub(crate) mod expect;
 mod mocks;
 /// Reports: human, JSON, JUnit.
-pub mod report;
-pub mod snapshot;
+pub(crate) mod report;
+pub(crate) mod snapshot;
 mod store;
 
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ use expect::Unmet;
 
 /// How to run the tests.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// Only tests whose name contains this text.
     pub filter: Option<String>,
     /// Write snapshots (new or changed) instead of failing on them.
@@ -52,7 +52,7 @@ pub struct Options {
 }
 
 /// The tests of one root file, with the engine of its program.
-pub struct Suite {
+pub(crate) struct Suite {
     /// Runs the program (each test on a sibling with its own effect stores).
     engine: Engine,
     /// The root file: only the tests it declares belong to this suite.
@@ -62,31 +62,31 @@ pub struct Suite {
 impl Suite {
     /// The suite of `root`, a file of `engine`'s program.
     #[must_use]
-    pub fn new(engine: Engine, root: FileId) -> Self {
+    pub(crate) fn new(engine: Engine, root: FileId) -> Self {
         Self { engine, root }
     }
 
     /// The program.
     #[must_use]
-    pub fn program(&self) -> &Program {
+    pub(crate) fn program(&self) -> &Program {
         self.engine.program()
     }
 
     /// The path of the root file.
     #[must_use]
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.program().sources[self.root].path
     }
 
     /// The suite's tests, in declaration order.
-    pub fn tests(&self) -> impl Iterator<Item = &Test> {
+    pub(crate) fn tests(&self) -> impl Iterator<Item = &Test> {
         self.program().tests.iter().filter(|t| t.file == self.root)
     }
 
     /// Snapshot files beside the root file that none of its tests (with a
     /// `snapshot` statement) owns.
     #[must_use]
-    pub fn unused_snapshots(&self) -> Vec<PathBuf> {
+    pub(crate) fn unused_snapshots(&self) -> Vec<PathBuf> {
         let owned: Vec<PathBuf> = self
             .tests()
             .filter(|t| t.snapshot != Snapshot::None)
@@ -98,7 +98,7 @@ impl Suite {
 
 /// The result of one test.
 #[derive(Debug, Clone)]
-pub struct TestResult {
+pub(crate) struct TestResult {
     /// The file that declares it.
     pub file: PathBuf,
     /// Its name.
@@ -116,14 +116,14 @@ pub struct TestResult {
 impl TestResult {
     /// True when nothing went wrong.
     #[must_use]
-    pub fn passed(&self) -> bool {
+    pub(crate) fn passed(&self) -> bool {
         self.failures.is_empty()
     }
 }
 
 /// One way a test failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The test could not start: an input or mock value, the cassette.
     Setup(String),
     /// The run failed, and the test expected outputs.
@@ -158,7 +158,7 @@ pub enum Failure {
 impl Failure {
     /// The failure in one line.
     #[must_use]
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         match self {
             Failure::Setup(m) | Failure::Unmatched(m) => m.clone(),
             Failure::Run(m) => format!("the run failed: {m}"),
@@ -181,7 +181,7 @@ impl Failure {
 
     /// The failure in full: the summary, then details (diffs, values).
     #[must_use]
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         match self {
             Failure::Expect(unmet) => unmet.lines(),
             Failure::WrongError { expected, actual } => vec![
@@ -201,7 +201,7 @@ impl Failure {
 /// Runs the selected tests of `suites` on `options.jobs` threads; results
 /// in suite and declaration order.
 #[must_use]
-pub fn run(suites: &[Suite], options: &Options) -> Vec<TestResult> {
+pub(crate) fn run(suites: &[Suite], options: &Options) -> Vec<TestResult> {
     let selected: Vec<(&Suite, &Test)> = suites
         .iter()
         .flat_map(|s| s.tests().map(move |t| (s, t)))

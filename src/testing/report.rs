@@ -17,7 +17,7 @@ use super::{Failure, TestResult};
 
 /// Everything a report shows.
 #[derive(Debug, Clone, Default)]
-pub struct Report {
+pub(crate) struct Report {
     /// Test results in file and declaration order.
     pub results: Vec<TestResult>,
     /// Files whose tests could not run (they do not compile), with why.
@@ -29,25 +29,25 @@ pub struct Report {
 impl Report {
     /// Passed tests.
     #[must_use]
-    pub fn passed(&self) -> usize {
+    pub(crate) fn passed(&self) -> usize {
         self.results.iter().filter(|r| r.passed()).count()
     }
 
     /// Failed tests, and files whose tests could not run.
     #[must_use]
-    pub fn failed(&self) -> usize {
+    pub(crate) fn failed(&self) -> usize {
         self.results.len() - self.passed() + self.broken.len()
     }
 
     /// The closing line.
     #[must_use]
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!("{} passed, {} failed", self.passed(), self.failed())
     }
 
     /// The human listing.
     #[must_use]
-    pub fn human(&self) -> String {
+    pub(crate) fn human(&self) -> String {
         let mut out = String::new();
         for (file, why) in &self.broken {
             let _ = writeln!(out, "FAIL {}: {why}", file.display());
@@ -73,7 +73,7 @@ impl Report {
 
     /// The JSON report.
     #[must_use]
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         let tests: Vec<Value> = self
             .results
             .iter()
@@ -109,7 +109,7 @@ impl Report {
 
     /// The JUnit XML report.
     #[must_use]
-    pub fn junit(&self) -> String {
+    pub(crate) fn junit(&self) -> String {
         let mut files: Vec<(String, Vec<&TestResult>)> = Vec::new();
         for result in &self.results {
             let file = result.file.display().to_string();

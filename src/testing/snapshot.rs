@@ -15,11 +15,11 @@ use serde_json::{Map, Value, json};
 use similar::{ChangeTag, TextDiff};
 
 /// The folder snapshots live in, beside the test's file.
-pub const DIR: &str = "__snapshots__";
+pub(crate) const DIR: &str = "__snapshots__";
 
 /// The snapshot file of test `name` declared in `file`.
 #[must_use]
-pub fn path(file: &Path, name: &str) -> PathBuf {
+pub(crate) fn path(file: &Path, name: &str) -> PathBuf {
     let dir = file.parent().unwrap_or_else(|| Path::new(".")).join(DIR);
     dir.join(format!("{}.{}.snap", stem(file), slug(name)))
 }
@@ -28,12 +28,12 @@ fn stem(file: &Path) -> String {
     file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
-pub use crate::ir::slug;
+pub(crate) use crate::ir::slug;
 
 /// The snapshot text of a run: the test's name, its outputs and, when
 /// given, its calls.
 #[must_use]
-pub fn render(name: &str, outputs: &Map<String, Value>, calls: Option<&[Value]>) -> String {
+pub(crate) fn render(name: &str, outputs: &Map<String, Value>, calls: Option<&[Value]>) -> String {
     let mut document = json!({ "test": name, "outputs": outputs });
     if let (Some(calls), Value::Object(map)) = (calls, &mut document) {
         map.insert("calls".to_owned(), Value::Array(calls.to_vec()));
@@ -45,7 +45,7 @@ pub fn render(name: &str, outputs: &Map<String, Value>, calls: Option<&[Value]>)
 
 /// The snapshots in `dir` that belong to `file` (named `STEM.*.snap`).
 #[must_use]
-pub fn of_file(file: &Path) -> Vec<PathBuf> {
+pub(crate) fn of_file(file: &Path) -> Vec<PathBuf> {
     let dir = file.parent().unwrap_or_else(|| Path::new(".")).join(DIR);
     let prefix = format!("{}.", stem(file));
     let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
@@ -66,7 +66,7 @@ pub fn of_file(file: &Path) -> Vec<PathBuf> {
 /// A unified diff from `stored` to `actual`, `-` lines stored, `+` lines
 /// new, with three lines of context.
 #[must_use]
-pub fn diff(stored: &str, actual: &str) -> String {
+pub(crate) fn diff(stored: &str, actual: &str) -> String {
     let diff = TextDiff::from_lines(stored, actual);
     let mut out = String::new();
     for (i, group) in diff.grouped_ops(3).iter().enumerate() {
