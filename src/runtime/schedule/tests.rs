@@ -632,7 +632,11 @@ fn try_makes_a_failed_call_its_value() {
         &[1, 2],
     )]);
     let outputs = run(fake, vec![int(4)], bounds(usize::MAX), &Log::default()).expect("runs");
-    let failed = json!({"ok": false, "error": "it broke", "code": Code::ToolFailed.as_str()});
+    // The fake's failure is the scheduler's own (no tool error behind it):
+    // its kind is `eval`.
+    let failed = json!({
+        "ok": false, "error": "it broke", "code": Code::ToolFailed.as_str(), "kind": "eval"
+    });
     assert_eq!(out(&outputs, "bad"), failed);
     assert_eq!(out(&outputs, "good"), json!({"ok": true, "value": 40}));
 }
