@@ -69,10 +69,10 @@ use crate::runtime::{Engine, InputsFrom, RunOptions};
 use crate::serve::{input_schema, output_schema, parse_inputs, run_error};
 
 /// The handler of every contract's service that runs the contract.
-pub const HANDLER: &str = "run";
+pub(crate) const HANDLER: &str = "run";
 
 /// The handler of every contract's service that does one effect.
-pub const STEP: &str = "step";
+pub(crate) const STEP: &str = "step";
 
 /// Why a step has no result when the invocation ends under it.
 const ENDED: &str = "the Restate invocation ended during the step";
@@ -81,7 +81,7 @@ const ENDED: &str = "the Restate invocation ended during the step";
 ///
 /// # Errors
 /// A contract's name is not a valid Restate service name.
-pub fn endpoint(engine: &Arc<Engine>) -> Result<Endpoint, String> {
+pub(crate) fn endpoint(engine: &Arc<Engine>) -> Result<Endpoint, String> {
     let mut builder = Endpoint::builder();
     for contract in engine.roots() {
         let program = engine.program();
@@ -119,7 +119,7 @@ pub fn endpoint(engine: &Arc<Engine>) -> Result<Endpoint, String> {
 
 /// Serves `endpoint` on `listener` (HTTP/2, as Restate speaks to
 /// deployments) until `stop` resolves.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     endpoint: Endpoint,
     stop: impl Future<Output = ()>,
