@@ -56,7 +56,7 @@ fn err() {
 /// failed for good (it needs a Restate server), a server's run that stopped
 /// abnormally (a panic, which no input should cause). Kept short and
 /// checked, so that a new fixture removes its code from here.
-const WITHOUT_FIXTURE: &[&str] = &["ignite::effects::journal", "ignite::serve::internal"];
+const WITHOUT_FIXTURE: &[&str] = &["ignite::serve::internal"];
 
 #[test]
 fn every_code_has_a_fixture() {

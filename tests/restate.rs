@@ -490,6 +490,7 @@ async fn retries_are_the_steps_and_errors_are_terminal() {
     assert_eq!(status, 500, "{body}");
     let error = error_of(&body);
     assert_eq!(error["code"], "ignite::run::tool_failed", "{body}");
+    assert_eq!(error["cause"], "ignite::effects::journal", "{body}");
     assert_eq!(error["path"], "Failing > value", "{body}");
     assert_eq!(count("broken.txt"), 2);
 
