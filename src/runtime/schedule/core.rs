@@ -45,7 +45,8 @@ use rayon::prelude::*;
 
 use super::exec::{Exec, Gather, arm_of, job_path, node_path, waits_on};
 use super::failure::Failure;
-use super::nodes::{At, CallKind, Done, Job, Kind, Nodes};
+use super::job::Job;
+use super::nodes::{At, CallKind, Done, Kind, Nodes};
 use super::observer::{Observer, Site};
 use crate::eval::{Fields, Val};
 use crate::ir::NodeId;

@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::nodes::{Job, Kind, Nodes};
+use super::job::Job;
+use super::nodes::{Kind, Nodes};
 use crate::eval::Val;
 use crate::ir::NodeId;
 

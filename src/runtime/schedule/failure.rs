@@ -8,7 +8,7 @@
 //! declared node is reported); what a failure holds and how it reads is
 //! here, in one place.
 
-use super::nodes::Job;
+use super::job::Job;
 use crate::diagnostic::Code;
 use crate::eval::{Fields, Val};
 use crate::failure::NodeError;

@@ -21,6 +21,7 @@
 mod core;
 mod exec;
 mod failure;
+mod job;
 mod nodes;
 mod observer;
 mod program;

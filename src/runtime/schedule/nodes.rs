@@ -1,5 +1,6 @@
 //! What the core asks of a graph ([`Nodes`]) and the small types it
-//! speaks in: a job ([`Job`], a node of an execution and maybe an item),
+//! speaks in: a job ([`Job`], a node of an execution and maybe an item,
+//! from `job.rs`),
 //! how a node is scheduled ([`Kind`], [`CallKind`]), a call's place
 //! ([`At`]) and a waiting call's answer ([`Done`]).
 //!
@@ -11,22 +12,9 @@ use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use super::failure::Failure;
+use super::job::Job;
 use crate::eval::{Fields, Val};
 use crate::ir::NodeId;
-
-/// A node of an execution, and the item for a `for` node's call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Job {
-    pub(super) exec: usize,
-    pub(super) node: NodeId,
-    pub(super) item: Option<u32>,
-}
-
-impl Job {
-    pub(super) fn node(exec: usize, node: NodeId) -> Self {
-        Self { exec, node, item: None }
-    }
-}
 
 /// How the core schedules a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,8 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use super::failure::{Cause, Failure, call_failure};
-use super::nodes::{At, CallKind, Done, Job, Kind, Nodes, NotStarted};
+use super::job::Job;
+use super::nodes::{At, CallKind, Done, Kind, Nodes, NotStarted};
 use super::observer::Watch;
 use crate::diagnostic::Code;
 use crate::effects;

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 
 use super::core::{Bounds, Core};
 use super::failure::Failure;
-use super::nodes::{At, CallKind, Done, Job, Kind, Nodes, NotStarted};
+use super::job::Job;
+use super::nodes::{At, CallKind, Done, Kind, Nodes, NotStarted};
 use super::observer::{Observer, Site};
 use crate::diagnostic::Code;
 use crate::eval::{Fields, Val};

@@ -7,7 +7,8 @@
 use super::{Core, Nodes, Observer};
 use crate::eval::Val;
 use crate::runtime::schedule::failure::{Failure, try_value};
-use crate::runtime::schedule::nodes::{Done, Job, NotStarted};
+use crate::runtime::schedule::job::Job;
+use crate::runtime::schedule::nodes::{Done, NotStarted};
 
 impl<N: Nodes, O: Observer<Call = N::Watch>> Core<'_, N, O> {
     /// Starts the child execution of a contract call.
