@@ -24,7 +24,7 @@
 //!
 //! | floor | modules |
 //! | --- | --- |
-//! | 1 | [`source`], `value` (the run-time value), `shutdown`, [`telemetry`], `backoff` |
+//! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff` |
 //! | 2 | [`diagnostic`], [`ast`] |
 //! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
 //! | 4 | [`load`], [`lower`], `eval`, `usage`, `render` |
@@ -63,6 +63,7 @@ pub mod runtime;
 pub(crate) mod serve;
 pub(crate) mod shutdown;
 pub mod source;
+pub mod suggest;
 pub mod syntax;
 pub mod telemetry;
 pub(crate) mod testing;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::Param;
 use super::json::{Json, describe, integral};
 use crate::source::Span;
+use crate::suggest::closest;
 
 /// A declared type: `string`, `array<integer>?`, `Product`, ...
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -267,15 +268,6 @@ pub fn fill_fields<V: Json>(fields: &[Param], object: &mut V) {
             }
         }
     }
-}
-
-/// The declared name closest to the unknown `name`, when one is close.
-pub(crate) fn closest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    names
-        .map(|n| (strsim::jaro_winkler(name, n), n))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| n)
 }
 
 /// A field that is missing or `null`.

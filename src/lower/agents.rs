@@ -9,10 +9,10 @@ use std::collections::HashMap;
 use super::Lowerer;
 use super::expr::Scope;
 use super::names::Decl;
-use super::suggest::{did_you_mean, list};
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, ExprKind, ProviderChoice, ProviderId, ProviderKind, ToolId};
+use crate::suggest::{did_you_mean, list};
 
 /// Tool turns allowed when `max_tool_iterations` is not written.
 const DEFAULT_MAX_TOOL_ITERATIONS: u32 = 10;

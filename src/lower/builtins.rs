@@ -6,10 +6,10 @@
 use serde_json::{Map, Value};
 
 use super::Lowerer;
-use super::suggest::{did_you_mean, list};
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Builtin, ParamKind, TypeKind};
+use crate::suggest::{did_you_mean, list};
 
 impl Lowerer<'_> {
     /// Checks a builtin tool's config and params against the builtin's descriptor.

@@ -11,12 +11,12 @@ use std::collections::HashMap;
 use super::Lowerer;
 use super::expr::Scope;
 use super::names::Decl;
-use super::suggest::{did_you_mean, list};
 use super::types::{a_kind, constant, show};
 use crate::ast::{self, ExprKind};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, AgentId, ContractId, Function, ToolId};
 use crate::source::Span;
+use crate::suggest::{did_you_mean, list};
 
 /// What is being called, for messages: "tool `DatabaseLookup`".
 pub(super) struct Callee<'c> {

@@ -11,11 +11,11 @@ use super::Lowerer;
 use super::calls::Stmt;
 use super::cycles::effectful_contracts;
 use super::expr::Scope;
-use super::suggest::did_you_mean;
 use crate::ast::{self, ExprKind, Node};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Graph, MAX_POOL_SIZE, NodeId, NodeKind, Runner};
 use crate::source::Span;
+use crate::suggest::did_you_mean;
 
 /// A contract's nodes as parsed, each boxed: lowering frees each node as
 /// soon as it is lowered (in a vector of nodes, the room of all would stay
@@ -324,7 +324,7 @@ impl Lowerer<'_> {
             .note(child.name.span, "the composed contract")
             .help(
                 did_you_mean(&field.name, names.iter().copied())
-                    .unwrap_or_else(|| format!("its outputs are {}", super::suggest::list(&names))),
+                    .unwrap_or_else(|| format!("its outputs are {}", crate::suggest::list(&names))),
             ),
         );
     }

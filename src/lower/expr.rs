@@ -14,11 +14,11 @@ use serde_json::Number;
 
 use super::Lowerer;
 use super::names::Decl;
-use super::suggest::{did_you_mean, list, with_article};
 use crate::ast::{self, ExprKind, StringPart};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Function, Part};
 use crate::source::Span;
+use crate::suggest::{did_you_mean, list, with_article};
 use crate::value::Val;
 
 /// The names an expression may read: nodes of a contract, params of a

@@ -40,7 +40,6 @@ mod files;
 mod names;
 mod providers;
 mod records;
-pub mod suggest;
 mod test_blocks;
 mod tools;
 mod types;

@@ -39,7 +39,7 @@ impl Decl {
 
     /// The kind with its article: "a tool", "an agent", ...
     pub(super) fn a_kind(self) -> String {
-        super::suggest::with_article(self.kind())
+        crate::suggest::with_article(self.kind())
     }
 }
 

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use super::Lowerer;
-use super::suggest::{did_you_mean, list};
 use crate::ast::{self, ExprKind};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, ProviderKind};
+use crate::suggest::{did_you_mean, list};
 
 /// The units of `rate_limit` and `token_limit`.
 const UNITS: [&str; 3] = ["second", "minute", "hour"];

@@ -18,11 +18,11 @@ use super::Lowerer;
 use super::calls::Callee;
 use super::expr::Scope;
 use super::names::Decl;
-use super::suggest::did_you_mean;
 use crate::ast::{self, MockAnswer, TestStmt};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, ContractId, Snapshot, ToolId};
 use crate::source::FileId;
+use crate::suggest::did_you_mean;
 
 impl Lowerer<'_> {
     /// Lowers every test block of the program.

@@ -8,10 +8,10 @@ use serde_json::{Map, Value};
 
 use super::Lowerer;
 use super::expr::Scope;
-use super::suggest::did_you_mean;
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Builtin, HttpMethod, Implementation};
+use crate::suggest::did_you_mean;
 
 /// The name models see for a tool declared as `name`: snake_case, with
 /// runs of capitals read as one word (`HTTPFetch` → `http_fetch`,
@@ -291,7 +291,7 @@ impl Lowerer<'_> {
                 .label("not a builtin tool")
                 .help(
                     did_you_mean(&text, names.iter().copied()).unwrap_or_else(|| {
-                        format!("builtins are {}", super::suggest::list(&names))
+                        format!("builtins are {}", crate::suggest::list(&names))
                     }),
                 ),
             );

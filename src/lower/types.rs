@@ -11,11 +11,11 @@ use serde_json::{Map, Number, Value};
 
 use super::Lowerer;
 use super::names::Decl;
-use super::suggest::did_you_mean;
 use crate::ast::{self, ExprKind, UnaryOp};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Json, Type, TypeKind, value_kind};
 use crate::source::Span;
+use crate::suggest::did_you_mean;
 
 /// The type names of `.ign`.
 const TYPE_NAMES: [&str; 7] = ["string", "integer", "float", "boolean", "array", "object", "any"];
@@ -127,7 +127,7 @@ impl Lowerer<'_> {
         let help = alias
             .map(|t| format!("the type is called `{t}` here"))
             .or_else(|| did_you_mean(&name.name, names.iter().copied()))
-            .unwrap_or_else(|| format!("types are {}", super::suggest::list(&names)));
+            .unwrap_or_else(|| format!("types are {}", crate::suggest::list(&names)));
         self.push(Diagnostic::error(Code::UnknownType, name.span, message).label(label).help(help));
     }
 

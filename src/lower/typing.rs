@@ -18,10 +18,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Lowerer;
-use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, BinaryOp, Expr, ExprKind, Function, NodeKind, Type, TypeKind, UnaryOp};
 use crate::source::Span;
+use crate::suggest::did_you_mean;
 use crate::value::Val;
 
 /// A non-nullable type.
@@ -230,7 +230,7 @@ impl Lowerer<'_> {
                         format!(
                             "`match` over enum `{}` is not exhaustive: missing {}",
                             e.name,
-                            super::suggest::list(&missing)
+                            crate::suggest::list(&missing)
                         ),
                     )
                     .label("some variants have no arm")
@@ -390,7 +390,7 @@ impl Lowerer<'_> {
         }
         let names: Vec<&str> = record.fields.iter().map(|f| f.name.as_str()).collect();
         let help = did_you_mean(name, names.iter().copied())
-            .unwrap_or_else(|| format!("`{}` has {}", record.name, super::suggest::list(&names)));
+            .unwrap_or_else(|| format!("`{}` has {}", record.name, crate::suggest::list(&names)));
         self.push(
             Diagnostic::error(
                 Code::UnknownField,
@@ -502,7 +502,7 @@ impl Lowerer<'_> {
             return;
         }
         let help = did_you_mean(text, e.variants.iter().map(String::as_str))
-            .unwrap_or_else(|| format!("the variants are {}", super::suggest::list(&e.variants)));
+            .unwrap_or_else(|| format!("the variants are {}", crate::suggest::list(&e.variants)));
         self.push(
             Diagnostic::error(
                 Code::EnumVariant,

@@ -5,8 +5,8 @@
 
 use crate::eval::{Fields, Val};
 use crate::ir::Param;
-use crate::lower::suggest::closest;
 use crate::source::Span;
+use crate::suggest::closest;
 
 /// Where a run's inputs come from, so that the help for a missing one
 /// says how to give it there.

@@ -156,7 +156,7 @@ impl Engine {
         let message = match name {
             Some(name) => match self.program.contract_named(name) {
                 Some(id) => return Ok(id),
-                None => match crate::lower::suggest::closest(name, names.iter().copied()) {
+                None => match crate::suggest::closest(name, names.iter().copied()) {
                     Some(close) => format!("no contract `{name}`; did you mean `{close}`?"),
                     None => {
                         format!("no contract `{name}`; the contracts are `{}`", names.join("`, `"))

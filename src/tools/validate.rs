@@ -141,7 +141,7 @@ fn suggestion(name: &str, parameters: &Value) -> String {
     let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
         return String::new();
     };
-    ir::closest(name, properties.keys().map(String::as_str))
+    crate::suggest::closest(name, properties.keys().map(String::as_str))
         .map_or_else(String::new, |k| format!(" (did you mean `{k}`?)"))
 }
 

@@ -108,7 +108,7 @@ fn requested_outputs(
                 RunError::Output {
                     contract: c.name.clone(),
                     output: name.clone(),
-                    suggestion: crate::lower::suggest::closest(name, all.iter().copied())
+                    suggestion: crate::suggest::closest(name, all.iter().copied())
                         .map(str::to_owned),
                     span: c.name_span,
                 }
