@@ -3,6 +3,8 @@
 // Each test crate uses the part it needs.
 #![allow(dead_code)]
 
+pub(crate) mod peers;
+
 use std::io::{BufRead as _, BufReader, Lines};
 use std::path::Path;
 use std::process::{ChildStderr, Command};
