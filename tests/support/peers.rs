@@ -20,7 +20,7 @@ fn script() -> Command {
 /// process; the script itself is quick when it is up to date and locks
 /// against other processes.
 fn ensure(group: &'static str) {
-    let mut ready = READY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut ready = READY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if ready.get_or_insert_with(HashSet::new).contains(group) {
         return;
     }
