@@ -6,16 +6,17 @@
 //! file's top-level one.
 //!
 //! `corpus/stored/*.ign` are answered from a store beside them: resumed
-//! from `NAME.journal.jsonl` and replayed from `NAME.replay.jsonl`, each
-//! holding a value that does not fit, where the live effect would fit. Each
-//! must fail as the live answer would (snapshot: the rendered error).
+//! from `NAME.journal.jsonl`, replayed from `NAME.replay.jsonl`, or looked
+//! up in the result cache `NAME.cache/`, each holding a value that does not
+//! fit where the live effect would fit. Each must fail as the live answer
+//! would (snapshot: the rendered error).
 
 #![allow(clippy::unwrap_used)]
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use igniter::effects::{Effects, Recording};
+use igniter::effects::{Cache, Effects, Recording};
 use igniter::runtime::{Engine, RunOptions};
 use serde_json::{Map, Value};
 
@@ -93,12 +94,22 @@ fn stored_answers_are_checked() {
     insta::glob!("corpus/stored/*.ign", |path| {
         let journal = path.with_extension("journal.jsonl");
         let replay = path.with_extension("replay.jsonl");
+        let cache = path.with_extension("cache");
         assert!(
-            journal.exists() || replay.exists(),
-            "{} has neither a .journal.jsonl nor a .replay.jsonl",
+            journal.exists() || replay.exists() || cache.is_dir(),
+            "{} has no .journal.jsonl, .replay.jsonl or .cache/ beside it",
             path.display()
         );
         let mut snapshot = String::new();
+        if cache.is_dir() {
+            // The cache writes what it misses: look up in a copy.
+            let copy = tempfile::tempdir().unwrap();
+            copy_dir(&cache, copy.path());
+            let cached = Cache::new(copy.path().to_path_buf());
+            let (text, ok) = run_with(path, Effects::live().with(Arc::new(cached)));
+            assert!(!ok, "{} answered from its cache succeeds:\n{text}", path.display());
+            snapshot.push_str(&format!("===== CACHED IN {}\n{text}", relative(&cache).display()));
+        }
         if journal.exists() {
             // `--resume` appends to its journal: resume a copy.
             let runs = tempfile::tempdir().unwrap();
@@ -116,6 +127,20 @@ fn stored_answers_are_checked() {
         }
         insta::assert_snapshot!(snapshot);
     });
+}
+
+/// Copies the folder tree `from` into `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
 
 #[test]
