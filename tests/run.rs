@@ -117,13 +117,15 @@ fn stored_answers_are_checked() {
             let resumed = Recording::resume(runs.path(), "fixture").unwrap();
             let (text, ok) = run_with(path, Effects::live().with(Arc::new(resumed)));
             assert!(!ok, "{} resumed from its journal succeeds:\n{text}", path.display());
-            snapshot.push_str(&format!("===== RESUMED FROM {}\n{text}", relative(&journal).display()));
+            snapshot
+                .push_str(&format!("===== RESUMED FROM {}\n{text}", relative(&journal).display()));
         }
         if replay.exists() {
             let replayed = Recording::replay(&relative(&replay)).unwrap();
             let (text, ok) = run_with(path, Effects::live().with(Arc::new(replayed)));
             assert!(!ok, "{} replayed succeeds:\n{text}", path.display());
-            snapshot.push_str(&format!("===== REPLAYED FROM {}\n{text}", relative(&replay).display()));
+            snapshot
+                .push_str(&format!("===== REPLAYED FROM {}\n{text}", relative(&replay).display()));
         }
         insta::assert_snapshot!(snapshot);
     });
