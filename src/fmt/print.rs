@@ -12,7 +12,7 @@ use super::comments::Comment;
 use super::doc::Doc;
 use super::strip::name_text;
 use crate::ast::{
-    self, Arg, Expr, ExprKind, Ident, Implementation, Item, MockAnswer, Node, Param,
+    self, Arg, BinaryOp, Expr, ExprKind, Ident, Implementation, Item, MockAnswer, Node, Param,
     PatternKind, Runner, Setting, TestStmt, TypeExpr, UnaryOp,
 };
 
@@ -510,12 +510,14 @@ impl Printer<'_> {
             Node::Compute(name, e, _) => self.keyed(&format!("compute {} =", name.name), e),
             Node::Compose(name, e, _) => self.keyed(&format!("compose {} =", name.name), e),
             Node::Guard(g) => {
-                let mut parts = vec![self.keyed(&format!("guard {} =", g.name.name), &g.condition)];
-                if let Some(message) = &g.message {
-                    parts.push(Doc::text(" else "));
-                    parts.push(self.expr(message));
+                let condition = self.keyed(&format!("guard {} =", g.name.name), &g.condition);
+                match &g.message {
+                    Some(message) => {
+                        let message = concat([Doc::Line, Doc::text("else "), self.expr(message)]);
+                        concat([condition, message.nest()]).group()
+                    }
+                    None => condition,
                 }
-                concat(parts)
             }
         }
     }
@@ -535,11 +537,12 @@ impl Printer<'_> {
                     let close = self.text[..answer_at].rfind(')').unwrap_or(answer_at);
                     parts.push(self.args(args, close));
                 }
-                parts.push(match answer {
-                    MockAnswer::Returns(e) => self.keyed(" returns", e),
-                    MockAnswer::Fails(e) => self.keyed(" fails", e),
-                });
-                concat(parts)
+                let answer = match answer {
+                    MockAnswer::Returns(e) => self.keyed("returns", e),
+                    MockAnswer::Fails(e) => self.keyed("fails", e),
+                };
+                parts.push(concat([Doc::Line, answer]).nest());
+                concat(parts).group()
             }
             TestStmt::Replay(e, _) => self.keyed("replay", e),
             TestStmt::Expect(e, _) => self.keyed("expect", e),
@@ -555,6 +558,12 @@ impl Printer<'_> {
     /// `(args)`; `close` is where the `)` is (or a place after it).
     fn args(&mut self, args: &[Arg], close: usize) -> Doc {
         let close = self.text.get(..close).and_then(|t| t.rfind(')')).unwrap_or(close);
+        // One array or object argument hugs the parentheses: `f([` ... `])`.
+        if let [arg] = args {
+            if matches!(arg.value.kind, ExprKind::Array(_) | ExprKind::Object(_)) {
+                return concat([Doc::text("("), self.arg(arg), Doc::text(")")]);
+            }
+        }
         self.list("(", args, arg_start, |p, arg| p.arg(arg), (close, ")"), false)
     }
 
@@ -609,18 +618,16 @@ impl Printer<'_> {
             }
             ExprKind::Unary(op, operand) => self.unary(*op, operand),
             ExprKind::Binary(op, a, b) => {
-                let left = self.operand(a, op.precedence());
-                let right = self.operand(b, op.precedence() + 1);
+                let left = self.operand(a, clear(*op, a, op.precedence()));
+                let right = self.operand(b, clear(*op, b, op.precedence() + 1));
                 concat([left, Doc::text(format!(" {} ", op.symbol())), right])
             }
-            ExprKind::If(parts) => concat([
-                Doc::text("if "),
-                self.expr(&parts.0),
-                Doc::text(" then "),
-                self.expr(&parts.1),
-                Doc::text(" else "),
-                self.expr(&parts.2),
-            ]),
+            ExprKind::If(parts) => {
+                let condition = self.expr(&parts.0);
+                let then = concat([Doc::Line, Doc::text("then "), self.expr(&parts.1)]);
+                let otherwise = concat([Doc::Line, Doc::text("else "), self.expr(&parts.2)]);
+                concat([Doc::text("if "), condition, concat([then, otherwise]).nest()]).group()
+            }
             ExprKind::Match(m) => {
                 let head = concat([Doc::text("match "), self.expr(&m.0)]);
                 let arms = m.1.iter().map(|arm| (start(arm.span), Stmt::Arm(arm))).collect();
@@ -675,6 +682,16 @@ impl Printer<'_> {
     fn source(&self, e: &Expr) -> &str {
         self.text.get(e.span.range()).unwrap_or("")
     }
+}
+
+/// The binding power an operand of `parent` needs: `power`, or more where
+/// parentheses that precedence does not need still help a reader (a
+/// comparison of comparisons, `and` inside `or`).
+fn clear(parent: BinaryOp, operand: &Expr, power: u8) -> u8 {
+    let ExprKind::Binary(child, ..) = &operand.kind else { return power };
+    let comparison = |op: BinaryOp| matches!(op.precedence(), 4 | 5);
+    let mixed_logic = parent == BinaryOp::Or && *child == BinaryOp::And;
+    if (comparison(parent) && comparison(*child)) || mixed_logic { ATOM_PRECEDENCE } else { power }
 }
 
 /// How tightly `e` binds, as its parent sees it.
