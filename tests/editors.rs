@@ -54,7 +54,9 @@ fn the_grammar_names_every_keyword() {
     let mut words = BTreeSet::new();
     grammar_words(&grammar, &mut words);
     let keywords = igniter::ast::Keyword::ALL.iter().map(|k| k.as_str());
-    let missing: Vec<&str> =
-        keywords.chain(igniter::ast::RESERVED.iter().copied()).filter(|w| !words.contains(*w)).collect();
+    let missing: Vec<&str> = keywords
+        .chain(igniter::ast::RESERVED.iter().copied())
+        .filter(|w| !words.contains(*w))
+        .collect();
     assert!(missing.is_empty(), "the TextMate grammar lacks the keywords {missing:?}");
 }

@@ -28,7 +28,8 @@ fn ign_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Every `.ign` file of the examples and the parsing corpora.
 fn fixtures() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for dir in ["contracts", "tests/corpus/ok", "tests/corpus/run", "tests/corpus/syntax", "tests/fmt"]
+    for dir in
+        ["contracts", "tests/corpus/ok", "tests/corpus/run", "tests/corpus/syntax", "tests/fmt"]
     {
         ign_files(&root().join(dir), &mut files);
     }
@@ -107,7 +108,8 @@ fn the_examples_of_the_docs_are_formatted() {
             // shown as they are; only blocks that parse are held to it.
             if let Ok(formatted) = format(&block) {
                 if formatted != block {
-                    unformatted.push(format!("{}:\n{block}---- formatted:\n{formatted}", path.display()));
+                    unformatted
+                        .push(format!("{}:\n{block}---- formatted:\n{formatted}", path.display()));
                 }
             }
         }

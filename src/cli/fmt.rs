@@ -58,7 +58,7 @@ impl FmtArgs {
                         Ok(Outcome::Done) => {}
                         other => outcome = other,
                     }
-                    if matches!(outcome, Err(_)) {
+                    if outcome.is_err() {
                         break;
                     }
                 }

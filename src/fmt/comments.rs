@@ -60,7 +60,8 @@ mod tests {
     fn a_hash_inside_a_string_is_no_comment() {
         let text = "compute a = \"#x\" # one  \n# two\n";
         let found = comments(text, vec![Span::new(FileId(0), 12, 16)]);
-        let texts: Vec<(&str, bool)> = found.iter().map(|c| (c.text.as_str(), c.own_line)).collect();
+        let texts: Vec<(&str, bool)> =
+            found.iter().map(|c| (c.text.as_str(), c.own_line)).collect();
         assert_eq!(texts, [("# one", false), ("# two", true)]);
     }
 }

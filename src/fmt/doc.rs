@@ -185,8 +185,9 @@ mod tests {
 
     #[test]
     fn a_break_parent_breaks_the_group() {
-        let doc = Doc::Concat(vec![Doc::text("["), Doc::BreakParent, Doc::SoftLine, Doc::text("]")])
-            .group();
+        let doc =
+            Doc::Concat(vec![Doc::text("["), Doc::BreakParent, Doc::SoftLine, Doc::text("]")])
+                .group();
         assert_eq!(doc.render(80), "[\n]");
     }
 }

@@ -192,7 +192,8 @@ impl Printer<'_> {
             started = true;
         }
         let (trailing, own) = self.comments_before(close);
-        let empty = !started && own.is_empty() && matches!(&trailing, Doc::Concat(v) if v.is_empty());
+        let empty =
+            !started && own.is_empty() && matches!(&trailing, Doc::Concat(v) if v.is_empty());
         if empty {
             return concat([head, Doc::text(" {}")]);
         }
@@ -299,9 +300,7 @@ impl Printer<'_> {
             stmts.push((start(names[0].span), Stmt::Names("requires_capability", names)));
         }
         stmts.extend(t.headers.iter().map(|(n, v)| (start(n.span), Stmt::Header(n, v))));
-        stmts.extend(
-            t.implementations.iter().map(|i| (start(i.span()), Stmt::Implementation(i))),
-        );
+        stmts.extend(t.implementations.iter().map(|i| (start(i.span()), Stmt::Implementation(i))));
         stmts.extend(t.results.iter().map(|r| (start(r.span), Stmt::Result(&r.value))));
         stmts.extend(t.caches.iter().map(|c| (start(c.span), Stmt::Cache(c.value.as_deref()))));
         self.block(Doc::text(format!("tool {}", t.name.name)), stmts, close_of(t.span))
@@ -346,7 +345,9 @@ impl Printer<'_> {
         ] {
             stmts.extend(keyed_settings(kw, settings));
         }
-        stmts.extend(p.rate_limits.iter().map(|r| (start(r.span), Stmt::Rate("rate_limit", &r.value))));
+        stmts.extend(
+            p.rate_limits.iter().map(|r| (start(r.span), Stmt::Rate("rate_limit", &r.value))),
+        );
         stmts.extend(
             p.token_limits.iter().map(|r| (start(r.span), Stmt::Rate("token_limit", &r.value))),
         );
@@ -564,7 +565,7 @@ impl Printer<'_> {
                 return concat([Doc::text("("), self.arg(arg), Doc::text(")")]);
             }
         }
-        self.list("(", args, arg_start, |p, arg| p.arg(arg), (close, ")"), false)
+        self.list("(", args, arg_start, Self::arg, (close, ")"), false)
     }
 
     fn arg(&mut self, arg: &Arg) -> Doc {
@@ -594,7 +595,7 @@ impl Printer<'_> {
             ExprKind::Name => Doc::text(name_text(self.text, e.span).to_owned()),
             ExprKind::Array(items) => {
                 let close = (close_of(e.span), "]");
-                self.list("[", items, |i| start(i.span), |p, i| p.expr(i), close, false)
+                self.list("[", items, |i| start(i.span), Self::expr, close, false)
             }
             ExprKind::Object(entries) => {
                 let close = (close_of(e.span), "}");
@@ -672,11 +673,7 @@ impl Printer<'_> {
     /// `e`, in parentheses when it binds looser than `power`.
     fn operand(&mut self, e: &Expr, power: u8) -> Doc {
         let doc = self.expr(e);
-        if precedence(e) < power {
-            concat([Doc::text("("), doc, Doc::text(")")])
-        } else {
-            doc
-        }
+        if precedence(e) < power { concat([Doc::text("("), doc, Doc::text(")")]) } else { doc }
     }
 
     fn source(&self, e: &Expr) -> &str {
@@ -750,4 +747,3 @@ fn type_text(ty: &TypeExpr) -> String {
     let item = ty.item.as_ref().map(|i| format!("<{}>", type_text(i))).unwrap_or_default();
     format!("{}{item}{}", ty.name.name, if ty.nullable { "?" } else { "" })
 }
-

@@ -213,7 +213,9 @@ impl Strip<'_> {
                 }
                 *span = NOWHERE;
             }
-            TestStmt::Replay(e, span) | TestStmt::Expect(e, span) | TestStmt::ExpectError(e, span) => {
+            TestStmt::Replay(e, span)
+            | TestStmt::Expect(e, span)
+            | TestStmt::ExpectError(e, span) => {
                 self.expr(e);
                 *span = NOWHERE;
             }
