@@ -141,7 +141,11 @@ fn formatted(path: &Path, text: &str, global: &GlobalArgs) -> Option<String> {
 /// A unified diff from `old` to `new`, headed with the file's name.
 fn diff(path: &Path, old: &str, new: &str) -> String {
     let name = path.display().to_string();
-    similar::TextDiff::from_lines(old, new)
+    // A deadline: the diff of a big file changed on every line would
+    // otherwise take minutes; past it the hunks are coarser, still right.
+    similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_millis(500))
+        .diff_lines(old, new)
         .unified_diff()
         .context_radius(3)
         .header(&name, &format!("{name} (formatted)"))
