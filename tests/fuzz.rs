@@ -255,3 +255,43 @@ proptest! {
         }
     }
 }
+
+/// `text` made messy the way people write: lines indented at random,
+/// blank lines doubled, comments on lines of their own and after code.
+fn messy(text: &str, seed: u64) -> String {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut out = String::new();
+    for (n, line) in text.lines().enumerate() {
+        if rng.u8(..6) == 0 {
+            let _ = writeln!(out, "{}# note {n}", " ".repeat(rng.usize(..5)));
+        }
+        if rng.u8(..8) == 0 {
+            out.push('\n');
+        }
+        out.push_str(&" ".repeat(rng.usize(..7)));
+        out.push_str(line.trim_start());
+        if rng.u8(..4) == 0 {
+            let _ = write!(out, "  # after {n}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// `fmt` on generated programs, laid out and commented at random: it
+    /// answers (so the tree and the comments survived, which `format`
+    /// checks), and its answer is a fixed point.
+    #[test]
+    fn fmt_keeps_generated_programs(seed in any::<u64>()) {
+        let text = messy(&program(seed).text, seed);
+        let formatted = igniter::fmt::format(&text);
+        let formatted = formatted.unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let again = igniter::fmt::format(&formatted).unwrap_or_else(|e| panic!("{e}\n{formatted}"));
+        prop_assert_eq!(&again, &formatted, "not stable for\n{}", text);
+        let comments = |t: &str| t.lines().filter(|l| l.contains("# note") || l.contains("# after")).count();
+        prop_assert_eq!(comments(&formatted), comments(&text));
+    }
+}

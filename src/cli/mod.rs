@@ -18,6 +18,7 @@
 mod batch;
 mod cache;
 mod check;
+mod fmt;
 mod graph;
 mod run;
 mod schema;
@@ -33,6 +34,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 pub use cache::{CacheAction, CacheArgs};
 pub use check::{CheckArgs, Format};
+pub use fmt::FmtArgs;
 pub use graph::GraphArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
@@ -107,6 +109,8 @@ pub enum Command {
     Test(TestArgs),
     /// Serve every top-level contract over HTTP.
     Serve(ServeArgs),
+    /// Format `.ign` files in the one canonical layout.
+    Fmt(FmtArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -128,6 +132,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Cache(args) => args.run(&global),
         Command::Test(args) => args.run(&global),
         Command::Serve(args) => args.run(&global),
+        Command::Fmt(args) => args.run(&global),
     });
     // A signal halted the work (`signals::stop_on_signals`): its thread
     // reports, flushes and exits with the signal's code (130, 143). What the

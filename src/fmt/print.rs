@@ -8,12 +8,13 @@
 //! line may end after it: the end of the line of the code before it, or a
 //! line of its own.
 
+mod expr;
+
 use super::comments::Comment;
 use super::doc::Doc;
-use super::strip::name_text;
 use crate::ast::{
-    self, Arg, Expr, ExprKind, Ident, Implementation, Item, MockAnswer, Node, Param, PatternKind,
-    Runner, Setting, TestStmt, TypeExpr, UnaryOp,
+    self, Expr, Ident, Implementation, Item, MockAnswer, Node, Param, PatternKind, Runner, Setting,
+    TestStmt, TypeExpr,
 };
 
 /// Prints `file`, parsed from `text`, with `comments`.
@@ -64,12 +65,6 @@ enum Stmt<'a> {
     /// A `match` arm.
     Arm(&'a ast::MatchArm),
 }
-
-/// Binding power of `if`, `match`, `for` and `try`: they reach as far
-/// right as they can, so inside an operator they need parentheses.
-const OPEN_PRECEDENCE: u8 = 0;
-/// Binding power of literals, names, calls and brackets.
-const ATOM_PRECEDENCE: u8 = u8::MAX;
 
 fn start(span: crate::source::Span) -> usize {
     span.start as usize
@@ -511,12 +506,14 @@ impl Printer<'_> {
             Node::Compute(name, e, _) => self.keyed(&format!("compute {} =", name.name), e),
             Node::Compose(name, e, _) => self.keyed(&format!("compose {} =", name.name), e),
             Node::Guard(g) => {
-                let mut parts = vec![self.keyed(&format!("guard {} =", g.name.name), &g.condition)];
-                if let Some(message) = &g.message {
-                    parts.push(Doc::text(" else "));
-                    parts.push(self.expr(message));
+                let condition = self.keyed(&format!("guard {} =", g.name.name), &g.condition);
+                match &g.message {
+                    Some(message) => {
+                        let message = concat([Doc::Line, Doc::text("else "), self.expr(message)]);
+                        concat([condition, message.nest()]).group()
+                    }
+                    None => condition,
                 }
-                concat(parts)
             }
         }
     }
@@ -536,11 +533,12 @@ impl Printer<'_> {
                     let close = self.text[..answer_at].rfind(')').unwrap_or(answer_at);
                     parts.push(self.args(args, close));
                 }
-                parts.push(match answer {
-                    MockAnswer::Returns(e) => self.keyed(" returns", e),
-                    MockAnswer::Fails(e) => self.keyed(" fails", e),
-                });
-                concat(parts)
+                let answer = match answer {
+                    MockAnswer::Returns(e) => self.keyed("returns", e),
+                    MockAnswer::Fails(e) => self.keyed("fails", e),
+                };
+                parts.push(concat([Doc::Line, answer]).nest());
+                concat(parts).group()
             }
             TestStmt::Replay(e, _) => self.keyed("replay", e),
             TestStmt::Expect(e, _) => self.keyed("expect", e),
@@ -550,141 +548,6 @@ impl Printer<'_> {
             }
         }
     }
-
-    // ------------------------------------------------------------ expressions
-
-    /// `(args)`; `close` is where the `)` is (or a place after it).
-    fn args(&mut self, args: &[Arg], close: usize) -> Doc {
-        let close = self.text.get(..close).and_then(|t| t.rfind(')')).unwrap_or(close);
-        self.list("(", args, arg_start, Printer::arg, (close, ")"), false)
-    }
-
-    fn arg(&mut self, arg: &Arg) -> Doc {
-        match &arg.name {
-            Some(name) => concat([Doc::text(format!("{}: ", name.name)), self.expr(&arg.value)]),
-            None => self.expr(&arg.value),
-        }
-    }
-
-    fn expr(&mut self, e: &Expr) -> Doc {
-        match &e.kind {
-            ExprKind::Null => Doc::text("null"),
-            ExprKind::Bool(b) => Doc::text(b.to_string()),
-            ExprKind::Integer(n) => {
-                let written = self.source(e);
-                let bare = !written.is_empty() && written.bytes().all(|b| b.is_ascii_digit());
-                Doc::text(if bare { written.to_owned() } else { n.to_string() })
-            }
-            ExprKind::Float(f) => {
-                let written = self.source(e);
-                let bare = written.bytes().next().is_some_and(|b| b.is_ascii_digit())
-                    && written.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b));
-                Doc::text(if bare { written.to_owned() } else { format!("{f:?}") })
-            }
-            // Strings byte for byte, interpolations and all.
-            ExprKind::String(_) => Doc::text(self.source(e).to_owned()),
-            ExprKind::Name => Doc::text(name_text(self.text, e.span).to_owned()),
-            ExprKind::Array(items) => {
-                let close = (close_of(e.span), "]");
-                self.list("[", items, |i| start(i.span), Printer::expr, close, false)
-            }
-            ExprKind::Object(entries) => {
-                let close = (close_of(e.span), "}");
-                let entry = |p: &mut Self, (key, value): &(Ident, Expr)| {
-                    let key = p.text.get(key.span.range()).unwrap_or(&key.name).to_owned();
-                    concat([Doc::text(format!("{key}: ")), p.expr(value)])
-                };
-                self.list("{", entries, |(k, _)| start(k.span), entry, close, false)
-            }
-            ExprKind::Field(field) => {
-                let base = self.operand(&field.0, ast::POSTFIX_PRECEDENCE);
-                concat([base, Doc::text(format!(".{}", field.1.name))])
-            }
-            ExprKind::Index(base, index) => {
-                let base = self.operand(base, ast::POSTFIX_PRECEDENCE);
-                concat([base, Doc::text("["), self.expr(index), Doc::text("]")])
-            }
-            ExprKind::Call(call) => {
-                let callee = Doc::text(call.callee.name.to_string());
-                concat([callee, self.args(&call.args, e.span.end as usize)])
-            }
-            ExprKind::Unary(op, operand) => self.unary(*op, operand),
-            ExprKind::Binary(op, a, b) => {
-                let left = self.operand(a, op.precedence());
-                let right = self.operand(b, op.precedence() + 1);
-                concat([left, Doc::text(format!(" {} ", op.symbol())), right])
-            }
-            ExprKind::If(parts) => concat([
-                Doc::text("if "),
-                self.expr(&parts.0),
-                Doc::text(" then "),
-                self.expr(&parts.1),
-                Doc::text(" else "),
-                self.expr(&parts.2),
-            ]),
-            ExprKind::Match(m) => {
-                let head = concat([Doc::text("match "), self.expr(&m.0)]);
-                let arms = m.1.iter().map(|arm| (start(arm.span), Stmt::Arm(arm))).collect();
-                self.block(head, arms, close_of(e.span))
-            }
-            ExprKind::For(f) => {
-                let mut parts = vec![
-                    Doc::text(format!("for {} in ", f.name.name)),
-                    self.operand(&f.items, OPEN_PRECEDENCE + 1),
-                ];
-                if let Some(filter) = &f.filter {
-                    parts.push(Doc::text(" if "));
-                    parts.push(self.operand(filter, OPEN_PRECEDENCE + 1));
-                }
-                parts.push(Doc::text(": "));
-                parts.push(self.expr(&f.body));
-                concat(parts)
-            }
-            ExprKind::Try(inner) => concat([Doc::text("try "), self.expr(inner)]),
-        }
-    }
-
-    fn unary(&mut self, op: UnaryOp, operand: &Expr) -> Doc {
-        let (symbol, power) = match op {
-            UnaryOp::Neg => ("-", ast::NEG_PRECEDENCE),
-            UnaryOp::Not => ("not ", ast::NOT_PRECEDENCE),
-        };
-        // `- -x`, not `--x`.
-        let space = op == UnaryOp::Neg
-            && matches!(operand.kind, ExprKind::Unary(UnaryOp::Neg, _))
-            && precedence(operand) >= power;
-        // `not (a == b)`: an operator under `not` keeps its parentheses to
-        // be read right, though precedence does not need them.
-        let power = match (&operand.kind, op) {
-            (ExprKind::Binary(..), UnaryOp::Not) => ATOM_PRECEDENCE,
-            _ => power,
-        };
-        let operand = self.operand(operand, power);
-        concat([Doc::text(symbol), Doc::text(if space { " " } else { "" }), operand])
-    }
-
-    /// `e`, in parentheses when it binds looser than `power`.
-    fn operand(&mut self, e: &Expr, power: u8) -> Doc {
-        let doc = self.expr(e);
-        if precedence(e) < power { concat([Doc::text("("), doc, Doc::text(")")]) } else { doc }
-    }
-
-    fn source(&self, e: &Expr) -> &str {
-        self.text.get(e.span.range()).unwrap_or("")
-    }
-}
-
-/// How tightly `e` binds, as its parent sees it.
-fn precedence(e: &Expr) -> u8 {
-    match &e.kind {
-        ExprKind::Binary(op, ..) => op.precedence(),
-        ExprKind::Unary(UnaryOp::Neg, _) => ast::NEG_PRECEDENCE,
-        ExprKind::Unary(UnaryOp::Not, _) => ast::NOT_PRECEDENCE,
-        ExprKind::If(_) | ExprKind::Match(_) | ExprKind::For(_) | ExprKind::Try(_) => {
-            OPEN_PRECEDENCE
-        }
-        _ => ATOM_PRECEDENCE,
-    }
 }
 
 fn keyed_settings<'a>(
@@ -692,10 +555,6 @@ fn keyed_settings<'a>(
     settings: &'a [Setting<Expr>],
 ) -> impl Iterator<Item = (usize, Stmt<'a>)> {
     settings.iter().map(move |s| (start(s.span), Stmt::Keyed(kw, &s.value)))
-}
-
-fn arg_start(arg: &Arg) -> usize {
-    arg.name.as_ref().map_or(start(arg.value.span), |n| start(n.span))
 }
 
 /// Where the closing bracket of a construct spanning `span` is.
