@@ -125,7 +125,10 @@ impl Builder<'_> {
             Rule::paren => {
                 let inner = pair.into_inner().next().unwrap_or_else(|| unreachable!("paren expr"));
                 let mut expr = self.expr(inner);
-                expr.span = span;
+                // A name's span is its text (`ExprKind::Name`): `(a)` is `a`.
+                if !matches!(expr.kind, ExprKind::Name) {
+                    expr.span = span;
+                }
                 return expr;
             }
             Rule::integer => self.integer(&pair),

@@ -750,7 +750,10 @@ impl<'t> Parser<'t> {
                 self.advance(1);
                 let mut expr = self.expr()?;
                 self.expect(b')')?;
-                expr.span = self.span_from(start);
+                // A name's span is its text (`ExprKind::Name`): `(a)` is `a`.
+                if !matches!(expr.kind, ExprKind::Name) {
+                    expr.span = self.span_from(start);
+                }
                 return Some(expr);
             }
             b'[' => {
