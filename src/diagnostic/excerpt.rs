@@ -53,6 +53,13 @@ impl Excerpt {
     pub(super) fn new(file: &SourceFile, spans: &mut [SourceSpan]) -> Self {
         let name = file.path.display().to_string();
         let text = &file.text;
+        // A label always covers whole characters, so every cut below and
+        // every slice miette takes lies on character boundaries.
+        for span in spans.iter_mut() {
+            let start = floor(text, span.offset().min(text.len()));
+            let end = ceil(text, (span.offset() + span.len()).min(text.len())).max(start);
+            *span = SourceSpan::new(start.into(), end - start);
+        }
         let cuts = cuts(text, spans);
         if cuts.is_empty() {
             let lines = Arc::clone(file.line_starts());
@@ -136,8 +143,9 @@ fn cuts(text: &str, spans: &[SourceSpan]) -> Vec<Cut> {
         let start = span.offset().min(text.len());
         consider(start, Some(start));
         let line_start = text[..start].rfind('\n');
+        // The line before: its end (the `\n`, so a character boundary).
         if let Some(before) = line_start.filter(|&i| i > 0) {
-            consider(before - 1, None);
+            consider(before, None);
         }
         if let Some(after) =
             text[start..].find('\n').map(|i| start + i + 1).filter(|&i| i < text.len())
@@ -152,6 +160,11 @@ fn cuts(text: &str, spans: &[SourceSpan]) -> Vec<Cut> {
 /// The closest char boundary at or before `at`.
 fn floor(text: &str, at: usize) -> usize {
     (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0)
+}
+
+/// The closest char boundary at or after `at`.
+fn ceil(text: &str, at: usize) -> usize {
+    (at..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len())
 }
 
 impl SourceCode for Excerpt {
@@ -226,6 +239,20 @@ mod tests {
         for at in [0, 1, 2, 41, 42, 43] {
             let rendered = render(&text, at);
             assert!(rendered.contains(&format!("t.ign:1:{}]", at + 1)), "{at}: {rendered}");
+        }
+    }
+
+    #[test]
+    fn labels_inside_a_character_render() {
+        // A label starting or ending inside `\u{fffd}` (3 bytes), on a line
+        // after one that ends in it, on long lines and short ones.
+        let short = "a\n# caf\u{fffd}\nb\u{fffd}\n".to_owned();
+        let long = format!("{}\u{fffd}\n{}\u{fffd}\n", "é".repeat(200), "日".repeat(100));
+        for text in [short, long] {
+            for at in 0..text.len() {
+                let rendered = render(&text, at);
+                assert!(rendered.contains("t.ign:"), "{at}: {rendered}");
+            }
         }
     }
 }
