@@ -90,6 +90,7 @@ codes! {
     ToolNameClash => "ignite::lower::tool_name_clash",
     UnusedNode => "ignite::lower::unused_node",
     MissingFile => "ignite::lower::missing_file",
+    IgnoredSetting => "ignite::lower::ignored_setting",
     TryNonCall => "ignite::lower::try_non_call",
     ForNonArray => "ignite::lower::for_non_array",
     NotExhaustive => "ignite::lower::not_exhaustive",
