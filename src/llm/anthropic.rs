@@ -146,6 +146,7 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
         output_tokens: count(usage, "output_tokens"),
         cache_write_tokens: cache_write,
         cache_read_tokens: cache_read,
+        ..Usage::default()
     };
     // The blocks go back as they came: thinking and redacted_thinking blocks
     // (signatures included) must precede the tool_use blocks they led to.

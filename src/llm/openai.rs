@@ -179,6 +179,8 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
     }
     let mut usage = Usage::from_fields(body.get("usage"), "prompt_tokens", "completion_tokens");
     usage.cache_read_tokens = count(body.get("usage"), "/prompt_tokens_details/cached_tokens");
+    // Already in `completion_tokens`; kept apart to show.
+    usage.thinking_tokens = count(body.get("usage"), "/completion_tokens_details/reasoning_tokens");
     // The calls go back exactly as sent: `arguments` byte for byte.
     let echo = message.get("tool_calls").filter(|_| !tool_calls.is_empty()).map(|calls| Echo {
         kind: NAME,
