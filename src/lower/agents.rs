@@ -48,7 +48,7 @@ impl Lowerer<'_> {
             Some(setting) => setting
                 .value
                 .iter()
-                .map(|m| self.expect_plain_string(m, "a model name").unwrap_or_default())
+                .filter_map(|m| self.setting_text(m, "model", "\"claude-haiku-4-5\""))
                 .collect(),
             None => {
                 self.missing_setting(agent, "model", "model \"claude-haiku-4-5\"");
