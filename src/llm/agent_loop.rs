@@ -218,7 +218,7 @@ impl Run<'_> {
                 .map_err(LlmError::Capability)?;
             }
         }
-        let at_once = self.toolbox.turn_calls().unwrap_or(calls.len()).max(1);
+        let at_once = self.toolbox.turn_calls();
         // Keys are handed out in call order, before the calls run. Collected
         // first: a lazy `map` in the stream trips up the `Send` check of the
         // spawned agent task.
