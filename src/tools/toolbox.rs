@@ -26,13 +26,13 @@ use crate::ir::{self, Implementation};
 const TOOL_BACKOFF: Backoff =
     Backoff { base: Duration::from_millis(200), max: Duration::from_secs(10) };
 
-/// Runs tools: holds the registered natives, the validator cache and one HTTP client.
 /// Tool calls of one model turn that run at once when neither a runner nor
 /// `--jobs` bounds them: a model may ask for hundreds of calls in one
 /// reply, and each may start a child process or open a connection, so an
 /// unbounded turn could exhaust file descriptors or overrun a rate limit.
 pub const DEFAULT_TURN_CALLS: usize = 64;
 
+/// Runs tools: holds the registered natives, the validator cache and one HTTP client.
 #[derive(Clone, Default)]
 pub struct Toolbox {
     natives: Arc<IndexMap<String, Arc<dyn NativeTool>>>,
