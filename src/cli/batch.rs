@@ -8,16 +8,19 @@
 //! already holds are skipped, so running the same command again resumes; a
 //! line a kill cut short is removed first. A progress bar (rows, failures,
 //! rate, ETA, tokens, cost) is drawn on stderr when it is a terminal; the
-//! usage of the rows run (per model, with costs) follows the summary.
+//! usage of the rows run (per model, with costs) and the cache hits follow
+//! the summary, and are printed too when a signal stops the batch.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
+use crate::effects::Cache;
 use crate::ir::ContractId;
 use crate::runtime::batch::{Row, RowDone, run_batch};
 use crate::runtime::{Engine, RunOptions};
@@ -38,6 +41,7 @@ pub(super) fn run(
     out: Option<&Path>,
     jobs: usize,
     options: &RunOptions,
+    cache: Option<&Arc<Cache>>,
 ) -> ExitCode {
     without_huge_pages();
     let (done, mut sink) = match out.map(open_results).transpose() {
@@ -55,8 +59,15 @@ pub(super) fn run(
     };
     let total = if rows == "-" { None } else { count_rows(rows) };
     let bar = progress(total.map(|t| t.saturating_sub(done.len())));
-    let (mut failed, mut ran, mut usage, mut write_error) =
-        (0u64, 0u64, UsageTotals::default(), None);
+    let (mut failed, mut ran, mut write_error) = (0u64, 0u64, None);
+    // Shared with the signal handler, which prints it when a signal stops
+    // the batch.
+    let usage = Arc::new(Mutex::new(UsageTotals::default()));
+    let stopped = (Arc::clone(&usage), cache.cloned());
+    super::signals::report_on_stop(move || {
+        let usage = stopped.0.lock().unwrap_or_else(PoisonError::into_inner).render();
+        usage + &super::run::cache_summary(stopped.1.as_ref())
+    });
     let pending = reader
         .lines()
         .enumerate()
@@ -68,14 +79,20 @@ pub(super) fn run(
     run_batch(engine, contract, pending, jobs, options, |row: RowDone| {
         ran += 1;
         failed += u64::from(row.failed);
-        usage.merge(&row.usage);
+        // The lock is let go before the write: after a signal, writes wait
+        // for ever, and the signal handler reads the usage.
+        let (tokens, cost) = {
+            let mut usage = usage.lock().unwrap_or_else(PoisonError::into_inner);
+            usage.merge(&row.usage);
+            (usage.tokens(), usage.cost_usd())
+        };
         if write_error.is_none() {
             write_error = write_line(&mut sink, &row.line).err();
         }
         if let Some(bar) = &bar {
             bar.inc(1);
-            let (input, output) = usage.tokens();
-            let cost = usage.cost_usd().map(|c| format!(", {c:.4} USD")).unwrap_or_default();
+            let (input, output) = tokens;
+            let cost = cost.map(|c| format!(", {c:.4} USD")).unwrap_or_default();
             bar.set_message(format!("{failed} failed, {} tokens{cost}", input + output));
         }
     });
@@ -90,7 +107,8 @@ pub(super) fn run(
         already => format!(", {already} already done"),
     };
     eprintln!("batch: {ran} rows run, {failed} failed{skipped}");
-    eprint!("{}", usage.render());
+    let usage = usage.lock().unwrap_or_else(PoisonError::into_inner).render();
+    eprint!("{usage}{}", super::run::cache_summary(cache));
     if failed > 0 { ExitCode::from(3) } else { ExitCode::SUCCESS }
 }
 
