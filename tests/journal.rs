@@ -322,6 +322,39 @@ fn batch_results_in_row_order_with_row_errors() {
     assert!(stderr.contains("batch: 6 rows run, 3 failed"), "{stderr}");
 }
 
+/// Row fields the contract does not take fail the row, saying how to keep
+/// them; with `--keep-fields` they reach the result line as `row_data`.
+#[test]
+fn keep_fields_pass_row_data_through() {
+    let dir = tempfile::tempdir().unwrap();
+    sleepy(dir.path());
+    let rows =
+        "{\"n\": 1, \"id\": \"a-1\", \"tags\": [1]}\n{\"n\": 2}\n{\"n\": -1, \"id\": \"c\"}\n";
+    std::fs::write(dir.path().join("rows.jsonl"), rows).unwrap();
+    let batch = |keep: bool| {
+        let mut args = vec!["run", "sleepy.ign", "--batch", "rows.jsonl"];
+        if keep {
+            args.push("--keep-fields");
+        }
+        let output = ignite(dir.path()).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect::<Vec<_>>()
+    };
+    let refused = batch(false);
+    assert_eq!(refused[0]["error"]["code"], "ignite::run::input");
+    let message = refused[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("unknown input `id` (`--keep-fields` passes fields the contract does not take through under `row_data`)"), "{message}");
+    assert_eq!(refused[1]["outputs"], json!({"slept": 2}));
+    let kept = batch(true);
+    assert_eq!(
+        kept[0],
+        json!({"row": 1, "outputs": {"slept": 1}, "row_data": {"id": "a-1", "tags": [1]}})
+    );
+    assert_eq!(kept[1], json!({"row": 2, "outputs": {"slept": 2}}));
+    assert_eq!(kept[2]["error"]["code"], "ignite::run::tool_failed");
+    assert_eq!(kept[2]["row_data"], json!({"id": "c"}));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_stopped_by_sigint_resumes_with_whole_lines() {
     let dir = tempfile::tempdir().unwrap();

@@ -269,7 +269,8 @@ async fn an_agent_answer_output_has_its_result_type() {
         outputs["ticket"]["properties"]["priority"]["enum"],
         json!(["low", "normal", "high", "urgent"])
     );
-    assert_eq!(outputs["queue"], json!({"description": "from `queue`"}));
+    // A computed output has its static type (#26: it was left untyped).
+    assert_eq!(outputs["queue"], json!({"type": "string", "description": "from `queue`"}));
 }
 
 /// A run's answer carries its run ID and what it spent as headers, and

@@ -4,7 +4,8 @@
 //! A row is a non-blank line of ROWS (a file or `-` for stdin), numbered by
 //! its line number from 1. Each result is one line of RESULTS (stdout when
 //! there is no `--out`): `{"row": N, "outputs": {...}}` or `{"row": N,
-//! "error": {"code", "kind", "message", "node", "cause"}}`. Rows whose number RESULTS
+//! "error": {"code", "kind", "message", "node", "cause"}}`, with `"row_data"`:
+//! the row's fields that are not inputs, under `--keep-fields`. Rows whose number RESULTS
 //! already holds are skipped, so running the same command again resumes; a
 //! line a kill cut short is removed first. A progress bar (rows, failures,
 //! rate, ETA, tokens, cost) is drawn on stderr when it is a terminal; the
@@ -23,7 +24,7 @@ use serde_json::Value;
 use crate::effects::Cache;
 use crate::ir::ContractId;
 use crate::runtime::batch::{Row, RowDone, run_batch};
-use crate::runtime::{Engine, RunOptions};
+use crate::runtime::{Engine, InputsFrom, RunOptions};
 use crate::usage::UsageTotals;
 
 /// Where results go.
@@ -42,7 +43,12 @@ pub(super) fn run(
     jobs: usize,
     options: &RunOptions,
     cache: Option<&Arc<Cache>>,
+    keep_fields: bool,
 ) -> ExitCode {
+    let options = &RunOptions { inputs_from: InputsFrom::Row, ..options.clone() };
+    // With `--keep-fields`, fields that are not inputs go to `row_data`.
+    let input_names: Option<Vec<String>> = keep_fields
+        .then(|| engine.program()[contract].inputs().map(|(_, p)| p.name.clone()).collect());
     without_huge_pages();
     let (done, mut sink) = match out.map(open_results).transpose() {
         Ok(Some((done, file))) => (done, Sink::File(file)),
@@ -75,7 +81,17 @@ pub(super) fn run(
         .filter(|(number, line)| {
             !done.contains(*number) && line.as_ref().map_or(true, |l| !l.trim().is_empty())
         })
-        .map(|(number, line)| Row { number, inputs: parse_row(line) });
+        .map(|(number, line)| {
+            let mut inputs = parse_row(line);
+            let mut row_data = serde_json::Map::new();
+            if let (Some(names), Ok(given)) = (&input_names, &mut inputs) {
+                let (taken, kept) = std::mem::take(given)
+                    .into_iter()
+                    .partition(|(name, _)| names.iter().any(|n| n == name));
+                (*given, row_data) = (taken, kept);
+            }
+            Row { number, inputs, row_data }
+        });
     run_batch(engine, contract, pending, jobs, options, |row: RowDone| {
         ran += 1;
         failed += u64::from(row.failed);

@@ -65,6 +65,10 @@ pub struct RunArgs {
     /// Neither read nor write the cache (it is also off with `--record` and `--replay`).
     #[arg(long)]
     pub no_cache: bool,
+    /// With `--batch`: fields of a row that the contract does not take are
+    /// not an error but copied to its result line under `row_data`.
+    #[arg(long, requires = "batch")]
+    pub keep_fields: bool,
     /// With `--batch`: append results here (one JSON line per row) and skip
     /// the rows already here; stdout when absent.
     #[arg(long, value_name = "FILE", requires = "batch")]
@@ -168,6 +172,7 @@ impl RunArgs {
                 jobs,
                 &options,
                 cache.as_ref(),
+                self.keep_fields,
             );
             return match engine.effects().finish() {
                 Ok(()) => code,

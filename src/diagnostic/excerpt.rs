@@ -48,6 +48,16 @@ struct Cut {
 }
 
 impl Excerpt {
+    /// No text of `file` (a file that is not `.ign`, whose lines a report
+    /// must not print): the labels all point at its empty start.
+    pub(super) fn hidden(file: &SourceFile, spans: &mut [SourceSpan]) -> Self {
+        for span in spans.iter_mut() {
+            *span = SourceSpan::new(0.into(), 0);
+        }
+        let name = file.path.display().to_string();
+        Self { name, text: Arc::from(""), lines: Arc::from([0usize]), cuts: Vec::new() }
+    }
+
     /// The text of `name` for labels at `spans`; the spans are moved to
     /// where they land in the excerpt.
     pub(super) fn new(file: &SourceFile, spans: &mut [SourceSpan]) -> Self {
@@ -254,5 +264,16 @@ mod tests {
                 assert!(rendered.contains("t.ign:"), "{at}: {rendered}");
             }
         }
+    }
+
+    #[test]
+    fn files_that_are_not_ign_show_no_text() {
+        let mut sources = Sources::default();
+        let file = sources.add("notes.txt".into(), "API_KEY=secret\n");
+        let diagnostics: Diagnostics =
+            Diagnostic::error(Code::Syntax, Span::new(file, 8, 14), "here").label("x").into();
+        let rendered = diagnostics.render(&sources, false, 200);
+        assert!(rendered.contains("notes.txt"), "{rendered}");
+        assert!(!rendered.contains("secret") && !rendered.contains("API_KEY"), "{rendered}");
     }
 }
