@@ -422,7 +422,9 @@ async fn access_log(request: Request, next: Next) -> Response {
             line.push_str(&format!(" cost {cost} USD"));
         }
     }
-    eprintln!("{line}");
+    // One whole line; a closed stderr loses it, the answer still goes.
+    line.push('\n');
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     response
 }
 

@@ -33,18 +33,29 @@ enum Sink {
     Stdout,
 }
 
+/// What `ignite run --batch` was asked to do.
+pub(super) struct Batch<'a> {
+    /// The rows file, `-` for stdin.
+    pub rows: &'a str,
+    /// `--out`; stdout when absent.
+    pub out: Option<&'a Path>,
+    /// Rows run at once.
+    pub jobs: usize,
+    /// `--keep-fields`.
+    pub keep_fields: bool,
+    /// The result cache, when it is on (for its hit counts).
+    pub cache: Option<&'a Arc<Cache>>,
+}
+
 /// Runs the batch; 0 when every row succeeded, 3 when a row failed, 2 for
 /// unreadable or unwritable files.
 pub(super) fn run(
     engine: &Engine,
     contract: ContractId,
-    rows: &str,
-    out: Option<&Path>,
-    jobs: usize,
+    batch: &Batch<'_>,
     options: &RunOptions,
-    cache: Option<&Arc<Cache>>,
-    keep_fields: bool,
 ) -> ExitCode {
+    let Batch { rows, out, jobs, keep_fields, cache } = *batch;
     let options = &RunOptions { inputs_from: InputsFrom::Row, ..options.clone() };
     // With `--keep-fields`, fields that are not inputs go to `row_data`.
     let input_names: Option<Vec<String>> = keep_fields

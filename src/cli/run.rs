@@ -164,16 +164,14 @@ impl RunArgs {
                 Err(error) => return report(Err(error), &engine, global.color_stderr()),
             };
             let jobs = self.jobs.map_or(DEFAULT_BATCH_JOBS, usize::from);
-            let code = super::batch::run(
-                &engine,
-                chosen,
+            let batch = super::batch::Batch {
                 rows,
-                self.out.as_deref(),
+                out: self.out.as_deref(),
                 jobs,
-                &options,
-                cache.as_ref(),
-                self.keep_fields,
-            );
+                keep_fields: self.keep_fields,
+                cache: cache.as_ref(),
+            };
+            let code = super::batch::run(&engine, chosen, &batch, &options);
             return match engine.effects().finish() {
                 Ok(()) => code,
                 Err(message) => usage(&message),

@@ -202,10 +202,7 @@ impl SettingText {
     ///
     /// # Errors
     /// The variable's name, when it is unset and has no default.
-    pub fn resolve<'a>(
-        &'a self,
-        get: impl FnOnce(&str) -> Option<String>,
-    ) -> Result<String, &'a str> {
+    pub fn resolve(&self, get: impl FnOnce(&str) -> Option<String>) -> Result<String, &str> {
         match self {
             Self::Literal(text) => Ok(text.clone()),
             Self::Env { var, default } => get(var).or_else(|| default.clone()).ok_or(var.as_str()),
