@@ -53,6 +53,7 @@ codes! {
     BadEscape => "ignite::syntax::bad_escape",
     SameLine => "ignite::syntax::same_line",
     MissingUse => "ignite::import::missing_file",
+    UseOutside => "ignite::import::outside",
     ImportCycle => "ignite::import::cycle",
     Duplicate => "ignite::lower::duplicate",
     UnknownName => "ignite::lower::unknown_name",
@@ -90,6 +91,7 @@ codes! {
     ToolNameClash => "ignite::lower::tool_name_clash",
     UnusedNode => "ignite::lower::unused_node",
     MissingFile => "ignite::lower::missing_file",
+    IgnoredSetting => "ignite::lower::ignored_setting",
     TryNonCall => "ignite::lower::try_non_call",
     ForNonArray => "ignite::lower::for_non_array",
     NotExhaustive => "ignite::lower::not_exhaustive",
@@ -393,10 +395,15 @@ impl<'a> Report<'a> {
 
 /// The excerpt of the file of `labels` (all in one file, the first
 /// primary) and the labels placed in it.
+/// A file that is not `.ign` (a root file named on the command line) shows
+/// no text: its lines could hold anything (keys, private data); the header
+/// still names the file.
 fn excerpt(sources: &Sources, labels: Vec<(Option<String>, Span)>) -> (Excerpt, Vec<LabeledSpan>) {
     let file = &sources[labels[0].1.file];
     let mut spans: Vec<SourceSpan> = labels.iter().map(|(_, span)| (*span).into()).collect();
-    let excerpt = Excerpt::new(file, &mut spans);
+    let shown = file.path.extension().is_some_and(|e| e == "ign");
+    let excerpt =
+        if shown { Excerpt::new(file, &mut spans) } else { Excerpt::hidden(file, &mut spans) };
     let placed = labels
         .into_iter()
         .zip(spans)

@@ -98,8 +98,14 @@ pub struct Compilation {
 /// Reads `root` and everything it `use`s, then checks the program.
 #[must_use]
 pub fn compile(root: &Path) -> Compilation {
+    compile_with(root, load::Options::default())
+}
+
+/// [`compile`] with the `use` reach of `options` (`--allow-outside`).
+#[must_use]
+pub fn compile_with(root: &Path, options: load::Options) -> Compilation {
     let root = root.to_path_buf();
-    on_big_stack(move || finish(load::load(&root)))
+    on_big_stack(move || finish(load::load_with(&root, options)))
 }
 
 /// Checks one in-memory file named `name` (its `use`s resolve from the

@@ -5,7 +5,11 @@
 //! diagnostics of reading and parsing: missing `use` files, import cycles,
 //! unreadable files and every file's syntax errors.
 //!
-//! A `use` path is relative to the folder of the file that writes it. Each
+//! A `use` path is relative to the folder of the file that writes it, and
+//! stays inside the root file's folder tree unless [`Options::allow_outside`]
+//! (an absolute path is always an error), and names a `.ign` file, so a
+//! program cannot read, and print in a syntax error, a file from elsewhere
+//! by accident. Each
 //! file is loaded once, keyed by its canonical path, so a diamond of uses
 //! loads the shared file once; a `use` that reaches a file still being
 //! loaded is an import cycle.
@@ -29,10 +33,26 @@ pub struct Loaded {
     pub diagnostics: Diagnostics,
 }
 
+/// How far `use` may reach.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// `--allow-outside`: a `use` may name a file outside the root file's
+    /// folder tree (`../shared/x.ign` from the top folder).
+    pub allow_outside: bool,
+}
+
 /// Loads `root` and, transitively, every file it `use`s.
 #[must_use]
 pub fn load(root: &Path) -> Loaded {
-    let mut loader = Loader::default();
+    load_with(root, Options::default())
+}
+
+/// [`load`] with `options`.
+#[must_use]
+pub fn load_with(root: &Path, options: Options) -> Loaded {
+    let mut loader = Loader { options, ..Loader::default() };
+    let folder = root.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    loader.root_dir = Some((key(folder), folder.to_path_buf()));
     match read(root) {
         Ok(text) => {
             loader.add(root.to_path_buf(), text);
@@ -91,6 +111,10 @@ struct Loader {
     seen: HashMap<PathBuf, FileId>,
     /// Files being loaded, outermost first: a `use` of one is a cycle.
     stack: Vec<FileId>,
+    options: Options,
+    /// The root file's folder (canonical, and as given), which `use` stays
+    /// inside unless [`Options::allow_outside`]; `None` for an in-memory root.
+    root_dir: Option<(PathBuf, PathBuf)>,
 }
 
 impl Loader {
@@ -129,7 +153,54 @@ impl Loader {
             );
             return;
         };
+        if Path::new(&relative).is_absolute() {
+            self.loaded.diagnostics.push(
+                Diagnostic::error(
+                    Code::UseOutside,
+                    span,
+                    format!("a `use` path must be relative, not `{relative}`"),
+                )
+                .label("an absolute path")
+                .help(format!(
+                    "write it relative to the folder of `{}` (a program moves with its folder)",
+                    self.name(from)
+                )),
+            );
+            return;
+        }
         let path = self.loaded.sources[from].dir().join(&relative);
+        if path.extension().is_none_or(|e| e != "ign") {
+            self.loaded.diagnostics.push(
+                Diagnostic::error(
+                    Code::UseOutside,
+                    span,
+                    format!("`{relative}` is not an `.ign` file"),
+                )
+                .label("only `.ign` files can be used")
+                .help("a `use` names another file of the program, such as `shared.ign`"),
+            );
+            return;
+        }
+        let outside = self
+            .root_dir
+            .as_ref()
+            .filter(|_| !self.options.allow_outside && path.exists())
+            .filter(|(root, _)| !key(&path).starts_with(root));
+        if let Some((_, shown)) = outside {
+            self.loaded.diagnostics.push(
+                Diagnostic::error(
+                    Code::UseOutside,
+                    span,
+                    format!(
+                        "`{relative}` is outside `{}`, the folder of the root file",
+                        shown.display()
+                    ),
+                )
+                .label("leaves the root file's folder tree")
+                .help("move the file into the folder, or pass `--allow-outside` to use it"),
+            );
+            return;
+        }
         if let Some(&file) = self.seen.get(&key(&path)) {
             if let Some(at) = self.stack.iter().position(|&f| f == file) {
                 self.report_cycle(at, file, span);

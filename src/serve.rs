@@ -9,8 +9,10 @@
 //! | `GET /openapi.json` | an OpenAPI 3.1 document of the above |
 //! | `GET /health` | `{"status": "ok", ...}` |
 //!
-//! Runs go through [`Engine::run`] exactly as `ignite run` does; errors are
-//! JSON objects carrying the CLI's diagnostic codes (`docs/serve.md`).
+//! Runs go through [`Engine::run_traced`] exactly as `ignite run` does; errors are
+//! JSON objects carrying the CLI's diagnostic codes (`docs/serve.md`). A
+//! run's answer carries its run ID, tokens and cost as `x-ignite-*`
+//! headers, and every request is one access-log line on stderr.
 //! At most [`Limits::max_runs`] runs go at once (others wait for a turn,
 //! within the time limit); a run that outlasts [`Limits::timeout`] is
 //! answered 504 and stopped: no new node starts, and its tool and agent
@@ -27,7 +29,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -35,10 +37,12 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
 use crate::diagnostic::Code;
-use crate::ir::{Call, Callee, ContractId, NodeKind, Program};
+use crate::ir::{self, ContractId, Program, Type, TypeKind};
 use crate::runtime::{Engine, InputsFrom, RunError, RunOptions};
 use crate::telemetry::RunSpan;
 use crate::tools::schema::{params_schema, type_schema};
+use crate::trace::Trace;
+use crate::usage::UsageTotals;
 
 /// How much the server takes on.
 #[derive(Debug, Clone, Copy)]
@@ -217,7 +221,8 @@ impl Service {
         })
     }
 
-    /// Runs contract `name` on the JSON `body`.
+    /// Runs contract `name` on the JSON `body`; once the run starts, the
+    /// answer carries its run ID and usage headers ([`with_usage`]).
     async fn call(self: Arc<Self>, name: &str, body: &[u8], span: RunSpan) -> Response {
         let Some(&(_, contract)) = self.contracts.iter().find(|(n, _)| n == name) else {
             let message = match self.engine.contract(Some(name)) {
@@ -250,8 +255,11 @@ impl Service {
             Err(_) => return timed_out(),
         };
         let engine = Arc::clone(&self.engine);
+        let run_id = format!("{:016x}", fastrand::u64(..));
+        let trace = Arc::new(Trace::new(false));
+        let spent = Arc::clone(&trace);
         let run = tokio::task::spawn_blocking(move || {
-            let result = engine.run(
+            let result = engine.run_traced(
                 contract,
                 &inputs,
                 &RunOptions {
@@ -260,22 +268,24 @@ impl Service {
                     deadline: Some(deadline.into_std()),
                     ..RunOptions::default()
                 },
+                &spent,
             );
             drop(turn);
             result
         });
-        match tokio::time::timeout_at(deadline, run).await {
+        let response = match tokio::time::timeout_at(deadline, run).await {
             Err(_) | Ok(Ok(Err(RunError::Deadline))) => timed_out(),
             Ok(Err(join)) => failure(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Code::ServeInternal.as_str(),
                 format!("the run stopped abnormally: {join}"),
             ),
-            Ok(Ok(Ok(output))) => {
-                (StatusCode::OK, axum::Json(Value::Object(output.outputs))).into_response()
+            Ok(Ok(Ok(outputs))) => {
+                (StatusCode::OK, axum::Json(Value::Object(outputs))).into_response()
             }
             Ok(Ok(Err(error))) => self.run_error(&error),
-        }
+        };
+        with_usage(response, &run_id, &trace.usage())
     }
 
     fn run_error(&self, error: &RunError) -> Response {
@@ -318,30 +328,18 @@ pub(crate) fn input_schema(program: &Program, id: ContractId) -> Value {
     schema
 }
 
-/// The JSON Schema of contract `id`'s outputs. Outputs that read an input
-/// or an agent's answer whole have its type (an agent without `result`
-/// answers a string); the others may be any JSON value.
+/// The JSON Schema of contract `id`'s outputs: each has the static type
+/// `check` inferred for what it reads (an input's type, an agent's `result`
+/// or `string`, a tool's `result`, a computed value's type, a field of a
+/// record); an output whose type is not known statically may be any JSON
+/// value. `integer` is certain where it is given: integer arithmetic fails
+/// on overflow rather than turning into a float, and `/` is a `number`.
 pub(crate) fn output_schema(program: &Program, id: ContractId) -> Value {
     let contract = &program[id];
     let mut properties = Map::new();
     for output in &contract.outputs {
         let node = &contract.nodes[output.node.index()];
-        let mut schema = match &node.kind {
-            NodeKind::Input(param) if output.fields.is_empty() => type_schema(&param.ty),
-            NodeKind::Call(Call { callee: Callee::Agent(agent), .. })
-                if output.fields.is_empty() =>
-            {
-                match &program[*agent].result {
-                    Some(ty) => type_schema(ty),
-                    None => {
-                        let mut schema = Map::new();
-                        schema.insert("type".into(), "string".into());
-                        schema
-                    }
-                }
-            }
-            _ => Map::new(),
-        };
+        let mut schema = type_schema(&output_type(contract, output));
         let mut from = node.name.to_string();
         for field in &output.fields {
             from.push('.');
@@ -352,6 +350,82 @@ pub(crate) fn output_schema(program: &Program, id: ContractId) -> Value {
     }
     let required = contract.outputs.iter().map(|o| Value::String(o.name.clone())).collect();
     crate::tools::schema::object_schema(properties, required)
+}
+
+/// The static type of `output`: its node's, down its record fields (a
+/// field of a nullable record may be null); `any` past anything else.
+fn output_type(contract: &ir::Contract, output: &ir::Output) -> Type {
+    let mut ty = contract.types.get(output.node.index()).cloned().unwrap_or_else(Type::any);
+    for field in &output.fields {
+        ty = match &ty.kind {
+            TypeKind::Record(record) => record.field(field).map_or_else(Type::any, |f| {
+                let mut field_ty = f.ty.clone();
+                field_ty.nullable |= ty.nullable;
+                field_ty
+            }),
+            _ => Type::any(),
+        };
+    }
+    ty
+}
+
+/// The header naming a run: its ID, also in the access log.
+pub(crate) const RUN_ID: &str = "x-ignite-run-id";
+/// The run's input tokens, all models together.
+pub(crate) const INPUT_TOKENS: &str = "x-ignite-input-tokens";
+/// The run's output tokens, all models together.
+pub(crate) const OUTPUT_TOKENS: &str = "x-ignite-output-tokens";
+/// The run's cost in USD, when its providers have a `price`.
+pub(crate) const COST_USD: &str = "x-ignite-cost-usd";
+
+/// `response` with the run's ID and what its model calls spent as headers.
+fn with_usage(mut response: Response, run_id: &str, usage: &UsageTotals) -> Response {
+    let (input, output) = usage.tokens();
+    let mut values = vec![
+        (RUN_ID, run_id.to_owned()),
+        (INPUT_TOKENS, input.to_string()),
+        (OUTPUT_TOKENS, output.to_string()),
+    ];
+    if let Some(cost) = usage.cost_usd() {
+        values.push((COST_USD, format!("{cost:.6}")));
+    }
+    let headers = response.headers_mut();
+    for (name, value) in values {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    }
+    response
+}
+
+/// One line on stderr per request: method, path, status, duration, and
+/// for a run its ID, tokens and cost (from the headers [`with_usage`] set).
+async fn access_log(request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+    let response = next.run(request).await;
+    let header =
+        |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let mut line = format!(
+        "serve: {method} {path} {} {:.1}ms",
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    if let Some(id) = header(RUN_ID) {
+        let tokens = |name| header(name).unwrap_or_else(|| "0".to_owned());
+        line.push_str(&format!(
+            " run {id} tokens {} in / {} out",
+            tokens(INPUT_TOKENS),
+            tokens(OUTPUT_TOKENS)
+        ));
+        if let Some(cost) = header(COST_USD) {
+            line.push_str(&format!(" cost {cost} USD"));
+        }
+    }
+    // One whole line; a closed stderr loses it, the answer still goes.
+    line.push('\n');
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    response
 }
 
 /// The body as an inputs object; an empty body is no inputs.
@@ -403,6 +477,7 @@ pub(crate) fn router(service: Arc<Service>) -> Router {
         )
         .layer(DefaultBodyLimit::max(max_body))
         .layer(middleware::from_fn_with_state(Arc::clone(&service), refuse_when_draining))
+        .layer(middleware::from_fn(access_log))
         .with_state(service)
 }
 

@@ -105,7 +105,8 @@ impl Trace {
     #[must_use]
     pub fn render(&self) -> String {
         let mut out = String::from("   start  duration  status  kind       node\n");
-        for e in self.entries() {
+        let entries = self.entries();
+        for e in &entries {
             let _ = writeln!(
                 out,
                 "{:>6.1}ms {:>7.1}ms  {:<6}  {:<9}  {}{}",
@@ -116,6 +117,13 @@ impl Trace {
                 e.path,
                 if e.detail.is_empty() { String::new() } else { format!("  ({})", e.detail) }
             );
+        }
+        let cached = |status: &str| {
+            entries.iter().filter(|e| e.kind == "cache" && e.status == status).count()
+        };
+        let (hits, misses) = (cached("hit"), cached("miss"));
+        if hits + misses > 0 {
+            let _ = writeln!(out, "cache: {hits} hits, {misses} misses");
         }
         out.push_str(&self.usage().render());
         out

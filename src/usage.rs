@@ -32,6 +32,10 @@ pub struct Usage {
     pub cache_write_tokens: u64,
     /// Of the input, tokens read from the provider's prompt cache.
     pub cache_read_tokens: u64,
+    /// Of the output, the model's thinking (reasoning) tokens, where the
+    /// provider counts them apart (Gemini `thoughtsTokenCount`, OpenAI
+    /// `reasoning_tokens`). They are billed as output and counted in it.
+    pub thinking_tokens: u64,
 }
 
 impl Usage {
@@ -43,6 +47,16 @@ impl Usage {
             return String::new();
         }
         format!(", cache {} write / {} read", self.cache_write_tokens, self.cache_read_tokens)
+    }
+
+    /// `, thinking T` when part of the output was the model's thinking,
+    /// else nothing (the output total includes it).
+    #[must_use]
+    pub fn thinking_note(&self) -> String {
+        if self.thinking_tokens == 0 {
+            return String::new();
+        }
+        format!(", thinking {}", self.thinking_tokens)
     }
 }
 

@@ -19,6 +19,34 @@ fn check_folder() {
     assert_cmd_snapshot!(ignite().args(["check", "contracts"]));
 }
 
+/// A `use` that leaves the root file's folder tree needs `--allow-outside`.
+#[test]
+fn use_outside_the_folder_needs_allow_outside() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("app")).unwrap();
+    std::fs::write(
+        dir.path().join("shared.ign"),
+        "contract Shared {\n  input x: integer\n  output x\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("app/main.ign"), "use \"../shared.ign\"\n").unwrap();
+    let refused = ignite()
+        .args(["check", &dir.path().join("app/main.ign").display().to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("ignite::import::outside") && stderr.contains("--allow-outside"),
+        "{stderr}"
+    );
+    let allowed = ignite()
+        .args(["check", "--allow-outside", &dir.path().join("app/main.ign").display().to_string()])
+        .output()
+        .unwrap();
+    assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
+}
+
 /// A folder holding a symbolic link to itself is read once, not forever.
 #[test]
 fn check_folder_with_a_symlink_loop() {

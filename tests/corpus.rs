@@ -193,7 +193,7 @@ fn dump(program: &Program) -> String {
              temperature {:?} max_tokens {:?} inputs ({})",
             agent.name,
             providers.join(", "),
-            agent.models.join(", "),
+            agent.models.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
             tools.join(", "),
             agent.capabilities.join(", "),
             agent.max_tool_iterations,

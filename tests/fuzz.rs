@@ -61,8 +61,8 @@ const FUNCTIONS: [(&str, usize); 26] = [
 const OPERATORS: [&str; 13] =
     ["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "and", "or"];
 
-/// Literals of every kind, some awkward.
-const LITERALS: [&str; 16] = [
+/// Literals of every kind, some awkward (non-ASCII text included).
+const LITERALS: [&str; 19] = [
     "0",
     "1",
     "-7",
@@ -79,7 +79,18 @@ const LITERALS: [&str; 16] = [
     "[]",
     "{a: 1, \"b c\": [true]}",
     "\"^[a-z]+$\"",
+    "\"café ✓\"",
+    "\"日本語 {1}\"",
+    "\"\u{fffd}\u{1f525}\"",
 ];
+
+/// Comments ending lines, in several scripts and with a replacement
+/// character (U+FFFD, three bytes) last.
+const COMMENTS: [&str; 4] = ["", " # caf\u{fffd}", " # 日本語", " # ünïcödé ✓ \u{1f525}"];
+
+/// Names that are not ASCII: a name is ASCII, so these are syntax errors
+/// whose spans must still land on character boundaries.
+const ODD_NAMES: [&str; 3] = ["café", "名前", "x\u{fffd}"];
 
 struct Gen {
     rng: fastrand::Rng,
@@ -174,8 +185,13 @@ impl Gen {
                 }
                 _ => format!("compute n{k} = {}", self.expr(&names, 3)),
             };
-            let _ = writeln!(self.text, "  {line}");
-            names.push(format!("n{k}"));
+            let comment = self.pick(&COMMENTS);
+            let _ = writeln!(self.text, "  {line}{comment}");
+            names.push(if self.rng.u8(..30) == 0 {
+                self.pick(&ODD_NAMES).to_owned()
+            } else {
+                format!("n{k}")
+            });
         }
         self.inputs.push(inputs);
         for _ in 0..self.rng.usize(1..3) {
@@ -223,7 +239,33 @@ fn program(seed: u64) -> Gen {
     for i in 0..g.rng.usize(1..4) {
         g.contract(i, tools);
     }
+    if g.rng.u8(..8) == 0 {
+        // A damaged file: cut at a character boundary (an unclosed `{`,
+        // a comment or string that ends the file, ...).
+        let at = g.rng.usize(..=g.text.len());
+        let at = (0..=at).rev().find(|&i| g.text.is_char_boundary(i)).unwrap_or(0);
+        g.text.truncate(at);
+    }
     g
+}
+
+/// Files that once panicked `check`, rendered on every run.
+const KNOWN: [&str; 1] = [
+    // A span's neighbouring line ended inside a multi-byte character (the
+    // excerpt cut its context at a byte, not a character): 53 bytes.
+    "contract Bad{\n  input x: string\n  output x\n\n# caf\u{fffd}\n",
+];
+
+/// `check` of each [`KNOWN`] file reports without panicking.
+#[test]
+fn known_panics_stay_fixed() {
+    for text in KNOWN {
+        let compilation = igniter::compile_source("known.ign", text);
+        assert!(!compilation.diagnostics.is_empty(), "{text}");
+        let rendered = compilation.diagnostics.render(&compilation.sources, false, 80);
+        assert!(rendered.contains("known.ign:"), "{rendered}");
+        let _ = compilation.diagnostics.to_json(&compilation.sources);
+    }
 }
 
 proptest! {

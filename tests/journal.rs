@@ -322,6 +322,39 @@ fn batch_results_in_row_order_with_row_errors() {
     assert!(stderr.contains("batch: 6 rows run, 3 failed"), "{stderr}");
 }
 
+/// Row fields the contract does not take fail the row, saying how to keep
+/// them; with `--keep-fields` they reach the result line as `row_data`.
+#[test]
+fn keep_fields_pass_row_data_through() {
+    let dir = tempfile::tempdir().unwrap();
+    sleepy(dir.path());
+    let rows =
+        "{\"n\": 1, \"id\": \"a-1\", \"tags\": [1]}\n{\"n\": 2}\n{\"n\": -1, \"id\": \"c\"}\n";
+    std::fs::write(dir.path().join("rows.jsonl"), rows).unwrap();
+    let batch = |keep: bool| {
+        let mut args = vec!["run", "sleepy.ign", "--batch", "rows.jsonl"];
+        if keep {
+            args.push("--keep-fields");
+        }
+        let output = ignite(dir.path()).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect::<Vec<_>>()
+    };
+    let refused = batch(false);
+    assert_eq!(refused[0]["error"]["code"], "ignite::run::input");
+    let message = refused[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("unknown input `id` (`--keep-fields` passes fields the contract does not take through under `row_data`)"), "{message}");
+    assert_eq!(refused[1]["outputs"], json!({"slept": 2}));
+    let kept = batch(true);
+    assert_eq!(
+        kept[0],
+        json!({"row": 1, "outputs": {"slept": 1}, "row_data": {"id": "a-1", "tags": [1]}})
+    );
+    assert_eq!(kept[1], json!({"row": 2, "outputs": {"slept": 2}}));
+    assert_eq!(kept[2]["error"]["code"], "ignite::run::tool_failed");
+    assert_eq!(kept[2]["row_data"], json!({"id": "c"}));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_stopped_by_sigint_resumes_with_whole_lines() {
     let dir = tempfile::tempdir().unwrap();
@@ -344,6 +377,53 @@ async fn batch_stopped_by_sigint_resumes_with_whole_lines() {
     assert!(stderr.contains(&format!("{before} already done")), "{stderr}");
     let rows: Vec<u64> = result_lines(&out).iter().map(|l| l["row"].as_u64().unwrap()).collect();
     assert_eq!(rows, (1..=40).collect::<Vec<u64>>());
+}
+
+/// A batch stopped by SIGINT prints the usage of the rows it ran: each
+/// row asks a scripted agent (10 tokens in, 2 out), then naps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_stopped_by_sigint_prints_its_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"[{"text": "ok", "usage": {"input_tokens": 10, "output_tokens": 2}}]"#;
+    std::fs::write(dir.path().join("replies.json"), script).unwrap();
+    let text = r#"
+agent Ask {
+  provider script "replies.json"
+  model "scripted"
+  input n: integer
+  prompt "{n}"
+}
+
+tool Nap {
+  description "Sleeps a second"
+  param answer: string
+  exec "sh" "-c" "cat > /dev/null; sleep 1; echo done"
+}
+
+contract Slow {
+  input n: integer
+  compute answer = Ask(n: n)
+  compute slept = Nap(answer: answer)
+  output slept
+}
+"#;
+    std::fs::write(dir.path().join("slow.ign"), text).unwrap();
+    let rows: String = (0..40).map(|n| format!("{{\"n\": {n}}}\n")).collect();
+    std::fs::write(dir.path().join("rows.jsonl"), rows).unwrap();
+    let out = dir.path().join("out.jsonl");
+    let args = ["run", "slow.ign", "--batch", "rows.jsonl", "--out", "out.jsonl", "--jobs", "2"];
+    let mut child = ignite(dir.path()).args(args).stderr(Stdio::piped()).spawn().unwrap();
+    wait_for("a few results", || lines(&out) >= 2).await;
+    let stopped = stop_with(&mut child, libc::SIGINT);
+    assert_eq!(stopped.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(stderr.contains("ignite: stopped by SIGINT"), "{stderr}");
+    let table = stderr.split_once("usage ").map(|(_, t)| t).unwrap_or_else(|| panic!("{stderr}"));
+    let row = table.lines().find(|l| l.starts_with("script scripted")).unwrap();
+    let calls: u64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+    // At least the rows written asked the agent; each call is 10 + 2 tokens.
+    assert!(calls >= 2, "{stderr}");
+    assert!(row.contains(&format!(" {} ", calls * 10)), "{row}");
 }
 
 /// Runs `shell` under a pseudo-terminal (util-linux `script`); what the
@@ -446,6 +526,24 @@ fn two_processes_share_one_cache_and_failures_are_not_cached() {
         .output()
         .unwrap();
     assert_eq!(third.status.code(), Some(3));
+    assert_eq!(calls(dir.path()), before + 1);
+    // The summary says how many results came from the cache.
+    let stderr = String::from_utf8_lossy(&third.stderr);
+    assert!(
+        stderr.contains("batch: 41 rows run, 1 failed\ncache: 40 hits, 1 misses\n"),
+        "{stderr}"
+    );
+    for trace in [false, true] {
+        let mut args = vec!["run", "squares.ign", "--input", "n=3"];
+        if trace {
+            args.push("--trace");
+        }
+        let one = ignite(dir.path()).args(args).output().unwrap();
+        assert_eq!(outputs(&one), json!({"squared": 9}));
+        let stderr = String::from_utf8_lossy(&one.stderr);
+        assert!(stderr.contains("cache: 1 hits, 0 misses"), "{stderr}");
+        assert_eq!(stderr.contains("hit     cache"), trace, "{stderr}");
+    }
     assert_eq!(calls(dir.path()), before + 1);
     let lines = result_lines(&dir.path().join("c.jsonl"));
     for (n, line) in lines.iter().take(40).enumerate() {

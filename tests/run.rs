@@ -251,6 +251,29 @@ tool Meet {
     assert!(seen.iter().all(|&n| n <= 2), "more than two calls at once: {seen:?}");
 }
 
+/// With neither a runner nor `--jobs`, one turn runs at most 64 of its
+/// tool calls at once (`tools::DEFAULT_TURN_CALLS`): of 70 calls that each
+/// hold on for a second, none saw more than 64 running.
+#[test]
+fn tool_calls_of_one_turn_have_a_default_cap() {
+    let tool = r#"
+tool Meet {
+  description "Logs how many calls run at once"
+  param i: integer
+  exec "sh" "-c" "cat > /dev/null; touch running.$$; sleep 1; ls running.* | wc -l >> seen.log; rm running.$$; echo ok"
+}"#;
+    let (dir, output) = run_one_turn(&agent_program(tool), "meet", 70, None);
+    let calls = output.trace.entries().into_iter().filter(|e| e.kind == "tool_call").count();
+    assert_eq!(calls, 70);
+    let seen = std::fs::read_to_string(dir.path().join("seen.log")).unwrap();
+    let seen: Vec<usize> = seen.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(seen.len(), 70);
+    let most = seen.iter().copied().max().unwrap_or(0);
+    assert_eq!(igniter::tools::DEFAULT_TURN_CALLS, 64);
+    assert!(most <= 64, "more than 64 calls at once: {seen:?}");
+    assert!(most > 2, "the calls ran concurrently: {seen:?}");
+}
+
 /// `http` tool nodes of a contract against a local server: GET sends the
 /// arguments as a query string, POST as a JSON body; a non-2xx status
 /// fails the node with the status in the message.

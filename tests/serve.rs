@@ -269,5 +269,59 @@ async fn an_agent_answer_output_has_its_result_type() {
         outputs["ticket"]["properties"]["priority"]["enum"],
         json!(["low", "normal", "high", "urgent"])
     );
-    assert_eq!(outputs["queue"], json!({"description": "from `queue`"}));
+    // A computed output has its static type (#26: it was left untyped).
+    assert_eq!(outputs["queue"], json!({"type": "string", "description": "from `queue`"}));
+}
+
+/// A run's answer carries its run ID and what it spent as headers, and
+/// every request is one access-log line on stderr.
+#[tokio::test]
+async fn runs_report_usage_in_headers_and_the_access_log() {
+    let server = Server::start(&["tests/serve/asked.ign"]);
+    let response = reqwest::Client::new()
+        .post(server.url("/contracts/Greet"))
+        .json(&json!({"name": "Ada"}))
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(response.status(), 200);
+    let header =
+        |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let id = header("x-ignite-run-id").expect("a run ID");
+    assert_eq!(id.len(), 16, "{id}");
+    assert_eq!(header("x-ignite-input-tokens").as_deref(), Some("12"));
+    assert_eq!(header("x-ignite-output-tokens").as_deref(), Some("3"));
+    // A script has no price.
+    assert_eq!(header("x-ignite-cost-usd"), None);
+    assert_eq!(response.json::<Value>().await.unwrap()["shout"], "HELLO");
+    // Computed outputs carry their static types: `integer` only where certain.
+    let outputs = &server.get("/contracts").await[0]["outputs"]["properties"];
+    let types: Vec<&Value> =
+        ["greeting", "shout", "letters", "half"].iter().map(|o| &outputs[*o]["type"]).collect();
+    assert_eq!(types, [&json!("string"), &json!("string"), &json!("integer"), &json!("number")]);
+    let openapi = server.get("/openapi.json").await;
+    // The only integer of the contract is `letters`.
+    assert!(openapi.to_string().contains(r#""type":"integer""#), "{openapi}");
+    // A failed run has an ID too (no tokens spent).
+    let (status, _) = server.post("Greet", json!({})).await;
+    assert_eq!(status, 422);
+    let _ = server.get("/health").await;
+    let started = Instant::now();
+    loop {
+        let log = server.log.lock().expect("log").clone();
+        let lines: Vec<&str> = log.lines().filter(|l| l.starts_with("serve: ")).collect();
+        if lines.len() >= 5 {
+            assert!(lines[0].starts_with("serve: POST /contracts/Greet 200 "), "{log}");
+            assert!(lines[0].ends_with(&format!("ms run {id} tokens 12 in / 3 out")), "{log}");
+            assert!(lines[1].starts_with("serve: GET /contracts 200 "), "{log}");
+            assert!(lines[2].starts_with("serve: GET /openapi.json 200 "), "{log}");
+            assert!(lines[3].starts_with("serve: POST /contracts/Greet 422 "), "{log}");
+            assert!(lines[3].ends_with("tokens 0 in / 0 out"), "{log}");
+            assert!(lines[4].starts_with("serve: GET /health 200 "), "{log}");
+            assert!(!lines[4].contains(" run "), "{log}");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no access log: {log}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -4,23 +4,27 @@
 //! A row is a non-blank line of ROWS (a file or `-` for stdin), numbered by
 //! its line number from 1. Each result is one line of RESULTS (stdout when
 //! there is no `--out`): `{"row": N, "outputs": {...}}` or `{"row": N,
-//! "error": {"code", "kind", "message", "node", "cause"}}`. Rows whose number RESULTS
+//! "error": {"code", "kind", "message", "node", "cause"}}`, with `"row_data"`:
+//! the row's fields that are not inputs, under `--keep-fields`. Rows whose number RESULTS
 //! already holds are skipped, so running the same command again resumes; a
 //! line a kill cut short is removed first. A progress bar (rows, failures,
 //! rate, ETA, tokens, cost) is drawn on stderr when it is a terminal; the
-//! usage of the rows run (per model, with costs) follows the summary.
+//! usage of the rows run (per model, with costs) and the cache hits follow
+//! the summary, and are printed too when a signal stops the batch.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
+use crate::effects::Cache;
 use crate::ir::ContractId;
 use crate::runtime::batch::{Row, RowDone, run_batch};
-use crate::runtime::{Engine, RunOptions};
+use crate::runtime::{Engine, InputsFrom, RunOptions};
 use crate::usage::UsageTotals;
 
 /// Where results go.
@@ -29,16 +33,33 @@ enum Sink {
     Stdout,
 }
 
+/// What `ignite run --batch` was asked to do.
+pub(super) struct Batch<'a> {
+    /// The rows file, `-` for stdin.
+    pub rows: &'a str,
+    /// `--out`; stdout when absent.
+    pub out: Option<&'a Path>,
+    /// Rows run at once.
+    pub jobs: usize,
+    /// `--keep-fields`.
+    pub keep_fields: bool,
+    /// The result cache, when it is on (for its hit counts).
+    pub cache: Option<&'a Arc<Cache>>,
+}
+
 /// Runs the batch; 0 when every row succeeded, 3 when a row failed, 2 for
 /// unreadable or unwritable files.
 pub(super) fn run(
     engine: &Engine,
     contract: ContractId,
-    rows: &str,
-    out: Option<&Path>,
-    jobs: usize,
+    batch: &Batch<'_>,
     options: &RunOptions,
 ) -> ExitCode {
+    let Batch { rows, out, jobs, keep_fields, cache } = *batch;
+    let options = &RunOptions { inputs_from: InputsFrom::Row, ..options.clone() };
+    // With `--keep-fields`, fields that are not inputs go to `row_data`.
+    let input_names: Option<Vec<String>> = keep_fields
+        .then(|| engine.program()[contract].inputs().map(|(_, p)| p.name.clone()).collect());
     without_huge_pages();
     let (done, mut sink) = match out.map(open_results).transpose() {
         Ok(Some((done, file))) => (done, Sink::File(file)),
@@ -55,8 +76,15 @@ pub(super) fn run(
     };
     let total = if rows == "-" { None } else { count_rows(rows) };
     let bar = progress(total.map(|t| t.saturating_sub(done.len())));
-    let (mut failed, mut ran, mut usage, mut write_error) =
-        (0u64, 0u64, UsageTotals::default(), None);
+    let (mut failed, mut ran, mut write_error) = (0u64, 0u64, None);
+    // Shared with the signal handler, which prints it when a signal stops
+    // the batch.
+    let usage = Arc::new(Mutex::new(UsageTotals::default()));
+    let stopped = (Arc::clone(&usage), cache.cloned());
+    super::signals::report_on_stop(move || {
+        let usage = stopped.0.lock().unwrap_or_else(PoisonError::into_inner).render();
+        usage + &super::run::cache_summary(stopped.1.as_ref())
+    });
     let pending = reader
         .lines()
         .enumerate()
@@ -64,18 +92,34 @@ pub(super) fn run(
         .filter(|(number, line)| {
             !done.contains(*number) && line.as_ref().map_or(true, |l| !l.trim().is_empty())
         })
-        .map(|(number, line)| Row { number, inputs: parse_row(line) });
+        .map(|(number, line)| {
+            let mut inputs = parse_row(line);
+            let mut row_data = serde_json::Map::new();
+            if let (Some(names), Ok(given)) = (&input_names, &mut inputs) {
+                let (taken, kept) = std::mem::take(given)
+                    .into_iter()
+                    .partition(|(name, _)| names.iter().any(|n| n == name));
+                (*given, row_data) = (taken, kept);
+            }
+            Row { number, inputs, row_data }
+        });
     run_batch(engine, contract, pending, jobs, options, |row: RowDone| {
         ran += 1;
         failed += u64::from(row.failed);
-        usage.merge(&row.usage);
+        // The lock is let go before the write: after a signal, writes wait
+        // for ever, and the signal handler reads the usage.
+        let (tokens, cost) = {
+            let mut usage = usage.lock().unwrap_or_else(PoisonError::into_inner);
+            usage.merge(&row.usage);
+            (usage.tokens(), usage.cost_usd())
+        };
         if write_error.is_none() {
             write_error = write_line(&mut sink, &row.line).err();
         }
         if let Some(bar) = &bar {
             bar.inc(1);
-            let (input, output) = usage.tokens();
-            let cost = usage.cost_usd().map(|c| format!(", {c:.4} USD")).unwrap_or_default();
+            let (input, output) = tokens;
+            let cost = cost.map(|c| format!(", {c:.4} USD")).unwrap_or_default();
             bar.set_message(format!("{failed} failed, {} tokens{cost}", input + output));
         }
     });
@@ -90,7 +134,8 @@ pub(super) fn run(
         already => format!(", {already} already done"),
     };
     eprintln!("batch: {ran} rows run, {failed} failed{skipped}");
-    eprint!("{}", usage.render());
+    let usage = usage.lock().unwrap_or_else(PoisonError::into_inner).render();
+    eprint!("{usage}{}", super::run::cache_summary(cache));
     if failed > 0 { ExitCode::from(3) } else { ExitCode::SUCCESS }
 }
 

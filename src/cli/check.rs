@@ -49,7 +49,8 @@ impl CheckArgs {
         let mut json = Vec::new();
         let (mut errors, mut warnings) = (0, 0);
         for file in &files {
-            let crate::Compilation { sources, diagnostics, program } = crate::compile(file);
+            let crate::Compilation { sources, diagnostics, program } =
+                crate::compile_with(file, global.load_options());
             // `check` only reports; freeing a big checked program node by
             // node costs a tenth of the check, and the process ends soon.
             std::mem::forget(program);

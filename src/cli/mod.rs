@@ -63,6 +63,9 @@ pub struct GlobalArgs {
     /// When to colour diagnostics.
     #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
     pub color: Color,
+    /// Let `use` name files outside the root file's folder tree.
+    #[arg(long, global = true)]
+    pub allow_outside: bool,
 }
 
 /// When to colour output.
@@ -77,6 +80,12 @@ pub enum Color {
 }
 
 impl GlobalArgs {
+    /// How far `use` may reach.
+    #[must_use]
+    pub fn load_options(&self) -> crate::load::Options {
+        crate::load::Options { allow_outside: self.allow_outside }
+    }
+
     /// True when diagnostics on stderr should be coloured.
     #[must_use]
     pub fn color_stderr(&self) -> bool {
@@ -209,7 +218,7 @@ fn compile(file: &std::path::Path, global: &GlobalArgs) -> Result<crate::ir::Pro
         eprintln!("error: {what} `{}`", file.display());
         return Err(ExitCode::from(2));
     }
-    let compilation = crate::compile(file);
+    let compilation = crate::compile_with(file, global.load_options());
     let diagnostics = &compilation.diagnostics;
     if !diagnostics.is_empty() {
         eprint!("{}", diagnostics.render(&compilation.sources, global.color_stderr(), WIDTH));

@@ -65,6 +65,10 @@ pub struct RunArgs {
     /// Neither read nor write the cache (it is also off with `--record` and `--replay`).
     #[arg(long)]
     pub no_cache: bool,
+    /// With `--batch`: fields of a row that the contract does not take are
+    /// not an error but copied to its result line under `row_data`.
+    #[arg(long, requires = "batch")]
+    pub keep_fields: bool,
     /// With `--batch`: append results here (one JSON line per row) and skip
     /// the rows already here; stdout when absent.
     #[arg(long, value_name = "FILE", requires = "batch")]
@@ -150,8 +154,8 @@ impl RunArgs {
             }
         });
         let header = RunHeader { contract, inputs: given.clone() };
-        let engine = match self.effects(header, resumed) {
-            Ok(effects) => engine.with_effects(effects),
+        let (engine, cache) = match self.effects(header, resumed) {
+            Ok((effects, cache)) => (engine.with_effects(effects), cache),
             Err(message) => return usage(&message),
         };
         if let Some(rows) = &self.batch {
@@ -160,21 +164,31 @@ impl RunArgs {
                 Err(error) => return report(Err(error), &engine, global.color_stderr()),
             };
             let jobs = self.jobs.map_or(DEFAULT_BATCH_JOBS, usize::from);
-            let code =
-                super::batch::run(&engine, chosen, rows, self.out.as_deref(), jobs, &options);
+            let batch = super::batch::Batch {
+                rows,
+                out: self.out.as_deref(),
+                jobs,
+                keep_fields: self.keep_fields,
+                cache: cache.as_ref(),
+            };
+            let code = super::batch::run(&engine, chosen, &batch, &options);
             return match engine.effects().finish() {
                 Ok(()) => code,
                 Err(message) => usage(&message),
             };
         }
+        let stopped = (Arc::clone(&trace), cache.clone());
+        super::signals::report_on_stop(move || {
+            stopped.0.usage().render() + &cache_summary(stopped.1.as_ref())
+        });
         let result = chosen.and_then(|chosen| engine.run_traced(chosen, &given, &options, &trace));
         let saved = engine.effects().finish();
-        // The timeline (which ends with the usage) or the usage alone,
-        // whether the run succeeded or not.
+        // The timeline (which ends with the usage and the cache hits) or
+        // the usage and the cache hits alone, whether the run succeeded or not.
         if self.trace {
             eprint!("{}", trace.render());
         } else {
-            eprint!("{}", trace.usage().render());
+            eprint!("{}{}", trace.usage().render(), cache_summary(cache.as_ref()));
         }
         let code = report(result, &engine, global.color_stderr());
         if let Err(message) = saved {
@@ -183,9 +197,14 @@ impl RunArgs {
         code
     }
 
-    /// The stores of `--record`, `--replay`, `--journal` and `--resume`;
-    /// installs the signal handler that names the journal.
-    fn effects(&self, header: RunHeader, resumed: Option<Recording>) -> Result<Effects, String> {
+    /// The stores of `--record`, `--replay`, `--journal` and `--resume`,
+    /// and the cache when it is on; installs the signal handler that names
+    /// the journal.
+    fn effects(
+        &self,
+        header: RunHeader,
+        resumed: Option<Recording>,
+    ) -> Result<(Effects, Option<Arc<Cache>>), String> {
         let mut effects = Effects::live();
         let mut stop_note = String::new();
         if let Some(path) = &self.replay {
@@ -208,8 +227,11 @@ impl RunArgs {
             );
             effects = effects.with(Arc::new(journal));
         }
+        let mut cache = None;
         if !(self.no_cache || self.record.is_some() || self.replay.is_some()) {
-            effects = effects.with(Arc::new(Cache::new(self.cache_dir.clone())));
+            let store = Arc::new(Cache::new(self.cache_dir.clone()));
+            effects = effects.with(Arc::clone(&store) as _);
+            cache = Some(store);
         }
         if let Some(out) = &self.out {
             stop_note = format!(
@@ -218,7 +240,7 @@ impl RunArgs {
             );
         }
         super::signals::stop_on_signals(stop_note);
-        Ok(effects)
+        Ok((effects, cache))
     }
 
     /// The `--inputs` object and the `--input` pairs (which win), still text.
@@ -254,6 +276,17 @@ impl RunArgs {
             pairs.push((name.trim().to_owned(), raw.to_owned()));
         }
         Ok((given, pairs))
+    }
+}
+
+/// `cache: N hits, M misses` and a newline when the run consulted the
+/// cache, else nothing.
+pub(super) fn cache_summary(cache: Option<&Arc<Cache>>) -> String {
+    match cache.map(|c| c.counts()) {
+        Some((hits, misses)) if hits + misses > 0 => {
+            format!("cache: {hits} hits, {misses} misses\n")
+        }
+        _ => String::new(),
     }
 }
 

@@ -65,7 +65,7 @@ impl TestArgs {
         let mut report = Report::default();
         let mut suites = Vec::new();
         for file in files {
-            let compilation = crate::compile(&file);
+            let compilation = crate::compile_with(&file, global.load_options());
             let diagnostics = &compilation.diagnostics;
             let Some(program) = compilation.program else {
                 eprint!(

@@ -48,11 +48,28 @@ struct Cut {
 }
 
 impl Excerpt {
+    /// No text of `file` (a file that is not `.ign`, whose lines a report
+    /// must not print): the labels all point at its empty start.
+    pub(super) fn hidden(file: &SourceFile, spans: &mut [SourceSpan]) -> Self {
+        for span in spans.iter_mut() {
+            *span = SourceSpan::new(0.into(), 0);
+        }
+        let name = file.path.display().to_string();
+        Self { name, text: Arc::from(""), lines: Arc::from([0usize]), cuts: Vec::new() }
+    }
+
     /// The text of `name` for labels at `spans`; the spans are moved to
     /// where they land in the excerpt.
     pub(super) fn new(file: &SourceFile, spans: &mut [SourceSpan]) -> Self {
         let name = file.path.display().to_string();
         let text = &file.text;
+        // A label always covers whole characters, so every cut below and
+        // every slice miette takes lies on character boundaries.
+        for span in spans.iter_mut() {
+            let start = floor(text, span.offset().min(text.len()));
+            let end = ceil(text, (span.offset() + span.len()).min(text.len())).max(start);
+            *span = SourceSpan::new(start.into(), end - start);
+        }
         let cuts = cuts(text, spans);
         if cuts.is_empty() {
             let lines = Arc::clone(file.line_starts());
@@ -136,8 +153,9 @@ fn cuts(text: &str, spans: &[SourceSpan]) -> Vec<Cut> {
         let start = span.offset().min(text.len());
         consider(start, Some(start));
         let line_start = text[..start].rfind('\n');
+        // The line before: its end (the `\n`, so a character boundary).
         if let Some(before) = line_start.filter(|&i| i > 0) {
-            consider(before - 1, None);
+            consider(before, None);
         }
         if let Some(after) =
             text[start..].find('\n').map(|i| start + i + 1).filter(|&i| i < text.len())
@@ -152,6 +170,11 @@ fn cuts(text: &str, spans: &[SourceSpan]) -> Vec<Cut> {
 /// The closest char boundary at or before `at`.
 fn floor(text: &str, at: usize) -> usize {
     (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0)
+}
+
+/// The closest char boundary at or after `at`.
+fn ceil(text: &str, at: usize) -> usize {
+    (at..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len())
 }
 
 impl SourceCode for Excerpt {
@@ -227,5 +250,30 @@ mod tests {
             let rendered = render(&text, at);
             assert!(rendered.contains(&format!("t.ign:1:{}]", at + 1)), "{at}: {rendered}");
         }
+    }
+
+    #[test]
+    fn labels_inside_a_character_render() {
+        // A label starting or ending inside `\u{fffd}` (3 bytes), on a line
+        // after one that ends in it, on long lines and short ones.
+        let short = "a\n# caf\u{fffd}\nb\u{fffd}\n".to_owned();
+        let long = format!("{}\u{fffd}\n{}\u{fffd}\n", "é".repeat(200), "日".repeat(100));
+        for text in [short, long] {
+            for at in 0..text.len() {
+                let rendered = render(&text, at);
+                assert!(rendered.contains("t.ign:"), "{at}: {rendered}");
+            }
+        }
+    }
+
+    #[test]
+    fn files_that_are_not_ign_show_no_text() {
+        let mut sources = Sources::default();
+        let file = sources.add("notes.txt".into(), "API_KEY=secret\n");
+        let diagnostics: Diagnostics =
+            Diagnostic::error(Code::Syntax, Span::new(file, 8, 14), "here").label("x").into();
+        let rendered = diagnostics.render(&sources, false, 200);
+        assert!(rendered.contains("notes.txt"), "{rendered}");
+        assert!(!rendered.contains("secret") && !rendered.contains("API_KEY"), "{rendered}");
     }
 }

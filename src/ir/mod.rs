@@ -16,6 +16,7 @@ mod provider_kind;
 mod test_block;
 mod types;
 
+use std::fmt;
 use std::ops::Index;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -179,6 +180,57 @@ pub enum HttpMethod {
     Post,
 }
 
+/// The text of a setting that may come from the environment (`model`,
+/// `base_url`): written in the file, or `env("VAR")` / `env("VAR",
+/// "default")`, read when a run resolves its providers.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum SettingText {
+    /// The text as written.
+    Literal(String),
+    /// The value of an environment variable, or `default` when it is unset.
+    Env {
+        /// The variable's name.
+        var: String,
+        /// The text used when the variable is unset.
+        default: Option<String>,
+    },
+}
+
+impl SettingText {
+    /// The text: the literal, or the variable's value (`get` reads the
+    /// environment) or its default.
+    ///
+    /// # Errors
+    /// The variable's name, when it is unset and has no default.
+    pub fn resolve(&self, get: impl FnOnce(&str) -> Option<String>) -> Result<String, &str> {
+        match self {
+            Self::Literal(text) => Ok(text.clone()),
+            Self::Env { var, default } => get(var).or_else(|| default.clone()).ok_or(var.as_str()),
+        }
+    }
+}
+
+/// The text itself, or `env("VAR")`.
+impl fmt::Display for SettingText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Literal(text) => f.write_str(text),
+            Self::Env { .. } => write!(f, "{self:?}"),
+        }
+    }
+}
+
+/// Written as in `.ign`: `"text"` or `env("VAR")`.
+impl fmt::Debug for SettingText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Literal(text) => write!(f, "{text:?}"),
+            Self::Env { var, default: None } => write!(f, "env({var:?})"),
+            Self::Env { var, default: Some(default) } => write!(f, "env({var:?}, {default:?})"),
+        }
+    }
+}
+
 /// An agent: an LLM executor with tools.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {
@@ -188,7 +240,7 @@ pub struct Agent {
     pub providers: Vec<ProviderChoice>,
     /// Models to try in order; the i-th goes with the i-th provider when
     /// both chains are given, the last repeats otherwise.
-    pub models: Vec<String>,
+    pub models: Vec<SettingText>,
     /// The system prompt, a template over the inputs.
     pub system_prompt: Option<Expr>,
     /// Tools it may be offered, in the order listed.
@@ -236,7 +288,7 @@ pub struct Provider {
     /// Wire protocol.
     pub kind: ProviderKind,
     /// Base URL; the kind's environment default when absent.
-    pub base_url: Option<String>,
+    pub base_url: Option<SettingText>,
     /// Environment variable holding the API key (never the key itself).
     pub api_key_env: Option<String>,
     /// Request time limit.

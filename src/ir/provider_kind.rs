@@ -12,6 +12,11 @@ use std::fmt;
 /// Every kind's name in `.ign`, in the order help text lists them.
 const NAMES: [&str; 4] = ["anthropic", "openai", "ollama", "gemini"];
 
+/// The agent settings each kind's API no longer takes, in [`NAMES`] order:
+/// its wire module does not send them and `check` warns that they are
+/// ignored. Anthropic's Messages API (SDK 2.x) dropped `temperature`.
+const IGNORED_SETTINGS: [&[&str]; 4] = [&["temperature"], &[], &[], &[]];
+
 /// A provider kind: an index into the kind table.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProviderKind(u8);
@@ -55,6 +60,13 @@ impl ProviderKind {
     #[must_use]
     pub const fn name(self) -> &'static str {
         NAMES[self.0 as usize]
+    }
+
+    /// True when the kind's API does not take the agent setting `setting`
+    /// (so it is not sent).
+    #[must_use]
+    pub fn ignores(self, setting: &str) -> bool {
+        IGNORED_SETTINGS[self.index()].contains(&setting)
     }
 
     /// The kind's index in the kind table.

@@ -22,7 +22,8 @@
 //! asked for with each provider's native mechanism): an answer that does not
 //! fit goes back with the problems, as a user message, up to
 //! `result_retries` times (not counted as tool turns), then fails with
-//! [`LlmError::BadAnswer`].
+//! [`LlmError::BadAnswer`] — as it does when a `script` has no reply left
+//! for the repair (the reply that did not fit is the failure).
 //!
 //! A provider (or malformed-reply) error moves the rest of the conversation
 //! to the next link of the fallback chain; other errors end the run.
@@ -87,9 +88,22 @@ impl Run<'_> {
         let mut link = 0;
         let mut turns = 0;
         let mut repairs = 0;
+        // The answer that did not fit, while its repair is asked for.
+        let mut unfit: Option<LlmError> = None;
         loop {
             let result = structured.as_ref().map(|s| s.schema.clone());
-            let (reply, used) = self.complete(link, &system, &messages, result).await?;
+            let (reply, used) = match self.complete(link, &system, &messages, result).await {
+                Ok(done) => done,
+                // A script with no reply for the repair: the answer it gave is
+                // the failure, not the script running out.
+                Err(e) => {
+                    return Err(match (e, unfit) {
+                        (LlmError::Script { .. }, Some(bad)) => bad,
+                        (e, _) => e,
+                    });
+                }
+            };
+            unfit = None;
             link = used;
             let (agent, provider, model) = (
                 self.agent.name.clone(),
@@ -121,18 +135,20 @@ impl Run<'_> {
                     Ok(value) => return Ok(value),
                     Err(problems) => problems,
                 };
+                let repair = structured.repair_prompt(&problems);
+                let bad = LlmError::BadAnswer {
+                    agent,
+                    ty: structured.schema.name.clone(),
+                    attempts: repairs + 1,
+                    problems,
+                    excerpt: excerpt(&reply.text),
+                };
                 if repairs >= self.agent.result_retries {
-                    return Err(LlmError::BadAnswer {
-                        agent,
-                        ty: structured.schema.name.clone(),
-                        attempts: repairs + 1,
-                        problems,
-                        excerpt: excerpt(&reply.text),
-                    });
+                    return Err(bad);
                 }
                 // The answer goes back with what is wrong with it, for another try.
                 repairs += 1;
-                let repair = structured.repair_prompt(&problems);
+                unfit = Some(bad);
                 messages.push(Message::Assistant {
                     text: reply.text,
                     tool_calls: Vec::new(),
@@ -218,7 +234,7 @@ impl Run<'_> {
                 .map_err(LlmError::Capability)?;
             }
         }
-        let at_once = self.toolbox.turn_calls().unwrap_or(calls.len()).max(1);
+        let at_once = self.toolbox.turn_calls();
         // Keys are handed out in call order, before the calls run. Collected
         // first: a lazy `map` in the stream trips up the `Send` check of the
         // spawned agent task.

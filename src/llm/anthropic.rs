@@ -3,8 +3,9 @@
 //! Request: top-level `system`, `messages` whose assistant tool calls are
 //! `tool_use` blocks and whose tool results are one user message of
 //! `tool_result` blocks (`is_error` on failures), `tools` with
-//! `input_schema`, the required `max_tokens` (the agent's, else 4096) and
-//! `temperature` only when the agent sets it; a structured `result` is asked
+//! `input_schema`, the required `max_tokens` (the agent's, else 4096) and no
+//! sampling settings (the API no longer takes `temperature`, `top_p` or
+//! `top_k`; `check` warns about a `temperature`); a structured `result` is asked
 //! for with structured outputs, `output_config: {format: {type:
 //! "json_schema", schema}}` (generally available, no beta header; see
 //! docs/language.md for why not a forced tool). Reply: `content` blocks
@@ -48,9 +49,6 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
     body.insert("messages".into(), request.messages.iter().map(message).collect());
     if !request.tools.is_empty() {
         body.insert("tools".into(), request.tools.iter().map(tool).collect());
-    }
-    if let Some(t) = request.temperature {
-        body.insert("temperature".into(), json!(t));
     }
     if let Some(result) = &request.result {
         body.insert(
@@ -148,6 +146,7 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
         output_tokens: count(usage, "output_tokens"),
         cache_write_tokens: cache_write,
         cache_read_tokens: cache_read,
+        ..Usage::default()
     };
     // The blocks go back as they came: thinking and redacted_thinking blocks
     // (signatures included) must precede the tool_use blocks they led to.

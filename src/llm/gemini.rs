@@ -13,7 +13,8 @@
 //! than the OpenAPI subset of `responseSchema`, so the same schema serves).
 //!
 //! Reply: `candidates[0].content.parts`, `finishReason`, `usageMetadata`
-//! (`promptTokenCount`, `candidatesTokenCount`), or no candidate and a
+//! (`promptTokenCount`, `candidatesTokenCount` plus the billed thinking
+//! `thoughtsTokenCount` as output, kept apart too), or no candidate and a
 //! `promptFeedback.blockReason` when the prompt itself was blocked. A model
 //! turn goes back verbatim in the next request (an [`Echo`]), so thought
 //! signatures and call ids reach the API unchanged; call ids the API did
@@ -22,7 +23,7 @@
 use serde_json::{Map, Value, json};
 
 use super::message::{
-    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage,
+    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage, count,
 };
 use crate::tools::ToolView;
 
@@ -125,8 +126,11 @@ fn function_response(result: &ToolResult, api_ids: &[String]) -> Value {
 /// # Errors
 /// When the body is not a `generateContent` reply; the text says what is missing.
 pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
-    let usage =
-        Usage::from_fields(body.get("usageMetadata"), "promptTokenCount", "candidatesTokenCount");
+    let metadata = body.get("usageMetadata");
+    let mut usage = Usage::from_fields(metadata, "promptTokenCount", "candidatesTokenCount");
+    // Thinking is billed output: counted in the output total, and apart.
+    usage.thinking_tokens = count(metadata, "thoughtsTokenCount");
+    usage.output_tokens += usage.thinking_tokens;
     let Some(candidate) = body.get("candidates").and_then(Value::as_array).and_then(|c| c.first())
     else {
         return match body.pointer("/promptFeedback/blockReason").and_then(Value::as_str) {

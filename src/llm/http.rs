@@ -126,7 +126,7 @@ impl HttpModel {
                                 price: self.endpoint.price,
                                 reused: !live,
                             };
-                            let detail = detail + &usage.cache_note();
+                            let detail = detail + &usage.cache_note() + &usage.thinking_note();
                             cx.trace.record_model(&trace_path, started, detail, &call);
                             semconv::note_reply(&span, &reply);
                             span.end(None);

@@ -42,7 +42,7 @@ pub(crate) struct Limiters {
 struct Key {
     name: String,
     kind: &'static str,
-    base_url: Option<String>,
+    base_url: Option<crate::ir::SettingText>,
     rate_limit: Option<Rate>,
     token_limit: Option<Rate>,
 }

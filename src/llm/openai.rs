@@ -4,6 +4,8 @@
 //! Request: the system prompt as the first message, assistant tool calls as
 //! `tool_calls` whose `arguments` is a JSON *string*, one `role: "tool"`
 //! message per result, `tools` in the `{type: "function", function}` shape,
+//! the token limit as `max_completion_tokens` at the official base URL and
+//! for reasoning models (`o1`, `o3`, `o4-mini`, `gpt-5` ...) anywhere, else
 //! `max_tokens` (the name compatible servers understand), and for a
 //! structured `result` a `response_format` of `type: "json_schema"` with the
 //! schema in strict form ([`strict_schema`]). Reply:
@@ -67,6 +69,7 @@ pub fn request_body(request: &ModelRequest, server: Server) -> Value {
     if let Some(n) = request.max_tokens {
         let name = match server {
             Server::Official => "max_completion_tokens",
+            Server::Compatible if reasoning_model(&request.model) => "max_completion_tokens",
             Server::Compatible => "max_tokens",
         };
         body.insert(name.into(), json!(n));
@@ -80,6 +83,22 @@ pub fn request_body(request: &ModelRequest, server: Server) -> Value {
         );
     }
     Value::Object(body)
+}
+
+/// The reasoning-model families, which take `max_completion_tokens` and not
+/// `max_tokens` wherever they are served.
+const REASONING_FAMILIES: [&str; 4] = ["o1", "o3", "o4", "gpt-5"];
+
+/// True for a model of a [`REASONING_FAMILIES`] family: the family name
+/// alone or followed by `-` or `.` (`o4-mini`, `gpt-5.1`), after any
+/// `vendor/` prefix a router adds (`openai/o3`).
+fn reasoning_model(model: &str) -> bool {
+    let model = model.rsplit('/').next().unwrap_or(model);
+    REASONING_FAMILIES.iter().any(|family| {
+        model
+            .strip_prefix(family)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-') || rest.starts_with('.'))
+    })
 }
 
 /// The `messages` of the chat formats (OpenAI, Ollama): the system prompt
@@ -160,6 +179,8 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, String> {
     }
     let mut usage = Usage::from_fields(body.get("usage"), "prompt_tokens", "completion_tokens");
     usage.cache_read_tokens = count(body.get("usage"), "/prompt_tokens_details/cached_tokens");
+    // Already in `completion_tokens`; kept apart to show.
+    usage.thinking_tokens = count(body.get("usage"), "/completion_tokens_details/reasoning_tokens");
     // The calls go back exactly as sent: `arguments` byte for byte.
     let echo = message.get("tool_calls").filter(|_| !tool_calls.is_empty()).map(|calls| Echo {
         kind: NAME,

@@ -19,10 +19,15 @@
 //! `max_tokens` or `refusal`, default `tool_use` when there are calls, else
 //! `end_turn`);
 //! `error` — a message that makes this request fail like a provider error
-//! (to exercise fallbacks). Unknown fields are errors.
+//! (to exercise fallbacks); `when` — a text: the reply answers only a
+//! request whose last user message (the prompt, or a repair request)
+//! contains it, so one script serves several inputs. A request takes the
+//! first reply after the last one taken whose `when` is absent or fits;
+//! replies skipped for their `when` are not taken later. Unknown fields
+//! are errors.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -30,7 +35,7 @@ use serde_json::Value;
 
 use super::client::{BoxFuture, CallContext, ModelClient};
 use super::error::LlmError;
-use super::message::{ModelReply, ModelRequest, StopReason, ToolCall, Usage};
+use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, Usage};
 use crate::usage::ModelCall;
 
 /// One scripted reply.
@@ -47,6 +52,8 @@ struct ScriptReply {
     stop_reason: Option<String>,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    when: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -77,7 +84,8 @@ fn empty_object() -> Value {
 pub(crate) struct ScriptModel {
     path: PathBuf,
     replies: Vec<ScriptReply>,
-    next: AtomicUsize,
+    /// Where the search for the next reply starts.
+    next: Mutex<usize>,
 }
 
 impl ScriptModel {
@@ -103,18 +111,38 @@ impl ScriptModel {
                 }
             }
         }
-        Ok(Self { path, replies, next: AtomicUsize::new(0) })
+        Ok(Self { path, replies, next: Mutex::new(0) })
     }
 
-    fn reply(&self, cx: CallContext<'_>, model: &str) -> Result<ModelReply, LlmError> {
+    fn reply(&self, cx: CallContext<'_>, request: &ModelRequest) -> Result<ModelReply, LlmError> {
         let started = Instant::now();
-        let index = self.next.fetch_add(1, Ordering::SeqCst);
+        let model = request.model.as_str();
+        let said = request.messages.iter().rev().find_map(|m| match m {
+            Message::User(text) => Some(text.as_str()),
+            _ => None,
+        });
+        let fits = |reply: &ScriptReply| {
+            reply.when.as_deref().is_none_or(|when| said.is_some_and(|s| s.contains(when)))
+        };
+        let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = self.replies.iter().enumerate().skip(*next).find(|(_, r)| fits(r));
+        let index = found.map_or(self.replies.len(), |(i, _)| i);
+        *next = index + 1;
+        drop(next);
         let trace_path = format!("{} > model", cx.path);
         let detail = format!("provider script, model {model}, reply {}", index + 1);
-        let Some(reply) = self.replies.get(index) else {
+        let Some((_, reply)) = found else {
             cx.trace.record(&trace_path, "model", "failed", started, detail);
-            let message =
-                format!("ran out of replies after {} (agent `{}`)", self.replies.len(), cx.agent);
+            let fitting = if self.replies.iter().any(|r| r.when.is_some()) {
+                " that fit the message (by `when`)"
+            } else {
+                ""
+            };
+            let message = format!(
+                "ran out of replies{fitting} after {} (agent `{}`)",
+                self.replies.len(),
+                cx.agent
+            );
             return Err(script_error(&self.path, message));
         };
         if let Some(message) = &reply.error {
@@ -171,7 +199,7 @@ impl ModelClient for ScriptModel {
         request: &'a ModelRequest,
         cx: CallContext<'a>,
     ) -> BoxFuture<'a, Result<ModelReply, LlmError>> {
-        Box::pin(async move { self.reply(cx, &request.model) })
+        Box::pin(async move { self.reply(cx, request) })
     }
 }
 

@@ -174,7 +174,17 @@ pub(crate) fn chain(
     let mut links = Vec::with_capacity(len);
     for i in 0..len {
         let choice = &agent.providers[i.min(agent.providers.len() - 1)];
-        let model = agent.models.get(i.min(agent.models.len().saturating_sub(1))).cloned();
+        let model = agent.models.get(i.min(agent.models.len().saturating_sub(1)));
+        let model = model
+            .map(|m| {
+                m.resolve(|var| env.get(var).map(str::to_owned)).map_err(|var| {
+                    LlmError::config(format!(
+                        "environment variable `{var}` is not set (`model` of agent `{}`)",
+                        agent.name
+                    ))
+                })
+            })
+            .transpose()?;
         let link = match choice {
             ProviderChoice::Script(path) => Link::Script(path.clone(), model.unwrap_or_default()),
             _ => {
@@ -220,7 +230,7 @@ fn endpoint(
                 (None, Some(_)) => Vec::new(),
             };
             let explicit = decl.api_key_env.is_some();
-            let base = decl.base_url.clone();
+            let base = decl.base_url.as_ref();
             (limiter, price) = (limiters.of(decl), decl.price);
             (decl.name.clone(), decl.kind, base, vars, explicit, decl.timeout, decl.retries)
         }
@@ -230,7 +240,20 @@ fn endpoint(
     };
     let spec = kind.spec();
     let (base, origin) = match (base, env.get(spec.base_var)) {
-        (Some(base), _) => (base, format!("`base_url` of provider `{label}`")),
+        (Some(base), _) => {
+            let origin = match base {
+                crate::ir::SettingText::Literal(_) => format!("`base_url` of provider `{label}`"),
+                crate::ir::SettingText::Env { var, .. } => {
+                    format!("`{var}` (`base_url` of provider `{label}`)")
+                }
+            };
+            let base = base.resolve(|var| env.get(var).map(str::to_owned)).map_err(|var| {
+                LlmError::config(format!(
+                    "environment variable `{var}` is not set (`base_url` of provider `{label}`)"
+                ))
+            })?;
+            (base, origin)
+        }
         (None, Some(base)) => (base.to_owned(), format!("`{}`", spec.base_var)),
         (None, None) => (spec.default_base.to_owned(), format!("`{}`", spec.base_var)),
     };

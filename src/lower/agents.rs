@@ -21,14 +21,23 @@ const DEFAULT_RESULT_RETRIES: u32 = 1;
 
 impl Lowerer<'_> {
     /// Lowers every agent against the lowered tools.
-    pub(super) fn lower_agents(&mut self, tools: &[ir::Tool]) -> Vec<ir::Agent> {
+    pub(super) fn lower_agents(
+        &mut self,
+        tools: &[ir::Tool],
+        providers: &[ir::Provider],
+    ) -> Vec<ir::Agent> {
         let decls = self.decls;
-        decls.agents.iter().map(|a| self.lower_agent(a, tools)).collect()
+        decls.agents.iter().map(|a| self.lower_agent(a, tools, providers)).collect()
     }
 
-    fn lower_agent(&mut self, agent: &ast::Agent, tools: &[ir::Tool]) -> ir::Agent {
+    fn lower_agent(
+        &mut self,
+        agent: &ast::Agent,
+        tools: &[ir::Tool],
+        providers: &[ir::Provider],
+    ) -> ir::Agent {
         let name = &agent.name.name;
-        let providers = match self.single(&agent.providers, |s| s.span, "provider") {
+        let providers_chosen = match self.single(&agent.providers, |s| s.span, "provider") {
             Some(setting) => setting.value.iter().filter_map(|r| self.provider_choice(r)).collect(),
             None => {
                 self.missing_setting(agent, "provider", "provider anthropic");
@@ -39,7 +48,7 @@ impl Lowerer<'_> {
             Some(setting) => setting
                 .value
                 .iter()
-                .map(|m| self.expect_plain_string(m, "a model name").unwrap_or_default())
+                .filter_map(|m| self.setting_text(m, "model", "\"claude-haiku-4-5\""))
                 .collect(),
             None => {
                 self.missing_setting(agent, "model", "model \"claude-haiku-4-5\"");
@@ -68,6 +77,9 @@ impl Lowerer<'_> {
                 self.push(self.bad_value(s.value.span, "`temperature` must be between 0 and 2"));
                 None
             });
+        if let Some(setting) = agent.temperatures.first() {
+            self.ignored_setting(&providers_chosen, providers, "temperature", setting.span);
+        }
         let max_tokens = self
             .single(&agent.max_tokens, |s| s.span, "max_tokens")
             .and_then(|s| self.whole_number(&s.value, "max_tokens", 1));
@@ -89,7 +101,7 @@ impl Lowerer<'_> {
             .unwrap_or(DEFAULT_RESULT_RETRIES);
         ir::Agent {
             name: name.to_string(),
-            providers,
+            providers: providers_chosen,
             models,
             system_prompt,
             tools: agent_tools,
@@ -104,6 +116,44 @@ impl Lowerer<'_> {
             cache: self.cache(&agent.caches),
             span: agent.span,
         }
+    }
+
+    /// Warns that `setting` (written at `span`) is not sent to the kinds
+    /// among `chosen` whose API does not take it.
+    fn ignored_setting(
+        &mut self,
+        chosen: &[ProviderChoice],
+        providers: &[ir::Provider],
+        setting: &str,
+        span: crate::source::Span,
+    ) {
+        let mut kinds: Vec<&str> = Vec::new();
+        for choice in chosen {
+            let kind = match choice {
+                ProviderChoice::Kind(kind) => *kind,
+                ProviderChoice::Declared(id) => providers[id.index()].kind,
+                ProviderChoice::Script(_) => continue,
+            };
+            if kind.ignores(setting) && !kinds.contains(&kind.name()) {
+                kinds.push(kind.name());
+            }
+        }
+        if kinds.is_empty() {
+            return;
+        }
+        let named: Vec<String> = kinds.iter().map(|k| format!("`{k}`")).collect();
+        self.push(
+            Diagnostic::warning(
+                Code::IgnoredSetting,
+                span,
+                format!(
+                    "`{setting}` is not sent to {} (its API no longer takes it)",
+                    named.join(", ")
+                ),
+            )
+            .label("ignored for this provider kind")
+            .help(format!("remove `{setting}`, or use a kind that takes it")),
+        );
     }
 
     fn missing_setting(&mut self, agent: &ast::Agent, what: &str, example: &str) {

@@ -1,5 +1,6 @@
 //! Files a program names that should exist when it runs: `exec` programs
-//! and the scripts they are given, and `provider script` files.
+//! and the scripts they are given, `provider script` files and the
+//! cassettes of tests' `replay`.
 //!
 //! A missing one is a warning, not an error: the file may be created
 //! before the run (by a build step, or by `--record`).
@@ -50,6 +51,26 @@ impl Lowerer<'_> {
         if !path.exists() {
             let message = format!("script file `{}` does not exist", path.display());
             self.missing_file(file, &message, dir);
+        }
+    }
+
+    /// A test's `replay "cassette.json"`: written by `ignite test --record`,
+    /// so a missing one is a warning saying how to make it.
+    pub(super) fn check_cassette(&mut self, file: &ast::Expr, path: &Path, dir: &Path) {
+        if !path.exists() {
+            self.push(
+                Diagnostic::warning(
+                    Code::MissingFile,
+                    file.span,
+                    format!("cassette `{}` does not exist", path.display()),
+                )
+                .label("no such file")
+                .help(format!(
+                    "record it with `ignite test FILE --record`; paths are relative to `{}`, \
+                     the folder of this file",
+                    dir.display()
+                )),
+            );
         }
     }
 

@@ -73,7 +73,7 @@ pub fn lower(
     lowerer.lower_declared_types();
     let providers = lowerer.lower_providers();
     let tools = lowerer.lower_tools();
-    let agents = lowerer.lower_agents(&tools);
+    let agents = lowerer.lower_agents(&tools, &providers);
     lowerer.tools = tools;
     lowerer.agents = agents;
     let contracts = lowerer.lower_contracts(bodies);

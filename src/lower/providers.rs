@@ -38,7 +38,7 @@ impl Lowerer<'_> {
         };
         let base_url = self
             .single(&provider.base_urls, |s| s.span, "base_url")
-            .and_then(|s| self.expect_plain_string(&s.value, "a `base_url`"));
+            .and_then(|s| self.setting_text(&s.value, "base_url", "\"http://localhost:8000/v1\""));
         let api_key_env = self
             .single(&provider.api_keys, |s| s.span, "api_key")
             .and_then(|s| self.api_key(&s.value));
@@ -157,12 +157,8 @@ impl Lowerer<'_> {
 
     /// `env("VAR")`: the variable's name; the key itself is never written.
     fn api_key(&mut self, expr: &ast::Expr) -> Option<String> {
-        if let ExprKind::Call(call) = &expr.kind {
-            if let ([arg], "env") = (call.args.as_slice(), &*call.callee.name) {
-                if let (None, Some(var)) = (&arg.name, arg.value.as_plain_string()) {
-                    return Some(var);
-                }
-            }
+        if let Some((var, None)) = env_call(expr) {
+            return Some(var);
         }
         self.push(
             Diagnostic::error(Code::BadSetting, expr.span, "`api_key` must be `env(\"VAR\")`")
@@ -170,5 +166,50 @@ impl Lowerer<'_> {
                 .help("keep keys out of `.ign` files: `api_key env(\"MY_API_KEY\")`"),
         );
         None
+    }
+
+    /// The text of `setting` (`model`, `base_url`): a constant string, or
+    /// `env("VAR")` / `env("VAR", "default")` read when a run starts;
+    /// `example` is a constant for the help.
+    pub(super) fn setting_text(
+        &mut self,
+        expr: &ast::Expr,
+        setting: &str,
+        example: &str,
+    ) -> Option<ir::SettingText> {
+        if let Some(text) = expr.as_plain_string() {
+            return Some(ir::SettingText::Literal(text));
+        }
+        if let Some((var, default)) = env_call(expr) {
+            return Some(ir::SettingText::Env { var, default });
+        }
+        self.push(
+            Diagnostic::error(
+                Code::NotConstant,
+                expr.span,
+                format!("`{setting}` must be a constant string or `env(\"VAR\")`"),
+            )
+            .label("not a plain string or `env(...)`")
+            .help(format!(
+                "write `{setting} {example}`, or `{setting} env(\"VAR\")` (`env(\"VAR\", \"default\")` for a default) to read it when the run starts"
+            )),
+        );
+        None
+    }
+}
+
+/// `env("VAR")` or `env("VAR", "default")` with constant strings: the
+/// variable and the default.
+fn env_call(expr: &ast::Expr) -> Option<(String, Option<String>)> {
+    let ExprKind::Call(call) = &expr.kind else { return None };
+    if &*call.callee.name != "env" || call.args.iter().any(|a| a.name.is_some()) {
+        return None;
+    }
+    match call.args.as_slice() {
+        [var] => Some((var.value.as_plain_string()?, None)),
+        [var, default] => {
+            Some((var.value.as_plain_string()?, Some(default.value.as_plain_string()?)))
+        }
+        _ => None,
     }
 }

@@ -115,8 +115,11 @@ impl Lowerer<'_> {
         let mocks: Vec<ir::Mock> = mocks.iter().filter_map(|m| self.lower_mock(m, &none)).collect();
         let replay = self.single(&replays, |s| s.span(), "replay").and_then(|stmt| {
             let TestStmt::Replay(path, _) = stmt else { return None };
-            let path = self.expect_plain_string(path, "a cassette path")?;
-            Some(self.sources[file].dir().join(path))
+            let written = self.expect_plain_string(path, "a cassette path")?;
+            let dir = self.sources[file].dir();
+            let resolved = dir.join(written);
+            self.check_cassette(path, &resolved, dir);
+            Some(resolved)
         });
         let expect_error = self.single(&errors, |s| s.span(), "expect_error").and_then(|stmt| {
             let TestStmt::ExpectError(text, _) = stmt else { return None };

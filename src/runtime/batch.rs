@@ -29,12 +29,16 @@ pub struct Row {
     pub number: u64,
     /// Its inputs, or why the line is not an inputs object.
     pub inputs: Result<Map<String, Value>, String>,
+    /// Fields of the row kept apart from the inputs (`--keep-fields`),
+    /// copied to the result line as `row_data` when there are any.
+    pub row_data: Map<String, Value>,
 }
 
 /// One row's result.
 #[derive(Debug)]
 pub struct RowDone {
-    /// `{"row": N, "outputs": {...}}` or `{"row": N, "error": {"code", "message", "node"}}`.
+    /// `{"row": N, "outputs": {...}}` or `{"row": N, "error": {"code", "message", "node"}}`,
+    /// with `"row_data"` when the row kept fields apart.
     pub line: Value,
     /// True when the row failed.
     pub failed: bool,
@@ -114,7 +118,7 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
         Err(message) => Err(RunError::Contract { message }),
     };
     let usage = trace.usage();
-    match result {
+    let mut done = match result {
         Ok(outputs) => {
             RowDone { line: json!({"row": number, "outputs": outputs}), failed: false, usage }
         }
@@ -136,5 +140,9 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
             }});
             RowDone { line, failed: true, usage }
         }
+    };
+    if !row.row_data.is_empty() {
+        done.line["row_data"] = Value::Object(row.row_data);
     }
+    done
 }

@@ -17,6 +17,8 @@ pub enum InputsFrom {
     Flags,
     /// The JSON object of a request's body (`ignite serve`, Restate).
     Body,
+    /// A row of `ignite run --batch`.
+    Row,
 }
 
 impl InputsFrom {
@@ -25,6 +27,7 @@ impl InputsFrom {
         match self {
             InputsFrom::Flags => format!("pass it with `--input {name}=VALUE`"),
             InputsFrom::Body => format!("add `\"{name}\": VALUE` to the request's JSON body"),
+            InputsFrom::Row => format!("add `\"{name}\": VALUE` to the row"),
         }
     }
 }
@@ -66,8 +69,14 @@ pub fn bind(
     for name in given.keys() {
         if !params.iter().any(|p| &p.name == name) {
             let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+            // A row's line holds only the message: it says how to keep the field.
+            let keep = if from == Some(InputsFrom::Row) {
+                " (`--keep-fields` passes fields the contract does not take through under `row_data`)"
+            } else {
+                ""
+            };
             problems.push(InputProblem {
-                message: format!("unknown input `{name}`"),
+                message: format!("unknown input `{name}`{keep}"),
                 span: owner,
                 label: "has no input of that name",
                 help: Some(match closest(name, names.iter().copied()) {

@@ -96,6 +96,17 @@ fn describe(file: FileId, text: &str, error: &Error<Rule>) -> Diagnostic {
     expected.sort();
     expected.dedup();
     let found_text = if found.is_empty() { "end of file".to_owned() } else { format!("`{found}`") };
+    // The text ends inside a block: point at the `{` that was never closed
+    // (the end of a recovery chunk is where the next declaration starts).
+    if found.is_empty() && expected.iter().any(|e| e == "`}`") {
+        if let Some(open) = super::limits::unclosed_brace(text) {
+            let brace = Span::new(file, open, open + 1);
+            return Diagnostic::error(Code::Syntax, brace, "this `{` is never closed")
+                .label("opened here")
+                .note(span, "the block is still open here")
+                .help("add the missing `}`");
+        }
+    }
     let statement = expected.iter().any(|e| starts_statement(e));
     let word = found.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
     if statement && word {

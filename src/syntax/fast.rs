@@ -427,11 +427,11 @@ impl<'t> Parser<'t> {
                     agent.providers.push(Setting { value: refs, span: p.span_from(s) });
                 }
                 K::Model => {
-                    let mut models = vec![p.string()?];
+                    let mut models = vec![p.expr()?];
                     if p.keyword(K::Fallback) {
-                        models.push(p.string()?);
+                        models.push(p.expr()?);
                         while p.eat(b',') {
-                            models.push(p.string()?);
+                            models.push(p.expr()?);
                         }
                     }
                     agent.models.push(Setting { value: models, span: p.span_from(s) });
@@ -464,7 +464,7 @@ impl<'t> Parser<'t> {
         let name = self.block(|p, word, s| {
             match K::of(word)? {
                 K::Kind => provider.kinds.push(p.ident()?),
-                K::BaseUrl => provider.base_urls.push(p.setting(s, Self::string)?),
+                K::BaseUrl => provider.base_urls.push(p.setting(s, Self::expr)?),
                 K::ApiKey => provider.api_keys.push(p.setting(s, Self::expr)?),
                 K::Timeout => provider.timeouts.push(p.setting(s, Self::number)?),
                 K::Retries => provider.retries.push(p.setting(s, Self::number)?),

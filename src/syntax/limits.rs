@@ -59,6 +59,9 @@ enum Frame {
 struct Level {
     keywords: usize,
     operators: usize,
+    /// The code bracket that opened the level (`(`, `[`, `{`) and where;
+    /// `None` for the file and for a string's `{...}`.
+    opened: Option<(usize, u8)>,
 }
 
 /// The first limit `text` breaks, as a diagnostic.
@@ -117,6 +120,20 @@ pub(super) fn interpolation_start(text: &str, at: usize) -> Option<usize> {
     }
 }
 
+/// Where the innermost `{` of code that is still open at the end of
+/// `text` is (strings, their `{...}` and comments are skipped): a block
+/// that was never closed.
+pub(super) fn unclosed_brace(text: &str) -> Option<usize> {
+    let mut scan = Scan::new(text);
+    while scan.pos < text.len() {
+        scan.step();
+    }
+    scan.levels.iter().rev().find_map(|level| match level.opened {
+        Some((at, b'{')) => Some(at),
+        _ => None,
+    })
+}
+
 impl<'t> Scan<'t> {
     fn new(text: &'t str) -> Self {
         Scan {
@@ -151,8 +168,8 @@ impl<'t> Scan<'t> {
         self.levels.len() - 1
     }
 
-    fn open(&mut self) {
-        self.levels.push(Level::default());
+    fn open(&mut self, opened: Option<(usize, u8)>) {
+        self.levels.push(Level { opened, ..Level::default() });
     }
 
     /// A closing bracket: its level's expression ends with it.
@@ -168,7 +185,7 @@ impl<'t> Scan<'t> {
         if let Some(level) = self.levels.last_mut() {
             self.keywords -= level.keywords;
             self.operators -= level.operators;
-            *level = Level::default();
+            *level = Level { opened: level.opened, ..Level::default() };
         }
     }
 
@@ -203,7 +220,7 @@ impl<'t> Scan<'t> {
             b'\\' => self.pos += 2,
             b'{' => {
                 self.frames.push(Frame::Interpolation { depth: self.depth(), start: self.pos });
-                self.open();
+                self.open(None);
                 self.complete = false;
                 self.pos += 1;
             }
@@ -265,7 +282,7 @@ impl<'t> Scan<'t> {
                 if b == b'[' && self.complete {
                     self.count(0, 1);
                 }
-                self.open();
+                self.open(Some((self.pos, b)));
                 self.pos += 1;
             }
             b')' | b']' | b'}' => {

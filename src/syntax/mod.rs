@@ -403,7 +403,7 @@ test "empty" {}
 
         /// Nor does a valid file with a slice cut out or a byte repeated.
         #[test]
-        fn damaged_files_never_panic(at in 0..SAMPLE.len(), len in 0..40usize, insert in "[{}()\"\\\\#a-z=.,<>?\n -]{0,4}") {
+        fn damaged_files_never_panic(at in 0..SAMPLE.len(), len in 0..40usize, insert in "[{}()\"\\\\#a-z=.,<>?\n éü日\u{fffd}-]{0,4}") {
             let mut text = SAMPLE.to_owned();
             let start = (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
             let end = (start + len).min(text.len());
@@ -434,6 +434,7 @@ test "empty" {}
                     " per ", " per minute", "\n  rate_limit 3 per second\n",
                     "\n  price input 1 output 2\n", " input ", " output ",
                     "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "test ",
+                    "é", "名前", " # caf\u{fffd}\n", "\"日本語 ✓\"", "\u{fffd}", "\u{1f525}",
                 ]).prop_map(str::to_owned),
             ],
         ) {

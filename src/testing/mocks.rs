@@ -40,12 +40,17 @@ pub(crate) enum Answer {
     Unmatched(String),
 }
 
+/// Where a call was made: node path, `for` item, its number among the
+/// node's effects (handed out in call order).
+pub(crate) type Place = (String, Option<u32>, u32);
+
 /// The mocks of a run and what they saw.
 #[derive(Debug, Default)]
 pub(crate) struct Mocks {
     mocks: Vec<Mock>,
-    /// Every tool call: `{"node", "tool", "args"}`.
-    calls: Mutex<Vec<Value>>,
+    /// Every tool call: its place (node path, `for` item, number among the
+    /// node's effects) and `{"node", "tool", "args"}`.
+    calls: Mutex<Vec<(Place, Value)>>,
     /// Calls no mock matched, explained.
     unmatched: Mutex<Vec<String>>,
 }
@@ -56,10 +61,10 @@ impl Mocks {
     }
 
     /// Answers a call of `tool` (its `tool_name`) with `args` by node
-    /// `node`, and logs it.
-    pub(crate) fn answer(&self, node: &str, tool: &str, args: &Value) -> Answer {
+    /// `node` (shown as such) at `place`, and logs it.
+    pub(crate) fn answer(&self, node: &str, place: Place, tool: &str, args: &Value) -> Answer {
         if let Ok(mut calls) = self.calls.lock() {
-            calls.push(json!({ "node": node, "tool": tool, "args": args }));
+            calls.push((place, json!({ "node": node, "tool": tool, "args": args })));
         }
         let mut patterns = Vec::new();
         let mut name = tool;
@@ -86,12 +91,13 @@ impl Mocks {
         Answer::Unmatched(why)
     }
 
-    /// Every call made, sorted by node, tool and arguments (so the order
-    /// does not depend on scheduling).
+    /// Every call made, sorted by node, `for` item and the call's number in
+    /// its node (so the order does not depend on scheduling, and the calls
+    /// of one agent run stay in the order the model made them).
     pub(crate) fn calls(&self) -> Vec<Value> {
         let mut calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
-        calls.sort_by_cached_key(Value::to_string);
-        calls
+        calls.sort_by(|a, b| a.0.cmp(&b.0));
+        calls.into_iter().map(|(_, call)| call).collect()
     }
 
     /// The calls no mock matched.

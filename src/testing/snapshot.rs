@@ -7,7 +7,8 @@
 //! ([`slug`]), so names are portable and a snapshot is found from its test
 //! alone (`check` refuses two tests of a file that would share one). The
 //! text is stable: object keys keep their order (outputs in declaration
-//! order), calls are sorted, and the file ends with one newline.
+//! order), calls are sorted by node (the calls of one agent run in the
+//! order the model made them), and the file ends with one newline.
 
 use std::path::{Path, PathBuf};
 

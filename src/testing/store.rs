@@ -217,7 +217,8 @@ impl EffectStore for TestStore {
                     Some(item) => format!("{}[{item}]", effect.key.node),
                     None => effect.key.node.clone(),
                 };
-                match self.mocks.answer(&node, effect.name, effect.request) {
+                let place = (effect.key.node.clone(), effect.key.item, effect.key.seq);
+                match self.mocks.answer(&node, place, effect.name, effect.request) {
                     Answer::Mocked(Ok(value)) => Lookup::Hit(Outcome::Value(value)),
                     Answer::Mocked(Err(message)) | Answer::Unmatched(message) => {
                         Lookup::Hit(Outcome::Failed(Value::String(message)))

@@ -62,8 +62,8 @@ pub use native::{NativeTool, schema_for};
 pub use registry::{RegisteredTool, Registry, ToolSource};
 pub use schema::{ToolView, parameters_schema, strict_schema, type_schema};
 pub use table::render_table;
-pub use toolbox::Toolbox;
 pub(crate) use toolbox::admit_result;
+pub use toolbox::{DEFAULT_TURN_CALLS, Toolbox};
 
 /// Time limit of `exec`, `http` and `http.get` tools that declare none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

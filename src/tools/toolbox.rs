@@ -26,6 +26,12 @@ use crate::ir::{self, Implementation};
 const TOOL_BACKOFF: Backoff =
     Backoff { base: Duration::from_millis(200), max: Duration::from_secs(10) };
 
+/// Tool calls of one model turn that run at once when neither a runner nor
+/// `--jobs` bounds them: a model may ask for hundreds of calls in one
+/// reply, and each may start a child process or open a connection, so an
+/// unbounded turn could exhaust file descriptors or overrun a rate limit.
+pub const DEFAULT_TURN_CALLS: usize = 64;
+
 /// Runs tools: holds the registered natives, the validator cache and one HTTP client.
 #[derive(Clone, Default)]
 pub struct Toolbox {
@@ -33,7 +39,8 @@ pub struct Toolbox {
     fs_root: Option<PathBuf>,
     /// The size limit; [`DEFAULT_MAX_BYTES`] when not set.
     max_bytes: Option<usize>,
-    /// How many tool calls of one model turn run at once; all when not set.
+    /// How many tool calls of one model turn run at once;
+    /// [`DEFAULT_TURN_CALLS`] when not set.
     turn_calls: Option<usize>,
     shared: Arc<Shared>,
 }
@@ -89,10 +96,11 @@ impl Toolbox {
         self
     }
 
-    /// How many tool calls of one model turn run at once; `None`: all of them.
+    /// How many tool calls of one model turn run at once: the runner's or
+    /// `--jobs`' bound, else [`DEFAULT_TURN_CALLS`].
     #[must_use]
-    pub fn turn_calls(&self) -> Option<usize> {
-        self.turn_calls
+    pub fn turn_calls(&self) -> usize {
+        self.turn_calls.unwrap_or(DEFAULT_TURN_CALLS)
     }
 
     /// Registers a native tool under [`NativeTool::name`], replacing one of the same name.

@@ -155,3 +155,20 @@ async fn cache_tokens_count_in_the_input_and_are_shown_apart() {
         model.detail
     );
 }
+
+#[tokio::test]
+async fn temperature_is_not_sent() {
+    // The Messages API (SDK 2.x) no longer takes `temperature`, `top_p` or
+    // `top_k`: an agent's `temperature` stays out of the body (and `check`
+    // warns, see tests/corpus/err/ignored_setting.ign).
+    let server = server(vec![ok(text_reply(named("anthropic"), "ok"))]).await;
+    let mut program = single(named("anthropic"), &server, 5_000, 0);
+    program.agents[0].temperature = Some(0.2);
+    program.agents[0].max_tokens = Some(64);
+    run(&llm(), &program, &Trace::new(false), "hi").await.unwrap();
+    let sent = bodies(&server).await;
+    for field in ["temperature", "top_p", "top_k"] {
+        assert!(sent[0].get(field).is_none(), "{field}: {}", sent[0]);
+    }
+    insta::assert_json_snapshot!(sent[0]);
+}

@@ -91,7 +91,7 @@ pub(crate) fn agent(providers: Vec<ProviderChoice>, models: &[&str]) -> Agent {
     Agent {
         name: "Assistant".into(),
         providers,
-        models: models.iter().map(|m| (*m).to_owned()).collect(),
+        models: models.iter().map(|m| igniter::ir::SettingText::Literal((*m).to_owned())).collect(),
         system_prompt: Some(expr(ExprKind::Literal(json!("Use tools when needed.").into()))),
         tools: (0..4).map(ToolId::from_index).collect(),
         capabilities: vec!["database_read".into()],
@@ -131,7 +131,7 @@ pub(crate) fn declared(
     Provider {
         name: name.into(),
         kind,
-        base_url: Some(base_url.into()),
+        base_url: Some(igniter::ir::SettingText::Literal(base_url.into())),
         api_key_env: Some("TEST_KEY".into()),
         timeout: Some(Duration::from_millis(timeout_ms)),
         retries: Some(retries),

@@ -152,3 +152,26 @@ async fn fallback_chains_across_providers_include_gemini() {
         assert_eq!(requests[0].url.path(), url_path(named(second), "model-b"));
     }
 }
+
+#[tokio::test]
+async fn thinking_tokens_count_as_output_and_cost() {
+    let reply = json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "42"}]},
+            "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20,
+            "thoughtsTokenCount": 300, "totalTokenCount": 420},
+        "modelVersion": "gemini-2.5-flash"});
+    let server = server(vec![ok(reply)]).await;
+    let mut program = single(named("gemini"), &server, 5_000, 0);
+    program.providers[0].price = Some(igniter::ir::Price { input: 1.0, output: 10.0 });
+    let trace = Trace::new(true);
+    assert_eq!(run(&llm(), &program, &trace, "hi").await.unwrap(), "42");
+    let usage = trace.usage();
+    let row = &usage.models()[0];
+    // 20 answer tokens and 300 thinking tokens: all billed output.
+    assert_eq!((row.input_tokens, row.output_tokens), (100, 320));
+    let cost = row.cost_usd.unwrap();
+    assert!((cost - (100.0 + 3_200.0) / 1e6).abs() < 1e-12, "{cost}");
+    let model = trace.entries().into_iter().find(|e| e.kind == "model").unwrap();
+    assert!(model.detail.contains("thinking 300"), "{}", model.detail);
+}

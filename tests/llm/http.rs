@@ -543,11 +543,55 @@ async fn only_written_settings_are_sent() {
             other => panic!("{other}"),
         };
         assert_eq!(sent[0].pointer(temperature), None, "{kind:?}: {}", sent[0]);
-        assert_eq!(sent[1].pointer(temperature), Some(&json!(0.3)), "{kind:?}");
+        // A kind whose API no longer takes `temperature` (Anthropic) is not sent it.
+        let expected = if kind.ignores("temperature") { None } else { Some(json!(0.3)) };
+        assert_eq!(sent[1].pointer(temperature), expected.as_ref(), "{kind:?}");
         assert_eq!(sent[1].pointer(limit), Some(&json!(99)), "{kind:?}");
         if kind.name() != "anthropic" {
             // Anthropic requires a limit: 4096 when the agent sets none.
             assert_eq!(sent[0].pointer(limit), None, "{kind:?}: {}", sent[0]);
         }
     }
+}
+
+/// `base_url env(...)` and `model env(...)` are read when the run starts:
+/// the variable, else the default, else a configuration error naming it.
+#[tokio::test]
+async fn base_url_and_model_from_the_environment() {
+    use igniter::ir::SettingText;
+    let server =
+        server(vec![ok(text_reply(named("openai"), "a")), ok(text_reply(named("openai"), "b"))])
+            .await;
+    let env = |var: &str, default: Option<&str>| SettingText::Env {
+        var: var.into(),
+        default: default.map(str::to_owned),
+    };
+    let mut program = single(named("openai"), &server, 5_000, 0);
+    program.providers[0].base_url = Some(env("DEV_URL", None));
+    program.agents[0].models = vec![env("DEV_MODEL", Some("m-default"))];
+    let url = format!("{}/v1", server.uri());
+    let llm = llm_with(&[("TEST_KEY", "k"), ("DEV_URL", &url)]);
+    assert_eq!(run(&llm, &program, &Trace::new(false), "hi").await.unwrap(), "a");
+    let llm = llm_with(&[("TEST_KEY", "k"), ("DEV_URL", &url), ("DEV_MODEL", "m-prod")]);
+    assert_eq!(run(&llm, &program, &Trace::new(false), "hi").await.unwrap(), "b");
+    let sent = bodies(&server).await;
+    assert_eq!((&sent[0]["model"], &sent[1]["model"]), (&json!("m-default"), &json!("m-prod")));
+    // Unset, without a default: nothing is sent, the error names the variable.
+    let err =
+        run(&llm_with(&[("TEST_KEY", "k")]), &program, &Trace::new(false), "hi").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("environment variable `DEV_URL` is not set (`base_url` of provider `Fake`)"),
+        "{err}"
+    );
+    program.providers[0].base_url = Some(SettingText::Literal(url));
+    program.agents[0].models = vec![env("DEV_MODEL", None)];
+    let err =
+        run(&llm_with(&[("TEST_KEY", "k")]), &program, &Trace::new(false), "hi").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("environment variable `DEV_MODEL` is not set (`model` of agent `Assistant`)"),
+        "{err}"
+    );
+    assert_eq!(bodies(&server).await.len(), 2);
 }

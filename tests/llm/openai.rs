@@ -126,3 +126,33 @@ async fn arguments_that_are_not_json_are_a_tool_error_turn() {
     assert!(result.starts_with("Error: arguments must be a JSON object"), "{result}");
     assert!(trace.entries().iter().any(|e| e.kind == "tool_call" && e.status == "failed"));
 }
+
+#[tokio::test]
+async fn reasoning_models_get_max_completion_tokens_at_any_server() {
+    for (model, field) in [
+        ("o1", "max_completion_tokens"),
+        ("o3-mini", "max_completion_tokens"),
+        ("o4-mini", "max_completion_tokens"),
+        ("gpt-5", "max_completion_tokens"),
+        ("gpt-5.1-codex", "max_completion_tokens"),
+        ("openai/o3", "max_completion_tokens"),
+        ("gpt-4o", "max_tokens"),
+        ("o10x", "max_tokens"),
+        ("llama-o3", "max_tokens"),
+    ] {
+        let server = server(vec![ok(text_reply(named("openai"), "ok"))]).await;
+        let mut a = agent(vec![ProviderChoice::Declared(provider_id(0))], &[model]);
+        a.max_tokens = Some(64);
+        let provider =
+            declared("Local", named("openai"), &format!("{}/v1", server.uri()), 5_000, 0);
+        run(&llm(), &program(vec![a], vec![provider]), &Trace::new(false), "hi").await.unwrap();
+        let sent = bodies(&server).await;
+        assert_eq!(sent[0][field], 64, "{model}: {}", sent[0]);
+        let other = if field == "max_tokens" { "max_completion_tokens" } else { "max_tokens" };
+        assert!(sent[0].get(other).is_none(), "{model}: {}", sent[0]);
+        if model == "o4-mini" {
+            // The whole body a compatible server gets for a reasoning model.
+            insta::assert_json_snapshot!(sent[0]);
+        }
+    }
+}

@@ -80,3 +80,34 @@ async fn script_error_falls_back() {
     std::fs::remove_file(second).ok();
     assert_eq!(result.unwrap(), "second");
 }
+
+#[tokio::test]
+async fn replies_chosen_by_when() {
+    // Each run takes the first reply after the last one taken whose `when`
+    // is absent or in the last user message; a tool turn keeps its place.
+    let replies = json!([
+        {"when": "apple", "tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
+        {"when": "apple", "text": "an apple"},
+        {"when": "pear", "text": "a pear"},
+        {"text": "anything else"}
+    ]);
+    let path = script("when", &replies);
+    let program = program(vec![agent(vec![ProviderChoice::Script(path.clone())], &[])], vec![]);
+    for (question, answer) in
+        [("an apple?", "an apple"), ("a pear?", "a pear"), ("a plum?", "anything else")]
+    {
+        let trace = Trace::new(true);
+        assert_eq!(run(&llm(), &program, &trace, question).await.unwrap(), answer, "{question}");
+        let tools = trace.entries().iter().filter(|e| e.kind == "tool_call").count();
+        assert_eq!(tools, usize::from(question == "an apple?"), "{question}");
+    }
+    // Nothing fits after the pear: the error says the replies were chosen by `when`.
+    let only = json!([{"when": "pear", "text": "a pear"}]);
+    let (result, _) = run_script("when_none", only).await;
+    let err = result.unwrap_err();
+    assert!(
+        err.to_string().contains("ran out of replies that fit the message (by `when`)"),
+        "{err}"
+    );
+    std::fs::remove_file(path).ok();
+}
