@@ -19,6 +19,7 @@ mod batch;
 mod cache;
 mod check;
 mod graph;
+mod mcp;
 mod run;
 mod schema;
 mod serve;
@@ -34,6 +35,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 pub use cache::{CacheAction, CacheArgs};
 pub use check::{CheckArgs, Format};
 pub use graph::GraphArgs;
+pub use mcp::McpArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
 pub use serve::ServeArgs;
@@ -107,13 +109,16 @@ pub enum Command {
     Test(TestArgs),
     /// Serve every top-level contract over HTTP.
     Serve(ServeArgs),
+    /// Serve the tools and top-level contracts over the Model Context Protocol (stdio).
+    Mcp(McpArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
 #[must_use]
 pub fn run(cli: Cli) -> ExitCode {
     let Cli { global, command } = cli;
-    let runs = matches!(command, Command::Run(_) | Command::Test(_) | Command::Serve(_));
+    let runs =
+        matches!(command, Command::Run(_) | Command::Test(_) | Command::Serve(_) | Command::Mcp(_));
     let exporting = runs
         && crate::telemetry::init().unwrap_or_else(|message| {
             eprintln!("warning: {message}; no spans are exported");
@@ -128,6 +133,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Cache(args) => args.run(&global),
         Command::Test(args) => args.run(&global),
         Command::Serve(args) => args.run(&global),
+        Command::Mcp(args) => args.run(&global),
     });
     // Spans still queued go out before the process ends, whatever the outcome.
     if exporting {

@@ -159,7 +159,7 @@ async fn listen_nodelay(host: &str, port: u16) -> std::io::Result<tokio::net::Tc
 }
 
 /// The server's runtime; `None` (after saying why) when it cannot start.
-fn runtime() -> Option<tokio::runtime::Runtime> {
+pub(super) fn runtime() -> Option<tokio::runtime::Runtime> {
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(RUN_STACK)

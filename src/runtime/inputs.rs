@@ -17,6 +17,8 @@ pub enum InputsFrom {
     Flags,
     /// The JSON object of a request's body (`ignite serve`, Restate).
     Body,
+    /// The arguments of an MCP `tools/call` (`ignite mcp`).
+    Arguments,
 }
 
 impl InputsFrom {
@@ -25,6 +27,7 @@ impl InputsFrom {
         match self {
             InputsFrom::Flags => format!("pass it with `--input {name}=VALUE`"),
             InputsFrom::Body => format!("add `\"{name}\": VALUE` to the request's JSON body"),
+            InputsFrom::Arguments => format!("add `\"{name}\": VALUE` to the call's arguments"),
         }
     }
 }

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use serde_json::{Map, Value};
 
 use crate::effects::{Effects, Outcome, Work};
+use crate::failure::NodeError;
 use crate::ir::{AgentId, ContractId, Program, ToolId};
 use crate::llm::Llm;
 use crate::tools::Toolbox;
@@ -272,6 +273,23 @@ impl Engine {
                 self.llm.perform(program, agent, *link as usize, url, body).await
             }
         }
+    }
+
+    /// Calls `tool` on its own with `args`, as a tool node does: the
+    /// arguments validated (every problem listed, defaults filled in),
+    /// through the effect stores (cache, recording, journal; the effect's
+    /// node is the tool's declared name), the result checked against its
+    /// `result` type. Unguarded: the caller decides which tools may be
+    /// called (`ignite mcp` lists only what its grant covers). Dropping
+    /// the future cancels the call and kills its child process.
+    ///
+    /// # Errors
+    /// The tool's failure, or why a store refused the call.
+    pub async fn call_tool(&self, tool: ToolId, args: Value) -> Result<Value, NodeError> {
+        let scope =
+            crate::effects::Scope::new(self.effects.clone(), self.program[tool].name.clone());
+        let key = scope.next_key();
+        scope.call_tool(&key, None, &self.toolbox, &self.program, tool, args).await
     }
 
     /// The pool for the pure nodes of a `runner thread_pool(n)` run: `n`
