@@ -318,9 +318,10 @@ pub(crate) fn input_schema(program: &Program, id: ContractId) -> Value {
     schema
 }
 
-/// The JSON Schema of contract `id`'s outputs. Outputs that read an input
-/// or an agent's answer whole have its type (an agent without `result`
-/// answers a string); the others may be any JSON value.
+/// The JSON Schema of contract `id`'s outputs. Outputs that read an input,
+/// an agent's answer or a tool's result whole have its declared type (an
+/// agent without `result` answers a string); the others may be any JSON
+/// value.
 pub(crate) fn output_schema(program: &Program, id: ContractId) -> Value {
     let contract = &program[id];
     let mut properties = Map::new();
@@ -328,7 +329,7 @@ pub(crate) fn output_schema(program: &Program, id: ContractId) -> Value {
         let node = &contract.nodes[output.node.index()];
         let mut schema = match &node.kind {
             NodeKind::Input(param) if output.fields.is_empty() => type_schema(&param.ty),
-            NodeKind::Call(Call { callee: Callee::Agent(agent), .. })
+            NodeKind::Call(Call { callee: Callee::Agent(agent), catch: false, .. })
                 if output.fields.is_empty() =>
             {
                 match &program[*agent].result {
@@ -339,6 +340,11 @@ pub(crate) fn output_schema(program: &Program, id: ContractId) -> Value {
                         schema
                     }
                 }
+            }
+            NodeKind::Call(Call { callee: Callee::Tool(tool), catch: false, .. })
+                if output.fields.is_empty() =>
+            {
+                program[*tool].result.as_ref().map(type_schema).unwrap_or_default()
             }
             _ => Map::new(),
         };
