@@ -30,3 +30,75 @@ fn pytest(file: &str) {
 fn the_python_sdk_client_lists_and_calls_over_stdio() {
     pytest("test_server.py");
 }
+
+#[test]
+fn the_python_sdk_client_lists_and_calls_over_streamable_http() {
+    pytest("test_http.py");
+}
+
+/// `mcp-inspector --cli ARGS -- ignite mcp tests/mcp/shop.ign`, run by
+/// the Node 22 the peers pin (the Inspector needs it); its stdout, and
+/// whether it succeeded.
+fn inspector(args: &[&str]) -> (bool, String, String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
+    let home = tempfile::tempdir().expect("a temp folder");
+    let out = Command::new(support::peers::peer("node", "node"))
+        .arg(support::peers::peer("node", "mcp-inspector"))
+        .arg("--cli")
+        .args(args)
+        .args(["--", env!("CARGO_BIN_EXE_ignite"), "mcp", "shop.ign", "--no-cache"])
+        .current_dir(&dir)
+        .env("HOME", home.path())
+        .env("MCP_CATALOG_PATH", home.path().join("mcp.json"))
+        .output()
+        .expect("the inspector runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_inspector_cli_lists_and_calls_over_stdio() {
+    let (ok, listed, log) = inspector(&["--method", "tools/list", "--strict"]);
+    assert!(ok, "tools/list failed:\n{listed}\n{log}");
+    let listed: serde_json::Value = serde_json::from_str(&listed).expect("JSON");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["add", "quote_item", "nap", "broken", "Checkout", "Slow"]);
+    let (ok, called, log) = inspector(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "Checkout",
+        "--tool-arg",
+        "sku=tea",
+        "count=3",
+    ]);
+    assert!(ok, "tools/call failed:\n{called}\n{log}");
+    let called: serde_json::Value = serde_json::from_str(&called).expect("JSON");
+    assert_eq!(
+        called["structuredContent"],
+        serde_json::json!({"quote": {"sku": "tea", "total": 7.5}, "doubled": 6})
+    );
+    let (ok, failed, log) = inspector(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "Checkout",
+        "--tool-arg",
+        "sku=tea",
+        "count=0",
+    ]);
+    assert!(ok, "a failed call is a result, not an error:\n{failed}\n{log}");
+    let failed: serde_json::Value = serde_json::from_str(&failed).expect("JSON");
+    assert_eq!(failed["isError"], true);
+    let text = failed["content"][0]["text"].as_str().expect("a text block");
+    assert!(text.starts_with("error[ignite::run::guard_failed]"), "{text}");
+    assert!(text.contains("node: Checkout > some"), "{text}");
+}

@@ -3,8 +3,8 @@
 //!
 //! Input: an [`Engine`] and the capabilities granted (`--capabilities`).
 //! Output: a [`Catalog`] of what is listed, and the [`server`] that
-//! answers `tools/list` and `tools/call` over stdio with the official
-//! Rust SDK, `rmcp`.
+//! answers `tools/list` and `tools/call` with the official Rust SDK,
+//! `rmcp`, over stdio or Streamable HTTP ([`http`]).
 //!
 //! | listed | when | `inputSchema` | `outputSchema` | a call |
 //! | --- | --- | --- | --- | --- |
@@ -16,6 +16,7 @@
 //! as `{"result": value}`, and the `outputSchema` says which. A name that
 //! two listed entries share is an error at start.
 
+pub(crate) mod http;
 pub(crate) mod server;
 
 use std::collections::BTreeSet;

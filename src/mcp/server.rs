@@ -7,8 +7,9 @@
 //! the contract on the [`Engine`], exactly as `ignite run` would (guards,
 //! capabilities, effect stores). A call's failure is a tool result with
 //! `isError: true`: its text names the code, the node path and every
-//! problem; `structuredContent` holds the same as JSON (`{"error": ...}`,
-//! the body `ignite serve` answers). A call that outlasts the server's
+//! problem, and `_meta["dev.ignite/error"]` holds the same as JSON (the
+//! `error` object `ignite serve` answers; not `structuredContent`, which
+//! clients check against the `outputSchema` of successes). A call that outlasts the server's
 //! time limit, or that the client cancels, is stopped: no new node starts
 //! and the calls in flight are cancelled (their children killed).
 
@@ -18,7 +19,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -28,7 +30,11 @@ use super::{Catalog, Entry, Target};
 use crate::failure::NodeError;
 use crate::runtime::{Engine, InputsFrom, RunError, RunOptions};
 
-/// A program served over MCP.
+/// The `_meta` key of a failed call's error as JSON.
+pub(crate) const ERROR_META: &str = "dev.ignite/error";
+
+/// A program served over MCP (a clone per HTTP session shares it).
+#[derive(Clone)]
 pub(crate) struct Server {
     engine: Arc<Engine>,
     catalog: Arc<Catalog>,
@@ -101,9 +107,12 @@ impl Server {
                 result
             }
             Err(failure) => {
-                let mut result = CallToolResult::error(vec![ContentBlock::text(failure.text)]);
-                result.structured_content = Some(json!({ "error": failure.json }));
-                result
+                // No `structuredContent`: clients check it against the
+                // `outputSchema`, which describes successes.
+                let mut meta = JsonObject::new();
+                meta.insert(ERROR_META.into(), failure.json);
+                CallToolResult::error(vec![ContentBlock::text(failure.text)])
+                    .with_meta(Some(MetaObject::from(meta)))
             }
         }
     }

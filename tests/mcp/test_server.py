@@ -68,7 +68,7 @@ async def test_a_failed_guard_names_the_code_and_the_node_path(era):
     assert text.startswith("error[ignite::run::guard_failed]: "), text
     assert "node: Checkout > some" in text
     assert "an order needs at least one item" in text
-    assert result.structured_content["error"]["path"] == "Checkout > some"
+    assert result.meta["dev.ignite/error"]["path"] == "Checkout > some"
 
 
 async def test_bad_arguments_list_every_problem(era):
@@ -76,7 +76,7 @@ async def test_bad_arguments_list_every_problem(era):
         contract = await client.call_tool("Checkout", {"count": "many", "colour": "red"})
         tool = await client.call_tool("add", {"a": "two"})
     assert contract.is_error
-    problems = contract.structured_content["error"]["problems"]
+    problems = contract.meta["dev.ignite/error"]["problems"]
     assert [p["message"] for p in problems] == [
         "unknown input `colour`",
         "missing required input `sku` (string)",
@@ -91,7 +91,7 @@ async def test_a_failing_tool_is_an_error_result_with_its_stderr(era):
     async with session(era) as client:
         result = await client.call_tool("broken", {"why": "testing"})
     assert result.is_error
-    assert result.structured_content["error"]["code"] == "ignite::tools::failed"
+    assert result.meta["dev.ignite/error"]["code"] == "ignite::tools::failed"
     assert "exited with status 3" in result.content[0].text
     assert "broken" in result.content[0].text
 
@@ -118,7 +118,7 @@ async def test_a_call_past_the_time_limit_is_stopped(era):
     assert took < 10, took
     for result in (contract, tool):
         assert result.is_error
-        assert result.structured_content["error"]["code"] == "ignite::run::deadline"
+        assert result.meta["dev.ignite/error"]["code"] == "ignite::run::deadline"
         assert "`--timeout`" in result.content[0].text
 
 
