@@ -70,7 +70,7 @@ fn the_inspector_cli_lists_and_calls_over_stdio() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(names, ["add", "quote_item", "nap", "broken", "Checkout", "Slow"]);
+    assert_eq!(names, ["add", "quote_item", "nap", "broken", "mark", "Checkout", "Slow", "Marked"]);
     let (ok, called, log) = inspector(&[
         "--method",
         "tools/call",
@@ -95,8 +95,10 @@ fn the_inspector_cli_lists_and_calls_over_stdio() {
         "sku=tea",
         "count=0",
     ]);
-    assert!(ok, "a failed call is a result, not an error:\n{failed}\n{log}");
-    let failed: serde_json::Value = serde_json::from_str(&failed).expect("JSON");
+    // The Inspector prints the result, then exits 1 for `isError`.
+    assert!(!ok, "an error result fails the command:\n{failed}\n{log}");
+    assert!(log.contains("returned isError:true"), "{log}");
+    let failed: serde_json::Value = serde_json::from_str(&failed).expect("the result as JSON");
     assert_eq!(failed["isError"], true);
     let text = failed["content"][0]["text"].as_str().expect("a text block");
     assert!(text.starts_with("error[ignite::run::guard_failed]"), "{text}");

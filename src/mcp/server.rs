@@ -5,7 +5,10 @@
 //! `2026-07-28`), frames JSON-RPC and routes requests; [`Server`] answers
 //! `tools/list` from the catalog and `tools/call` by running the tool or
 //! the contract on the [`Engine`], exactly as `ignite run` would (guards,
-//! capabilities, effect stores). A call's failure is a tool result with
+//! capabilities, effect stores). A call the client cancels
+//! (`notifications/cancelled`) is stopped as Ctrl-C stops a run: a tool's
+//! child is killed, a contract starts no new node and its calls in flight
+//! are cancelled. A call's failure is a tool result with
 //! `isError: true`: its text names the code, the node path and every
 //! problem, and `_meta["dev.ignite/error"]` holds the same as JSON (the
 //! `error` object `ignite serve` answers; not `structuredContent`, which
@@ -28,7 +31,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Catalog, Entry, Target};
 use crate::failure::NodeError;
-use crate::runtime::{Engine, InputsFrom, RunError, RunOptions};
+use crate::runtime::{Cancel, Engine, InputsFrom, RunError, RunOptions};
 
 /// The `_meta` key of a failed call's error as JSON.
 pub(crate) const ERROR_META: &str = "dev.ignite/error";
@@ -66,7 +69,13 @@ impl Server {
     }
 
     /// Runs `entry` on `arguments`: its value, or its failure as an error result.
-    async fn run(&self, entry: &Entry, arguments: Map<String, Value>) -> CallToolResult {
+    /// A contract's run stops when `cancel` is cancelled.
+    async fn run(
+        &self,
+        entry: &Entry,
+        arguments: Map<String, Value>,
+        cancel: &Cancel,
+    ) -> CallToolResult {
         let engine = Arc::clone(&self.engine);
         let limit = self.timeout;
         let answer = match entry.target {
@@ -79,10 +88,12 @@ impl Server {
             }
             Target::Contract(contract) => {
                 let deadline = std::time::Instant::now() + limit;
+                let cancel = cancel.clone();
                 let run = tokio::task::spawn_blocking(move || {
                     let options = RunOptions {
                         inputs_from: InputsFrom::Arguments,
                         deadline: Some(deadline),
+                        cancel: Some(cancel),
                         ..RunOptions::default()
                     };
                     engine.run(contract, &arguments, &options).map(|out| out.outputs)
@@ -213,9 +224,13 @@ impl ServerHandler for Server {
             return Err(ErrorData::invalid_params(self.catalog.unknown(&request.name), None));
         };
         let arguments: JsonObject = request.arguments.unwrap_or_default();
+        let cancel = Cancel::default();
         tokio::select! {
-            result = self.run(entry, arguments) => Ok(result.into()),
+            result = self.run(entry, arguments, &cancel) => Ok(result.into()),
             () = context.ct.cancelled() => {
+                // A tool's call ends as its future is dropped (its child
+                // killed); a contract's run stops at its next look.
+                cancel.cancel();
                 Err(ErrorData::internal_error("the call was cancelled by the client", None))
             }
         }

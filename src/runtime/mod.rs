@@ -18,6 +18,7 @@ mod error;
 pub mod inputs;
 mod schedule;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::{Map, Value};
@@ -50,6 +51,31 @@ pub struct RunOptions {
     /// starts and the tool and agent calls in flight are cancelled (their
     /// child processes killed), giving [`RunError::Deadline`].
     pub deadline: Option<std::time::Instant>,
+    /// Stop the run when this is cancelled (an MCP client's
+    /// `notifications/cancelled`), as at its deadline: within
+    /// [`Cancel::NOTICED_WITHIN`], no new node starts and the calls in
+    /// flight are cancelled, giving [`RunError::Deadline`].
+    pub cancel: Option<Cancel>,
+}
+
+/// Stops a run from another thread or task (see [`RunOptions::cancel`]).
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// How long a run waiting on its calls may take to notice.
+    pub const NOTICED_WITHIN: std::time::Duration = std::time::Duration::from_millis(20);
+
+    /// Stops the runs that hold this (or a clone).
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// True once [`Cancel::cancel`] was called.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 /// A finished run.

@@ -92,7 +92,7 @@ async def test_the_python_sdk_lists_and_calls_over_http(era):
     with running("mcp", SHOP, "--no-cache", "--http", "127.0.0.1:0") as url:
         async with http_session(url, era) as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
-            assert names == ["add", "quote_item", "nap", "broken", "Checkout", "Slow"]
+            assert names == ["add", "quote_item", "nap", "broken", "mark", "Checkout", "Slow", "Marked"]
             result = await client.call_tool("Checkout", {"sku": "tea", "count": 2})
             assert result.structured_content == {
                 "quote": {"sku": "tea", "total": 5.0},
@@ -114,7 +114,7 @@ async def test_serve_mounts_the_same_endpoint_beside_the_api(era):
         contracts = url.removesuffix("/mcp") + "/contracts"
         with urllib.request.urlopen(contracts, timeout=30) as response:
             listed = [c["name"] for c in json.load(response)]
-        assert listed == ["Checkout", "Notify", "Slow"]
+        assert listed == ["Checkout", "Notify", "Slow", "Marked"]
 
 
 def test_a_hostile_origin_or_host_is_refused():

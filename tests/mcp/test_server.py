@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import time
 
+import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
@@ -17,7 +18,7 @@ from conftest import HERE, SHOP, ignite, session
 async def test_the_grant_decides_what_is_listed(era):
     async with session(era) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
-    assert names == ["add", "quote_item", "nap", "broken", "Checkout", "Slow"]
+    assert names == ["add", "quote_item", "nap", "broken", "mark", "Checkout", "Slow", "Marked"]
     async with session(era, "--capabilities", "email_send") as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
     assert "send_mail" in names and "Notify" in names
@@ -122,6 +123,21 @@ async def test_a_call_past_the_time_limit_is_stopped(era):
         assert "`--timeout`" in result.content[0].text
 
 
+async def test_a_cancelled_call_is_stopped(era, tmp_path):
+    marks = {name: tmp_path / f"{name}.txt" for name in ("mark", "Marked")}
+    async with session(era) as client:
+        for name, path in marks.items():
+            # Abandoning the call sends `notifications/cancelled`.
+            with anyio.move_on_after(1):
+                await client.call_tool(name, {"seconds": 3, "path": str(path)})
+        # Had either child lived, it would have written its file by now.
+        await anyio.sleep(4)
+        assert [name for name, path in marks.items() if path.exists()] == []
+        # The server goes on answering.
+        result = await client.call_tool("add", {"a": 1})
+        assert result.structured_content == {"result": 2}
+
+
 def jsonrpc(*messages: dict, args=()) -> subprocess.CompletedProcess:
     """`ignite mcp shop.ign` fed `messages` on stdin, one per line."""
     text = "".join(json.dumps(m) + "\n" for m in messages)
@@ -166,7 +182,7 @@ def test_stdout_carries_json_rpc_only():
     assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
     assert answers[1]["result"]["isError"] is True
     assert answers[2]["error"]["code"] == -32601
-    assert "serving 6 tool(s)" in out.stderr
+    assert "serving 8 tool(s)" in out.stderr
 
 
 def test_a_program_with_errors_serves_nothing():
