@@ -47,7 +47,7 @@ fn stdio(command: &mut Command) -> f64 {
         .expect("the server starts");
     let mut input = child.stdin.take().expect("stdin");
     let mut output = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut send = |input: &mut ChildStdin, message: &Value| {
+    let send = |input: &mut ChildStdin, message: &Value| {
         writeln!(input, "{message}").expect("written");
         input.flush().expect("flushed");
     };

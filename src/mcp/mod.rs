@@ -17,6 +17,7 @@
 //! two listed entries share is an error at start.
 
 pub(crate) mod http;
+mod progress;
 pub(crate) mod server;
 
 use std::collections::BTreeSet;

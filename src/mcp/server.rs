@@ -29,9 +29,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Map, Value, json};
 
+use super::progress::Progress;
 use super::{Catalog, Entry, Target};
 use crate::failure::NodeError;
 use crate::runtime::{Cancel, Engine, InputsFrom, RunError, RunOptions};
+use crate::trace::Trace;
 
 /// The `_meta` key of a failed call's error as JSON.
 pub(crate) const ERROR_META: &str = "dev.ignite/error";
@@ -68,27 +70,38 @@ impl Server {
             .collect()
     }
 
-    /// Runs `entry` on `arguments`: its value, or its failure as an error result.
-    /// A contract's run stops when `cancel` is cancelled.
+    /// Runs `entry` on `arguments`: its value, or its failure as an error
+    /// result. A contract's run stops when `cancel` is cancelled; with
+    /// `progress`, each finished node is reported.
     async fn run(
         &self,
         entry: &Entry,
         arguments: Map<String, Value>,
         cancel: &Cancel,
+        progress: Option<Progress>,
     ) -> CallToolResult {
         let engine = Arc::clone(&self.engine);
         let limit = self.timeout;
         let answer = match entry.target {
             Target::Tool(tool) => {
                 let call = engine.call_tool(tool, Value::Object(arguments));
-                match tokio::time::timeout(limit, call).await {
+                let answer = match tokio::time::timeout(limit, call).await {
                     Ok(answer) => answer.map_err(|error| node_failure(&entry.name, &error)),
                     Err(_) => Err(deadline_failure(limit)),
+                };
+                if let (Some(progress), Ok(_)) = (&progress, &answer) {
+                    progress.send(1, 1, Some(entry.name.clone())).await;
                 }
+                answer
             }
             Target::Contract(contract) => {
                 let deadline = std::time::Instant::now() + limit;
                 let cancel = cancel.clone();
+                let trace = Arc::new(Trace::new(progress.is_some()));
+                let root = &engine.program()[contract];
+                let total = root.nodes.len() - root.inputs().count();
+                let watching =
+                    progress.map(|progress| progress.watch(Arc::clone(&trace), &root.name, total));
                 let run = tokio::task::spawn_blocking(move || {
                     let options = RunOptions {
                         inputs_from: InputsFrom::Arguments,
@@ -96,9 +109,14 @@ impl Server {
                         cancel: Some(cancel),
                         ..RunOptions::default()
                     };
-                    engine.run(contract, &arguments, &options).map(|out| out.outputs)
+                    engine.run_traced(contract, &arguments, &options, &trace)
                 });
-                match run.await {
+                let run = run.await;
+                if let Some((ended, task)) = watching {
+                    let _ = ended.send(matches!(run, Ok(Ok(_))));
+                    let _ = task.await;
+                }
+                match run {
                     Ok(Ok(outputs)) => Ok(Value::Object(outputs)),
                     Ok(Err(RunError::Deadline)) => Err(deadline_failure(limit)),
                     Ok(Err(error)) => Err(run_failure(&error)),
@@ -225,8 +243,9 @@ impl ServerHandler for Server {
         };
         let arguments: JsonObject = request.arguments.unwrap_or_default();
         let cancel = Cancel::default();
+        let progress = Progress::of(&context);
         tokio::select! {
-            result = self.run(entry, arguments, &cancel) => Ok(result.into()),
+            result = self.run(entry, arguments, &cancel, progress) => Ok(result.into()),
             () = context.ct.cancelled() => {
                 // A tool's call ends as its future is dropped (its child
                 // killed); a contract's run stops at its next look.

@@ -123,6 +123,32 @@ async def test_a_call_past_the_time_limit_is_stopped(era):
         assert "`--timeout`" in result.content[0].text
 
 
+async def test_a_progress_token_gets_a_notification_per_finished_node(era):
+    seen = []
+
+    async def progress(done, total, message):
+        seen.append((done, total, message))
+
+    async with session(era) as client:
+        result = await client.call_tool(
+            "Checkout", {"sku": "tea", "count": 1}, progress_callback=progress
+        )
+        tool = []
+
+        async def on_tool(done, total, message):
+            tool.append((done, total, message))
+
+        await client.call_tool("add", {"a": 1}, progress_callback=on_tool)
+    assert not result.is_error
+    # The guard, `quote` and `doubled`: three nodes, each reported once,
+    # the last notification before the answer.
+    assert [total for _, total, _ in seen] == [3] * len(seen), seen
+    done = [d for d, _, _ in seen]
+    assert done == sorted(set(done)) and done[-1] == 3, seen
+    assert all(m.startswith("finished `") for _, _, m in seen), seen
+    assert tool == [(1, 1, "finished `add`")]
+
+
 async def test_a_cancelled_call_is_stopped(era, tmp_path):
     marks = {name: tmp_path / f"{name}.txt" for name in ("mark", "Marked")}
     async with session(era) as client:
