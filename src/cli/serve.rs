@@ -10,6 +10,9 @@ use super::GlobalArgs;
 use super::run::parse_size;
 use crate::serve::{Limits, Service};
 
+/// Ends the open streams of the MCP endpoint at shutdown.
+type EndStreams = Box<dyn FnOnce() + Send>;
+
 /// Stack of the threads runs go on: evaluating deep expressions recurses.
 const RUN_STACK: usize = 64 << 20;
 
@@ -106,10 +109,7 @@ impl ServeArgs {
 impl ServeArgs {
     /// The routes of `--mcp` (none without it) and what ends their open
     /// streams at shutdown.
-    fn mcp_routes(
-        &self,
-        service: &Service,
-    ) -> Result<(axum::Router, Box<dyn FnOnce() + Send>), String> {
+    fn mcp_routes(&self, service: &Service) -> Result<(axum::Router, EndStreams), String> {
         if !self.mcp {
             return Ok((axum::Router::new(), Box::new(|| ())));
         }
