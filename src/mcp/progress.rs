@@ -83,10 +83,10 @@ impl Progress {
 }
 
 /// How many root nodes (paths `prefix` + a name) the timeline shows done,
-/// and the last of them.
+/// and the one that finished last.
 fn finished_nodes(trace: &Trace, prefix: &str) -> (usize, Option<String>) {
     let mut seen = BTreeSet::new();
-    let mut last = None;
+    let mut last: Option<(Duration, String)> = None;
     for entry in trace.entries() {
         if INSIDE.contains(&entry.kind.as_str()) {
             continue;
@@ -95,11 +95,13 @@ fn finished_nodes(trace: &Trace, prefix: &str) -> (usize, Option<String>) {
         if node.contains(['[', ' ']) {
             continue;
         }
-        if seen.insert(node.to_owned()) {
-            last = Some(node.to_owned());
+        seen.insert(node.to_owned());
+        let end = entry.start + entry.duration;
+        if last.as_ref().is_none_or(|(at, _)| end >= *at) {
+            last = Some((end, node.to_owned()));
         }
     }
-    (seen.len(), last)
+    (seen.len(), last.map(|(_, node)| node))
 }
 
 #[cfg(test)]
@@ -114,6 +116,7 @@ mod tests {
         let trace = Trace::new(true);
         let now = Instant::now();
         trace.record("Shop > quote", "tool", "ok", now, String::new());
+        std::thread::sleep(std::time::Duration::from_millis(2));
         trace.record("Shop > ask", "model", "ok", now, String::new());
         trace.record("Shop > ask", "agent", "ok", now, String::new());
         trace.record("Shop > ask > lookup", "limit", "wait", now, String::new());

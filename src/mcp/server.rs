@@ -31,6 +31,7 @@ use serde_json::{Map, Value, json};
 
 use super::progress::Progress;
 use super::{Catalog, Entry, Target};
+use crate::diagnostic::Code;
 use crate::failure::NodeError;
 use crate::runtime::{Cancel, Engine, InputsFrom, RunError, RunOptions};
 use crate::trace::Trace;
@@ -120,21 +121,19 @@ impl Server {
                     Ok(Ok(outputs)) => Ok(Value::Object(outputs)),
                     Ok(Err(RunError::Deadline)) => Err(deadline_failure(limit)),
                     Ok(Err(error)) => Err(run_failure(&error)),
-                    Err(join) => Err(Failure {
-                        text: format!("the run stopped abnormally: {join}"),
-                        json: json!({"code": "ignite::serve::internal", "message": join.to_string()}),
-                    }),
+                    Err(join) => {
+                        let code = Code::ServeInternal.as_str();
+                        Err(Failure {
+                            text: format!("error[{code}]: the run stopped abnormally: {join}"),
+                            json: json!({"code": code, "message": join.to_string()}),
+                        })
+                    }
                 }
             }
         };
         match answer {
-            Ok(value) => {
-                let structured = entry.structured(value);
-                let text = structured.to_string();
-                let mut result = CallToolResult::structured(structured);
-                result.content = vec![ContentBlock::text(text)];
-                result
-            }
+            // `structured` adds the same JSON as a text block.
+            Ok(value) => CallToolResult::structured(entry.structured(value)),
             Err(failure) => {
                 // No `structuredContent`: clients check it against the
                 // `outputSchema`, which describes successes.
