@@ -109,7 +109,7 @@ pub enum Command {
     Test(TestArgs),
     /// Serve every top-level contract over HTTP.
     Serve(ServeArgs),
-    /// Serve the tools and top-level contracts over the Model Context Protocol (stdio).
+    /// Serve the tools and top-level contracts to MCP clients (stdio, or HTTP with `--http`).
     Mcp(McpArgs),
 }
 
