@@ -99,8 +99,13 @@ async fn http(url: &str) -> f64 {
     while started.elapsed() < SPELL {
         let text =
             post(call(id), session.clone()).await.expect("a call").text().await.expect("a body");
-        // A JSON body, or one SSE event whose `data:` line is the answer.
-        let json = text.lines().find_map(|l| l.strip_prefix("data:")).unwrap_or(&text);
+        // A JSON body, or SSE events (a priming one first) whose last
+        // `data:` line is the answer.
+        let json = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:").map(str::trim))
+            .rfind(|d| !d.is_empty())
+            .unwrap_or(&text);
         let answer: Value = serde_json::from_str(json.trim()).expect("JSON");
         assert_eq!(answer["result"]["structuredContent"]["result"], json!(id + 1), "{answer}");
         id += 1;

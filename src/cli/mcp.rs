@@ -129,6 +129,11 @@ async fn serve_http(address: &str, server: &Server, limits: &HttpLimits) -> Resu
         Ok(bound) => eprintln!("listening on http://{bound}{PATH}"),
         Err(e) => eprintln!("listening (address unknown: {e})"),
     }
+    // Answers go out as event streams written in pieces: without
+    // TCP_NODELAY each round trip waits for a delayed ACK (~40 ms).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        let _ = stream.set_nodelay(true);
+    });
     let (router, end_streams) = crate::mcp::http::router(server, limits);
     let stop = async move {
         super::serve::stop_signal().await;

@@ -157,7 +157,9 @@ impl ServeArgs {
     /// Listens on `--host` and `--port`, printing the address on stderr;
     /// `None` (after saying why) when that fails.
     async fn bind(&self) -> Option<tokio::net::TcpListener> {
-        let bound = if self.restate {
+        // MCP answers are event streams written in pieces: Nagle's
+        // algorithm would hold each one back for a delayed ACK too.
+        let bound = if self.restate || self.mcp {
             listen_nodelay(&self.host, self.port).await
         } else {
             tokio::net::TcpListener::bind((self.host.as_str(), self.port)).await
