@@ -21,7 +21,7 @@ const FLOORS: &[&[&str]] = &[
     &["llm"],
     &["runtime"],
     &["serve", "testing"],
-    &["restate"],
+    &["mcp", "restate"],
     &["cli", "prelude"],
 ];
 

@@ -15,6 +15,7 @@
 //! | format | [`fmt`] | one file's text | the text in the canonical layout | [`fmt::FmtError`] (syntax diagnostics, or a broken guarantee) |
 //! | tests | `testing` | checked programs' `test` blocks | one result per test | `testing::Failure` |
 //! | serve | `serve` | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
+//! | mcp | `mcp` | an [`runtime::Engine`] and a capability grant | an MCP server of its tools and contracts | `isError` results with the run's codes |
 //! | command line | [`cli`] | arguments | exit code, printed reports | exit codes |
 //!
 //! [`compile`] runs the first three stages: reading and parsing report
@@ -34,7 +35,7 @@
 //! | 7 | [`llm`] |
 //! | 8 | [`runtime`] |
 //! | 9 | `serve`, `testing` |
-//! | 10 | `restate` (feature `restate`) |
+//! | 10 | `mcp` (tools and contracts over the Model Context Protocol), `restate` (feature `restate`) |
 //! | 11 | [`cli`], [`prelude`] |
 //!
 //! A program that embeds ignite starts from [`prelude`]. The stage modules
@@ -57,6 +58,7 @@ pub mod ir;
 pub mod llm;
 pub mod load;
 pub mod lower;
+pub(crate) mod mcp;
 pub mod prelude;
 pub(crate) mod render;
 #[cfg(feature = "restate")]

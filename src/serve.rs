@@ -80,6 +80,12 @@ impl Service {
         }
     }
 
+    /// The engine runs go to (shared with the MCP endpoint of `serve --mcp`).
+    #[must_use]
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
     /// The contracts served with their schemas, as `GET /contracts` lists them.
     #[must_use]
     pub(crate) fn catalog(&self) -> Value {
@@ -511,17 +517,19 @@ async fn refuse_when_draining(
     next.run(request).await
 }
 
-/// Serves on `listener` until `stop` resolves, then refuses new requests
-/// (503), waits for the runs in flight and returns.
+/// Serves on `listener`, with the routes of `mounted` beside the API
+/// (`ignite serve --mcp`: the MCP endpoint), until `stop` resolves, then
+/// refuses new requests (503), waits for the runs in flight and returns.
 ///
 /// # Errors
 /// The listener failed.
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     service: Arc<Service>,
+    mounted: Router,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(Arc::clone(&service));
+    let app = router(Arc::clone(&service)).merge(mounted);
     let drained = async move {
         stop.await;
         service.draining.store(true, Ordering::SeqCst);

@@ -20,6 +20,7 @@ mod cache;
 mod check;
 mod fmt;
 mod graph;
+mod mcp;
 mod run;
 mod schema;
 mod serve;
@@ -36,6 +37,7 @@ pub use cache::{CacheAction, CacheArgs};
 pub use check::{CheckArgs, Format};
 pub use fmt::FmtArgs;
 pub use graph::GraphArgs;
+pub use mcp::McpArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
 pub use serve::ServeArgs;
@@ -120,13 +122,16 @@ pub enum Command {
     Serve(ServeArgs),
     /// Format `.ign` files in the one canonical layout.
     Fmt(FmtArgs),
+    /// Serve the tools and top-level contracts to MCP clients (stdio, or HTTP with `--http`).
+    Mcp(McpArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
 #[must_use]
 pub fn run(cli: Cli) -> ExitCode {
     let Cli { global, command } = cli;
-    let runs = matches!(command, Command::Run(_) | Command::Test(_) | Command::Serve(_));
+    let runs =
+        matches!(command, Command::Run(_) | Command::Test(_) | Command::Serve(_) | Command::Mcp(_));
     let exporting = runs
         && crate::telemetry::init().unwrap_or_else(|message| {
             eprintln!("warning: {message}; no spans are exported");
@@ -142,6 +147,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Test(args) => args.run(&global),
         Command::Serve(args) => args.run(&global),
         Command::Fmt(args) => args.run(&global),
+        Command::Mcp(args) => args.run(&global),
     });
     // A signal halted the work (`signals::stop_on_signals`): its thread
     // reports, flushes and exits with the signal's code (130, 143). What the

@@ -10,6 +10,9 @@ use super::GlobalArgs;
 use super::run::parse_size;
 use crate::serve::{Limits, Service};
 
+/// Ends the open streams of the MCP endpoint at shutdown.
+type EndStreams = Box<dyn FnOnce() + Send>;
+
 /// Stack of the threads runs go on: evaluating deep expressions recurses.
 const RUN_STACK: usize = 64 << 20;
 
@@ -41,8 +44,16 @@ pub struct ServeArgs {
     /// with a Restate server) instead of plain HTTP; needs the `restate`
     /// cargo feature. The Restate server sets body size, concurrency and
     /// timeouts.
-    #[arg(long, conflicts_with_all = ["max_body", "max_runs", "timeout"])]
+    #[arg(long, conflicts_with_all = ["max_body", "max_runs", "timeout", "mcp"])]
     pub restate: bool,
+    /// Also serve the tools and contracts over MCP (Streamable HTTP) at
+    /// `/mcp`, as `ignite mcp --http` does, within the same limits.
+    #[arg(long)]
+    pub mcp: bool,
+    /// With `--mcp`: the capabilities granted to MCP clients (comma-separated),
+    /// as `ignite mcp --capabilities`.
+    #[arg(long, value_name = "a,b", requires = "mcp")]
+    pub capabilities: Option<String>,
 }
 
 impl ServeArgs {
@@ -64,13 +75,24 @@ impl ServeArgs {
             timeout: Duration::from_secs(self.timeout),
         };
         let service = Arc::new(Service::new(engine, limits));
+        let (mounted, end_streams) = match self.mcp_routes(&service) {
+            Ok(routes) => routes,
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(1);
+            }
+        };
         let Some(runtime) = runtime() else { return ExitCode::from(2) };
         // The engine owns a runtime of its own, which may not be dropped in
         // async code: `service` outlives `runtime` and every task in it.
         let serving = Arc::clone(&service);
         runtime.block_on(async move {
             let Some(listener) = self.bind().await else { return ExitCode::from(2) };
-            match crate::serve::serve(listener, serving, stop_signal()).await {
+            let stop = async move {
+                stop_signal().await;
+                end_streams();
+            };
+            match crate::serve::serve(listener, serving, mounted, stop).await {
                 Ok(()) => {
                     eprintln!("stopped: every run in flight finished");
                     ExitCode::SUCCESS
@@ -85,6 +107,22 @@ impl ServeArgs {
 }
 
 impl ServeArgs {
+    /// The routes of `--mcp` (none without it) and what ends their open
+    /// streams at shutdown.
+    fn mcp_routes(&self, service: &Service) -> Result<(axum::Router, EndStreams), String> {
+        if !self.mcp {
+            return Ok((axum::Router::new(), Box::new(|| ())));
+        }
+        let engine = Arc::clone(service.engine());
+        let grant = super::split_capabilities(self.capabilities.as_deref()).unwrap_or_default();
+        let catalog = crate::mcp::Catalog::new(&engine, &grant)?;
+        let server =
+            crate::mcp::server::Server::new(engine, catalog, Duration::from_secs(self.timeout));
+        let limits = crate::mcp::http::HttpLimits { max_body: self.max_body, ..Default::default() };
+        let (routes, end_streams) = crate::mcp::http::router(&server, &limits);
+        Ok((routes, Box::new(end_streams)))
+    }
+
     /// `--restate`: the contracts as a Restate deployment until SIGTERM or
     /// Ctrl-C (runs in flight are left to Restate, which retries them on a
     /// worker). Exit 2 when the address cannot be bound.
@@ -119,7 +157,9 @@ impl ServeArgs {
     /// Listens on `--host` and `--port`, printing the address on stderr;
     /// `None` (after saying why) when that fails.
     async fn bind(&self) -> Option<tokio::net::TcpListener> {
-        let bound = if self.restate {
+        // MCP answers are event streams written in pieces: Nagle's
+        // algorithm would hold each one back for a delayed ACK too.
+        let bound = if self.restate || self.mcp {
             listen_nodelay(&self.host, self.port).await
         } else {
             tokio::net::TcpListener::bind((self.host.as_str(), self.port)).await
@@ -132,7 +172,12 @@ impl ServeArgs {
             }
         };
         match listener.local_addr() {
-            Ok(bound) => eprintln!("listening on http://{bound}"),
+            Ok(bound) => {
+                eprintln!("listening on http://{bound}");
+                if self.mcp {
+                    eprintln!("MCP (Streamable HTTP) at http://{bound}{}", crate::mcp::http::PATH);
+                }
+            }
             Err(e) => eprintln!("listening (address unknown: {e})"),
         }
         Some(listener)
@@ -159,7 +204,7 @@ async fn listen_nodelay(host: &str, port: u16) -> std::io::Result<tokio::net::Tc
 }
 
 /// The server's runtime; `None` (after saying why) when it cannot start.
-fn runtime() -> Option<tokio::runtime::Runtime> {
+pub(super) fn runtime() -> Option<tokio::runtime::Runtime> {
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(RUN_STACK)
@@ -174,7 +219,7 @@ fn runtime() -> Option<tokio::runtime::Runtime> {
 }
 
 /// Resolves on SIGTERM or Ctrl-C (SIGINT).
-async fn stop_signal() {
+pub(super) async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -19,6 +19,8 @@ pub enum InputsFrom {
     Body,
     /// A row of `ignite run --batch`.
     Row,
+    /// The arguments of an MCP `tools/call` (`ignite mcp`).
+    Arguments,
 }
 
 impl InputsFrom {
@@ -28,6 +30,7 @@ impl InputsFrom {
             InputsFrom::Flags => format!("pass it with `--input {name}=VALUE`"),
             InputsFrom::Body => format!("add `\"{name}\": VALUE` to the request's JSON body"),
             InputsFrom::Row => format!("add `\"{name}\": VALUE` to the row"),
+            InputsFrom::Arguments => format!("add `\"{name}\": VALUE` to the call's arguments"),
         }
     }
 }

@@ -18,11 +18,13 @@ mod error;
 pub mod inputs;
 mod schedule;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::{Map, Value};
 
 use crate::effects::{Effects, Outcome, Work};
+use crate::failure::NodeError;
 use crate::ir::{AgentId, ContractId, Program, ToolId};
 use crate::llm::Llm;
 use crate::tools::Toolbox;
@@ -49,6 +51,31 @@ pub struct RunOptions {
     /// starts and the tool and agent calls in flight are cancelled (their
     /// child processes killed), giving [`RunError::Deadline`].
     pub deadline: Option<std::time::Instant>,
+    /// Stop the run when this is cancelled (an MCP client's
+    /// `notifications/cancelled`), as at its deadline: within
+    /// [`Cancel::NOTICED_WITHIN`], no new node starts and the calls in
+    /// flight are cancelled, giving [`RunError::Deadline`].
+    pub cancel: Option<Cancel>,
+}
+
+/// Stops a run from another thread or task (see [`RunOptions::cancel`]).
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// How long a run waiting on its calls may take to notice.
+    pub const NOTICED_WITHIN: std::time::Duration = std::time::Duration::from_millis(20);
+
+    /// Stops the runs that hold this (or a clone).
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// True once [`Cancel::cancel`] was called.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 /// A finished run.
@@ -272,6 +299,23 @@ impl Engine {
                 self.llm.perform(program, agent, *link as usize, url, body).await
             }
         }
+    }
+
+    /// Calls `tool` on its own with `args`, as a tool node does: the
+    /// arguments validated (every problem listed, defaults filled in),
+    /// through the effect stores (cache, recording, journal; the effect's
+    /// node is the tool's declared name), the result checked against its
+    /// `result` type. Unguarded: the caller decides which tools may be
+    /// called (`ignite mcp` lists only what its grant covers). Dropping
+    /// the future cancels the call and kills its child process.
+    ///
+    /// # Errors
+    /// The tool's failure, or why a store refused the call.
+    pub async fn call_tool(&self, tool: ToolId, args: Value) -> Result<Value, NodeError> {
+        let scope =
+            crate::effects::Scope::new(self.effects.clone(), self.program[tool].name.clone());
+        let key = scope.next_key();
+        scope.call_tool(&key, None, &self.toolbox, &self.program, tool, args).await
     }
 
     /// The pool for the pure nodes of a `runner thread_pool(n)` run: `n`

@@ -56,6 +56,7 @@ mod test_support;
 
 use std::time::Duration;
 
+pub(crate) use capability::covers;
 pub use capability::{CapabilityError, check_capabilities};
 pub use error::ToolError;
 pub use native::{NativeTool, schema_for};

@@ -50,7 +50,7 @@ use super::nodes::{At, CallKind, Done, Kind, Nodes};
 use super::observer::{Observer, Site};
 use crate::eval::{Fields, Val};
 use crate::ir::NodeId;
-use crate::runtime::RunError;
+use crate::runtime::{Cancel, RunError};
 
 mod calls;
 
@@ -67,6 +67,8 @@ pub(super) struct Bounds {
     pub(super) pool: Option<Arc<rayon::ThreadPool>>,
     /// When the run stops if it has not finished.
     pub(super) deadline: Option<Instant>,
+    /// Stops the run as at its deadline when cancelled.
+    pub(super) cancel: Option<Cancel>,
 }
 
 /// The scheduler of one run.
@@ -133,8 +135,9 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
             if let Some(outputs) = self.result.take() {
                 return Ok(outputs);
             }
+            let cancelled = self.bounds.cancel.as_ref().is_some_and(Cancel::is_cancelled);
             let deadline = self.bounds.deadline;
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            if cancelled || deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return Err(RunError::Deadline);
             }
             // `runner inline`: nothing else starts while a call waits.
@@ -152,15 +155,7 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
             // Nothing to do here: wait for a task. A DAG always has one in
             // flight at this point; a closed channel would mean a lost task.
             self.observer.waiting();
-            let received = match deadline {
-                Some(deadline) => {
-                    match self.rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                        Err(RecvTimeoutError::Timeout) => return Err(RunError::Deadline),
-                        other => other.map_err(|_| RecvError),
-                    }
-                }
-                None => self.rx.recv(),
-            };
+            let received = self.receive(deadline)?;
             match received {
                 Ok(done) if self.in_flight > 0 => self.complete(done),
                 _ => {
@@ -168,6 +163,36 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
                         message: "internal error: the scheduler has nothing to run".to_owned(),
                     });
                 }
+            }
+        }
+    }
+
+    /// The next answer, waited for until `deadline`; a cancellable run
+    /// wakes every [`Cancel::NOTICED_WITHIN`] to look.
+    fn receive(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Result<Done<N::Answer>, RecvError>, RunError> {
+        loop {
+            let wake = self
+                .bounds
+                .cancel
+                .as_ref()
+                .map(|cancel| (cancel.is_cancelled(), Instant::now() + Cancel::NOTICED_WITHIN));
+            if let Some((true, _)) = wake {
+                return Err(RunError::Deadline);
+            }
+            let until = match (deadline, wake) {
+                (Some(deadline), Some((_, wake))) => Some(deadline.min(wake)),
+                (deadline, wake) => deadline.or(wake.map(|(_, at)| at)),
+            };
+            let Some(until) = until else { return Ok(self.rx.recv()) };
+            match self.rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Err(RecvTimeoutError::Timeout) if deadline == Some(until) => {
+                    return Err(RunError::Deadline);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                other => return Ok(other.map_err(|_| RecvError)),
             }
         }
     }

@@ -84,6 +84,7 @@ fn run_in(
             _ => None,
         },
         deadline: options.deadline,
+        cancel: options.cancel.clone(),
     };
     let mut core = Core::new(Ir::new(engine, limit), watchers, bounds);
     // Dropping the core stops the calls still in flight.

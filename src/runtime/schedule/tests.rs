@@ -435,7 +435,7 @@ impl Observer for Log {
 }
 
 fn bounds(limit: usize) -> Bounds {
-    Bounds { limit, inline: false, pool: None, deadline: None }
+    Bounds { limit, inline: false, pool: None, deadline: None, cancel: None }
 }
 
 /// Runs contract 0 of `fake` with `inputs`, every output asked for.
@@ -614,7 +614,7 @@ fn an_inline_runner_waits_for_one_call_at_a_time() {
         ],
         &[1, 2],
     )]);
-    let inline = Bounds { limit: 1, inline: true, pool: None, deadline: None };
+    let inline = Bounds { limit: 1, inline: true, pool: None, deadline: None, cancel: None };
     let calls = Arc::clone(&fake.calls);
     let outputs = run(fake, vec![int(2)], inline, &Log::default()).expect("runs");
     assert_eq!((out(&outputs, "a"), out(&outputs, "b")), (json!(20), json!(20)));
@@ -708,6 +708,29 @@ fn a_deadline_stops_a_run_waiting_on_a_call() {
     let bounds = Bounds { deadline: Some(deadline), ..bounds(usize::MAX) };
     let started = Instant::now();
     let result = run(fake, vec![int(1)], bounds, &Log::default());
+    assert!(matches!(result, Err(RunError::Deadline)), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn a_cancellation_stops_a_run_waiting_on_a_call() {
+    let fake = Fake::new(vec![contract(
+        "Late",
+        vec![
+            ("x", Op::Input, &[]),
+            ("w", Op::Call(Callee::Wait { ms: 3_000, fail: false }, false), &[0]),
+        ],
+        &[1],
+    )]);
+    let cancel = crate::runtime::Cancel::default();
+    let bounds = Bounds { cancel: Some(cancel.clone()), ..bounds(usize::MAX) };
+    let started = Instant::now();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        cancel.cancel();
+    });
+    let result = run(fake, vec![int(1)], bounds, &Log::default());
+    stopper.join().expect("the stopper ends");
     assert!(matches!(result, Err(RunError::Deadline)), "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(2));
 }
