@@ -13,6 +13,7 @@
 //! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`failure::NodeError`] |
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`failure::NodeError`] |
 //! | tests | `testing` | checked programs' `test` blocks | one result per test | `testing::Failure` |
+//! | editors | [`lsp`] | an editor's LSP messages | diagnostics, navigation, completion, runs | LSP error responses |
 //! | serve | `serve` | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
 //! | command line | [`cli`] | arguments | exit code, printed reports | exit codes |
 //!
@@ -32,7 +33,7 @@
 //! | 6 | [`effects`] |
 //! | 7 | [`llm`] |
 //! | 8 | [`runtime`] |
-//! | 9 | `serve`, `testing` |
+//! | 9 | `serve`, `testing`, [`lsp`] (the language server) |
 //! | 10 | `restate` (feature `restate`) |
 //! | 11 | [`cli`], [`prelude`] |
 //!
@@ -55,6 +56,7 @@ pub mod ir;
 pub mod llm;
 pub mod load;
 pub mod lower;
+pub mod lsp;
 pub mod prelude;
 pub(crate) mod render;
 #[cfg(feature = "restate")]
@@ -108,7 +110,9 @@ pub fn compile_source(name: &str, text: &str) -> Compilation {
     on_big_stack(move || finish(load::load_source(&name, &text)))
 }
 
-fn finish(loaded: load::Loaded) -> Compilation {
+/// Checks a program already loaded (by [`load::load_open`], say).
+#[must_use]
+pub fn finish(loaded: load::Loaded) -> Compilation {
     let load::Loaded { sources, files, mut diagnostics } = loaded;
     let mut program = None;
     if !diagnostics.has_errors() {

@@ -19,6 +19,7 @@ mod batch;
 mod cache;
 mod check;
 mod graph;
+mod lsp;
 mod run;
 mod schema;
 mod serve;
@@ -34,6 +35,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 pub use cache::{CacheAction, CacheArgs};
 pub use check::{CheckArgs, Format};
 pub use graph::GraphArgs;
+pub use lsp::LspArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
 pub use serve::ServeArgs;
@@ -107,6 +109,8 @@ pub enum Command {
     Test(TestArgs),
     /// Serve every top-level contract over HTTP.
     Serve(ServeArgs),
+    /// Run the language server (LSP over standard input and output) for editors.
+    Lsp(LspArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -128,6 +132,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Cache(args) => args.run(&global),
         Command::Test(args) => args.run(&global),
         Command::Serve(args) => args.run(&global),
+        Command::Lsp(args) => args.run(&global),
     });
     // Spans still queued go out before the process ends, whatever the outcome.
     if exporting {
