@@ -89,10 +89,15 @@ pub(crate) fn complete(doc: &Doc, position: Position) -> CompletionResponse {
         }
         in_scope(&mut out, doc, block);
     } else if let Some(variants) = match_variants(doc, text, &starts, line, block, head) {
+        // After an opening quote the variant goes in bare.
+        let quoted = !head.ends_with('"');
         for variant in variants {
-            out.add(&format!("\"{variant}\""), CompletionItemKind::ENUM_MEMBER, "variant");
+            let label = if quoted { format!("\"{variant}\"") } else { variant };
+            out.add(&label, CompletionItemKind::ENUM_MEMBER, "variant");
         }
-        out.add("_", CompletionItemKind::KEYWORD, "any other value");
+        if quoted {
+            out.add("_", CompletionItemKind::KEYWORD, "any other value");
+        }
     } else {
         in_scope(&mut out, doc, block);
     }
@@ -250,7 +255,7 @@ fn match_variants(
     head: &str,
 ) -> Option<Vec<String>> {
     let Some((Keyword::Contract, contract)) = block else { return None };
-    if !head.trim().is_empty() {
+    if !matches!(head.trim(), "" | "\"") {
         return None;
     }
     let mut depth = 0;

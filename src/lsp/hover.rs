@@ -38,7 +38,10 @@ pub(crate) fn hover(doc: &Doc, position: Position) -> Option<Hover> {
         }
         _ => {}
     }
-    if !matches!(def.kind, Kind::File) {
+    // A tool or agent described from the checked program is not repeated as written.
+    if !(matches!(def.kind, Kind::File)
+        || matches!(def.kind, Kind::Tool | Kind::Agent) && !text.is_empty())
+    {
         let source = analysis.sources.try_slice(def.full).unwrap_or_default();
         let mut shown: String = source.chars().take(MAX_SOURCE).collect();
         if shown.len() < source.len() {
