@@ -42,7 +42,8 @@ fn main() {
 
     let mut edits = Vec::new();
     for round in 0..ROUNDS {
-        let edited = text.replacen("seed: integer = 1", &format!("seed: integer = {}", round % 9 + 1), 1);
+        let edited =
+            text.replacen("seed: integer = 1", &format!("seed: integer = {}", round % 9 + 1), 1);
         let start = Instant::now();
         let change = json!({"textDocument": {"uri": uri, "version": round + 2}, "contentChanges": [{"text": edited}]});
         notify(&client, "textDocument/didChange", change);
@@ -52,9 +53,7 @@ fn main() {
     let check = time(|| {
         let _ = igniter::compile_source(path.to_str().unwrap(), &text);
     });
-    let at = |(line, character): (usize, usize)| {
-        json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}})
-    };
+    let at = |(line, character): (usize, usize)| json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}});
     let hovers = time(|| {
         request(&client, &mut next, "textDocument/hover", at(hover_at));
     });
@@ -85,7 +84,12 @@ fn time(mut f: impl FnMut()) -> Vec<Duration> {
 fn report(what: &str, mut times: Vec<Duration>) {
     times.sort();
     let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
-    println!("{what:<44} {:>10} {:>10} {:>6}", ms(times[0]), ms(times[times.len() / 2]), times.len());
+    println!(
+        "{what:<44} {:>10} {:>10} {:>6}",
+        ms(times[0]),
+        ms(times[times.len() / 2]),
+        times.len()
+    );
 }
 
 fn notify(client: &Connection, method: &str, params: Value) {
@@ -119,13 +123,20 @@ fn published(client: &Connection, uri: &str) {
 /// A program of `LINES` lines, the (line, column) of a node name to hover
 /// and of a place just after `item.` to complete at.
 fn generate() -> (String, (usize, usize), (usize, usize)) {
-    let mut text = String::from("type Item {\n  name: string\n  price: float\n  count: integer\n}\n\n");
+    let mut text =
+        String::from("type Item {\n  name: string\n  price: float\n  count: integer\n}\n\n");
     let mut contract = 0;
     let mut hover_at = (0, 0);
     let mut complete_at = (0, 0);
     while text.lines().count() < LINES - 10 {
-        let _ = writeln!(text, "tool Price{contract} {{\n  param item: Item\n  returns item.price * item.count\n}}\n");
-        let _ = writeln!(text, "contract Chain{contract} {{\n  input item: Item\n  input seed: integer = 1");
+        let _ = writeln!(
+            text,
+            "tool Price{contract} {{\n  param item: Item\n  returns item.price * item.count\n}}\n"
+        );
+        let _ = writeln!(
+            text,
+            "contract Chain{contract} {{\n  input item: Item\n  input seed: integer = 1"
+        );
         let _ = writeln!(text, "  compute n0 = seed + len(item.name)");
         for node in 1..200 {
             if contract == 0 && node == 100 {
@@ -135,7 +146,10 @@ fn generate() -> (String, (usize, usize), (usize, usize)) {
             }
             let _ = writeln!(text, "  compute n{node} = n{} + len(item.name) * {node}", node - 1);
         }
-        let _ = writeln!(text, "  compute total = Price{contract}(item: item) + n199\n  output total\n}}\n");
+        let _ = writeln!(
+            text,
+            "  compute total = Price{contract}(item: item) + n199\n  output total\n}}\n"
+        );
         contract += 1;
     }
     (text, hover_at, complete_at)

@@ -450,6 +450,57 @@ fn the_server_ends_when_the_client_hangs_up() {
     server.join().expect("no panic").expect("a clean end");
 }
 
+/// The `ignite lsp` process ends (exit 0) when its standard input closes,
+/// without `shutdown` or `exit`: no orphan server after a crashed editor.
+#[test]
+fn the_binary_ends_when_stdin_closes() {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ignite"))
+        .arg("lsp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("ignite lsp starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
+            .to_string();
+    write!(stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("write");
+    stdin.flush().expect("flush");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("a header");
+        if let Some(n) = line.trim().strip_prefix("Content-Length: ") {
+            length = n.parse().expect("a length");
+        }
+        if line.trim().is_empty() {
+            break;
+        }
+    }
+    let mut answer = vec![0; length];
+    stdout.read_exact(&mut answer).expect("the answer");
+    let answer: Value = serde_json::from_slice(&answer).expect("JSON");
+    assert!(
+        answer["result"]["capabilities"]["hoverProvider"].as_bool().unwrap_or(false),
+        "{answer}"
+    );
+    drop(stdin);
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the server runs") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ignite lsp outlived its closed standard input");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status}");
+}
+
 /// Every `.ign` file of `tests/corpus` and `contracts`.
 fn fixtures() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {

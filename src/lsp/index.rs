@@ -593,3 +593,23 @@ impl Builder<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index(text: &str) -> (Sources, Index) {
+        let loaded = crate::load::load_source("case.ign", text);
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        let index = Index::build(&loaded.sources, &loaded.files);
+        (loaded.sources, index)
+    }
+
+    #[test]
+    fn outputs_refer_to_their_nodes() {
+        let text = "contract C {\n  input t: string\n  compute level = match t {\n    \"a\" => 1\n    _ => 2\n  }\n  output level\n}\n";
+        let (sources, index) = index(text);
+        let named: Vec<&str> = index.refs.iter().map(|(s, _)| sources.slice(*s)).collect();
+        assert_eq!(named, ["t", "level"]);
+    }
+}

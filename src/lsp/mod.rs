@@ -86,7 +86,14 @@ pub fn serve_stdio(exe: Option<PathBuf>) -> Result<(), String> {
 /// A broken protocol (no `initialize` first).
 pub fn serve(connection: Connection, exe: Option<PathBuf>) -> Result<(), String> {
     crate::on_big_stack(move || {
-        let (id, _params) = connection.initialize_start().map_err(|e| e.to_string())?;
+        // A client that hangs up before the handshake ends is gone, not an error.
+        let ended = |e: lsp_server::ProtocolError| {
+            if e.channel_is_disconnected() { Ok(()) } else { Err(e.to_string()) }
+        };
+        let (id, _params) = match connection.initialize_start() {
+            Ok(started) => started,
+            Err(e) => return ended(e),
+        };
         let result = InitializeResult {
             capabilities: capabilities(),
             server_info: Some(ServerInfo {
@@ -95,7 +102,9 @@ pub fn serve(connection: Connection, exe: Option<PathBuf>) -> Result<(), String>
             }),
         };
         let result = serde_json::to_value(result).map_err(|e| e.to_string())?;
-        connection.initialize_finish(id, result).map_err(|e| e.to_string())?;
+        if let Err(e) = connection.initialize_finish(id, result) {
+            return ended(e);
+        }
         let mut server = Server::new(connection.sender.clone(), exe);
         server.run(&connection);
         Ok(())
