@@ -482,7 +482,7 @@ impl Builder<'_> {
                     }
                     match answer {
                         ast::MockAnswer::Returns(e) | ast::MockAnswer::Fails(e) => {
-                            self.expr(e, &mut scope)
+                            self.expr(e, &mut scope);
                         }
                     }
                 }
@@ -526,19 +526,19 @@ impl Builder<'_> {
         match &e.kind {
             ExprKind::Null | ExprKind::Bool(_) | ExprKind::Integer(_) | ExprKind::Float(_) => {}
             ExprKind::String(parts) => {
-                for part in parts.iter() {
+                for part in &**parts {
                     if let StringPart::Expr(inner) = part {
                         self.expr(inner, scope);
                     }
                 }
             }
             ExprKind::Array(items) => {
-                for item in items.iter() {
+                for item in &**items {
                     self.expr(item, scope);
                 }
             }
             ExprKind::Object(fields) => {
-                for (_, value) in fields.iter() {
+                for (_, value) in &**fields {
                     self.expr(value, scope);
                 }
             }

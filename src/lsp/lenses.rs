@@ -146,7 +146,7 @@ fn run(mut command: Command) -> (bool, String) {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) if started.elapsed() < TIME_LIMIT => {
-                std::thread::sleep(Duration::from_millis(20))
+                std::thread::sleep(Duration::from_millis(20));
             }
             _ => {
                 let _ = child.kill();
