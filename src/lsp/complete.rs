@@ -39,6 +39,13 @@ pub(crate) fn complete(doc: &Doc, position: Position) -> CompletionResponse {
         before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
     let (head, prefix) = before.split_at(word_start);
     let block = block_at(text, &starts, line);
+    // In a test, `expect` reads the outputs of the contract it runs.
+    let block = match block {
+        Some((Keyword::Test, _)) => {
+            Some((Keyword::Test, run_contract(text, &starts, line).unwrap_or_default()))
+        }
+        other => other,
+    };
     let mut out = Completions { prefix, items: Vec::new() };
     let names = doc.names();
     let trimmed = head.trim_start();
@@ -70,9 +77,10 @@ pub(crate) fn complete(doc: &Doc, position: Position) -> CompletionResponse {
         for spec in BUILTINS {
             out.add(spec.name, CompletionItemKind::VALUE, "builtin");
         }
-    } else if let Some(keyword) = first.filter(|_| !trimmed.contains('=') && !trimmed.contains('('))
-    {
-        statement(&mut out, names, keyword, trimmed);
+    } else if first.is_some_and(|k| {
+        !(trimmed.contains('=') || trimmed.contains('(')) && statement(&mut out, names, k, trimmed)
+    }) {
+        // `statement` added the words that may follow its keyword.
     } else if let Some(callee) = open_call(head) {
         if let Some(&id) = names.index.globals.get(callee) {
             for (_, def) in names
@@ -149,6 +157,21 @@ fn block_at<'t>(text: &'t str, starts: &[usize], line: usize) -> Option<(Keyword
     None
 }
 
+/// The contract the `run` statement of the test block around `line` runs.
+fn run_contract<'t>(text: &'t str, starts: &[usize], line: usize) -> Option<&'t str> {
+    for l in (0..=line).rev() {
+        let content = &text[starts[l]..starts.get(l + 1).map_or(text.len(), |&e| e)];
+        if let Some(rest) = content.trim_start().strip_prefix("run ") {
+            let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            return Some(&rest[..end]);
+        }
+        if content.starts_with("test") {
+            return None;
+        }
+    }
+    None
+}
+
 /// The name of the callee of the innermost call still open on `head`.
 fn open_call(head: &str) -> Option<&str> {
     let mut depth = 0i32;
@@ -178,8 +201,9 @@ fn builtin_config(trimmed: &str) -> Option<&str> {
     (after.starts_with('{') && !after.contains('}')).then_some(name)
 }
 
-/// The completions after a statement keyword.
-fn statement(out: &mut Completions<'_>, names: &Analysis, keyword: Keyword, trimmed: &str) {
+/// The completions after a statement keyword; false when the statement
+/// takes an expression there (the names in scope then).
+fn statement(out: &mut Completions<'_>, names: &Analysis, keyword: Keyword, trimmed: &str) -> bool {
     let index = &names.index;
     let globals = |out: &mut Completions<'_>, kinds: &[Kind], item: CompletionItemKind| {
         let mut found: Vec<(&String, &str)> = index
@@ -226,8 +250,9 @@ fn statement(out: &mut Completions<'_>, names: &Analysis, keyword: Keyword, trim
                 "a pool of `pool_size` nodes",
             );
         }
-        _ => {}
+        _ => return false,
     }
+    true
 }
 
 /// The fields of the record `receiver` (the text before a `.`) is.
@@ -289,12 +314,20 @@ fn in_scope(out: &mut Completions<'_>, doc: &Doc, block: Option<(Keyword, &str)>
             for (_, def) in index.children(id) {
                 let item = match (keyword, def.kind) {
                     (Keyword::Contract, Kind::Node) => CompletionItemKind::VARIABLE,
+                    (Keyword::Test, _) => continue,
                     (Keyword::Tool, Kind::Param) | (Keyword::Agent, Kind::Input) => {
                         CompletionItemKind::VARIABLE
                     }
                     _ => continue,
                 };
                 out.add(&def.name, item, def.kind.word());
+            }
+        }
+    }
+    if let Some((Keyword::Test, contract)) = block {
+        if let Some(&id) = index.globals.get(contract) {
+            for (name, _) in index.outputs_of(id) {
+                out.add(name, CompletionItemKind::VARIABLE, "output");
             }
         }
     }

@@ -148,6 +148,20 @@ impl Index {
         self.members.get(&(owner, name.to_owned())).copied()
     }
 
+    /// The outputs of contract `contract` by name (what a test's `expect`
+    /// reads), sorted.
+    #[must_use]
+    pub(crate) fn outputs_of(&self, contract: usize) -> Vec<(&str, usize)> {
+        let mut found: Vec<(&str, usize)> = self
+            .outputs
+            .iter()
+            .filter(|((owner, _), _)| *owner == contract)
+            .map(|((_, name), &id)| (name.as_str(), id))
+            .collect();
+        found.sort_unstable();
+        found
+    }
+
     /// The declarations that belong to `owner`, in source order.
     pub(crate) fn children(&self, owner: usize) -> impl Iterator<Item = (usize, &Def)> {
         self.kids.get(&owner).into_iter().flatten().map(|&i| (i, &self.defs[i]))
@@ -490,10 +504,9 @@ impl Builder<'_> {
                     let outputs: HashMap<String, usize> = contract
                         .map(|c| {
                             self.index
-                                .outputs
-                                .iter()
-                                .filter(|((owner, _), _)| *owner == c)
-                                .map(|((_, name), &id)| (name.clone(), id))
+                                .outputs_of(c)
+                                .into_iter()
+                                .map(|(name, id)| (name.to_owned(), id))
                                 .collect()
                         })
                         .unwrap_or_default();
