@@ -402,6 +402,9 @@ fn bad_input_gets_clean_answers() {
         "{unreadable:?}"
     );
     std::fs::remove_file(&a).expect("remove");
+    // Deleted while open: the editor's text is checked all the same.
+    client.change(&url(&a), 2, "contract A {\n  compute x = 1\n  output x\n}\n");
+    assert_eq!(client.diagnostics(&url(&a)), Vec::<Value>::new());
     let doc = json!({"uri": url(&a)});
     for method in [
         "textDocument/hover",

@@ -171,3 +171,22 @@ async def test_outline_tokens_lenses_and_hints(client: LanguageClient, tmp_path)
         await asyncio.sleep(0.05)
     assert client.messages, "the test run reported nothing"
     assert "passed" in client.messages[0].message, client.messages[0].message
+
+
+async def test_run_lens_reports_a_failed_run(client: LanguageClient, tmp_path):
+    uri = open_file(client, tmp_path / "program.ign", PROGRAM)
+    await diagnostics_of(client, uri, lambda d: True)
+    doc = types.TextDocumentIdentifier(uri=uri)
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(text_document=doc))
+    run = next(lens.command for lens in lenses if lens.command.title == "Run")
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=run.command, arguments=run.arguments)
+    )
+    for _ in range(400):
+        if client.messages:
+            break
+        await asyncio.sleep(0.05)
+    # `Echo` needs its `ticket` input and there is no `program.inputs.json`.
+    message = client.messages[0]
+    assert message.type == types.MessageType.Error, message
+    assert "contract `Echo` failed" in message.message and "ticket" in message.message, message.message
