@@ -416,6 +416,13 @@ fn bad_input_gets_clean_answers() {
             json!({"textDocument": doc, "position": {"line": 4_000_000, "character": 99_999}});
         assert!(client.request(method, far).is_ok(), "{method} past the end");
     }
+    // Right after a character of several bytes that is not a letter.
+    client.change(&url(&a), 3, "contract A {\n  compute x = \"😀\"😀\n");
+    let _ = client.diagnostics(&url(&a));
+    for character in 0..20 {
+        let after = json!({"textDocument": doc, "position": {"line": 1, "character": character}});
+        assert!(client.request("textDocument/completion", after).is_ok());
+    }
     let never = json!({"textDocument": {"uri": "file:///nowhere/x.ign"}, "position": {"line": 0, "character": 0}});
     let refused = client.request("textDocument/hover", never).expect_err("not open");
     assert!(refused.contains("is not open"), "{refused}");

@@ -35,9 +35,7 @@ pub(crate) fn complete(doc: &Doc, position: Position) -> CompletionResponse {
     let line = starts.partition_point(|&s| s <= offset).saturating_sub(1);
     let line_start = starts.get(line).copied().unwrap_or(0);
     let before = &text[line_start..offset];
-    let word_start =
-        before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
-    let (head, prefix) = before.split_at(word_start);
+    let (head, prefix) = before.split_at(word_start(before));
     let block = block_at(text, &starts, line);
     // In a test, `expect` reads the outputs of the contract it runs.
     let block = match block {
@@ -112,6 +110,14 @@ pub(crate) fn complete(doc: &Doc, position: Position) -> CompletionResponse {
     CompletionResponse::Array(out.items)
 }
 
+/// Where the name that ends `text` starts.
+fn word_start(text: &str) -> usize {
+    text.char_indices()
+        .rev()
+        .find(|&(_, c)| !(c.is_alphanumeric() || c == '_'))
+        .map_or(0, |(at, c)| at + c.len_utf8())
+}
+
 /// The items so far, kept to those that start with what is typed.
 struct Completions<'a> {
     prefix: &'a str,
@@ -183,9 +189,7 @@ fn open_call(head: &str) -> Option<&str> {
             '(' if depth > 0 => depth -= 1,
             '(' => {
                 let callee = head[..at].trim_end();
-                let from =
-                    callee.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
-                return Some(&callee[from..]).filter(|c| !c.is_empty());
+                return Some(&callee[word_start(callee)..]).filter(|c| !c.is_empty());
             }
             _ => {}
         }
@@ -257,8 +261,7 @@ fn statement(out: &mut Completions<'_>, names: &Analysis, keyword: Keyword, trim
 
 /// The fields of the record `receiver` (the text before a `.`) is.
 fn fields(out: &mut Completions<'_>, doc: &Doc, block: Option<(Keyword, &str)>, receiver: &str) {
-    let from = receiver.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
-    let node = &receiver[from..];
+    let node = &receiver[word_start(receiver)..];
     let (Some(program), Some((Keyword::Contract, contract))) = (doc.program(), block) else {
         return;
     };

@@ -369,7 +369,15 @@ impl Server {
         if self.due.is_some() {
             self.check();
         }
-        let answer = self.answer(&method, params);
+        // A bug must cost one answer, not the editor's server.
+        let answer =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.answer(&method, params)))
+                .unwrap_or_else(|_| {
+                    Err((
+                        ErrorCode::InternalError,
+                        format!("`{method}` failed inside the server; please report it"),
+                    ))
+                });
         self.reply(id, answer);
     }
 
