@@ -345,6 +345,20 @@ impl NodeError {
         matches!(self, NodeError::Provider { .. } | NodeError::Malformed { .. })
     }
 
+    /// The failure of a call that panicked, with the panic's message: a
+    /// bug, in ignite or in an embedder's tool or store.
+    #[must_use]
+    pub(crate) fn panicked(payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        NodeError::Failed(format!(
+            "the call stopped abnormally ({message}); this is a bug: please report it"
+        ))
+    }
+
     /// A [`NodeError::Config`] saying `message`.
     pub(crate) fn config(message: impl Into<String>) -> Self {
         NodeError::Config { message: message.into() }

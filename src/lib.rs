@@ -12,6 +12,7 @@
 //! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] + [`usage::UsageTotals`] | [`runtime::RunError`] |
 //! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`failure::NodeError`] |
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`failure::NodeError`] |
+//! | format | [`fmt`] | one file's text | the text in the canonical layout | [`fmt::FmtError`] (syntax diagnostics, or a broken guarantee) |
 //! | tests | `testing` | checked programs' `test` blocks | one result per test | `testing::Failure` |
 //! | editors | [`lsp`] | an editor's LSP messages | diagnostics, navigation, completion, runs | LSP error responses |
 //! | serve | `serve` | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
@@ -28,7 +29,7 @@
 //! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff` |
 //! | 2 | [`diagnostic`], [`ast`] |
 //! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
-//! | 4 | [`load`], [`lower`], `eval`, `usage`, `render` |
+//! | 4 | [`load`], [`lower`], `eval`, `usage`, `render`, [`fmt`] (the formatter) |
 //! | 5 | [`tools`], [`trace`] |
 //! | 6 | [`effects`] |
 //! | 7 | [`llm`] |
@@ -50,6 +51,7 @@ pub mod diagnostic;
 pub mod effects;
 pub(crate) mod eval;
 pub(crate) mod failure;
+pub mod fmt;
 #[cfg(test)]
 mod house;
 pub mod ir;

@@ -458,3 +458,74 @@ pub(crate) async fn serve(
     };
     axum::serve(listener, app).with_graceful_shutdown(drained).await
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use axum::http::StatusCode;
+    use serde_json::Value;
+
+    use super::{Limits, Service};
+    use crate::effects::{Effect, EffectStore, Effects, Lookup, Outcome};
+    use crate::runtime::Engine;
+    use crate::telemetry::RunSpan;
+
+    /// A store with a bug: it panics when asked.
+    struct Panicking;
+
+    impl EffectStore for Panicking {
+        fn lookup(&self, _: &Effect<'_>) -> Lookup {
+            panic!("a store with a bug")
+        }
+
+        fn record(&self, _: &Effect<'_>, _: &Outcome) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    /// A call that panics (a bug, here an embedder's store) fails its node,
+    /// naming the panic, instead of leaving the request waiting until its
+    /// time-out; the server goes on serving.
+    #[tokio::test]
+    async fn a_call_that_panics_fails_its_node_and_the_server_goes_on() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("echo.ign");
+        let program = r#"
+tool Echo {
+  description "Echoes a word"
+  param word: string
+  exec "sh" "-c" "cat"
+}
+
+contract Echoing {
+  input word: string
+  compute echoed = Echo(word: word)
+  output echoed
+}
+"#;
+        std::fs::write(&file, program).expect("written");
+        let program = crate::compile(&file).program.expect("compiles");
+        let engine = Engine::new(program).with_effects(Effects::live().with(Arc::new(Panicking)));
+        // The server's time-out is far above the test's guard against a hang.
+        let limits = Limits { max_body: 1 << 20, max_runs: 1, timeout: Duration::from_secs(600) };
+        let service = Arc::new(Service::new(engine, limits));
+        for _ in 0..2 {
+            let call =
+                Arc::clone(&service).call("Echoing", br#"{"word": "hi"}"#, RunSpan::default());
+            let response = tokio::time::timeout(Duration::from_secs(120), call)
+                .await
+                .expect("the request is answered, not left waiting");
+            assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+            let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
+            let body: Value = serde_json::from_slice(&body).expect("JSON");
+            assert_eq!(body["error"]["code"], "ignite::run::tool_failed", "{body}");
+            let message = body["error"]["message"].as_str().expect("a message");
+            assert!(message.contains("stopped abnormally (a store with a bug)"), "{message}");
+            assert_eq!(service.running(), 0, "the run's turn is given back");
+        }
+        // The engine's runtime may not be dropped on an async thread.
+        tokio::task::spawn_blocking(move || drop(service)).await.expect("dropped");
+    }
+}

@@ -52,10 +52,10 @@ fn err() {
     });
 }
 
-/// Run-time codes no fixture produces yet: a durable journal's step that
-/// failed for good (it needs a Restate server), a server's run that stopped
-/// abnormally (a panic, which no input should cause). Kept short and
-/// checked, so that a new fixture removes its code from here.
+/// Run-time codes no fixture can produce: a server's run that stopped
+/// abnormally (a panic in the engine, which no input should cause; a
+/// native tool's panic is caught as its failure). Kept short and checked,
+/// so that a new fixture removes its code from here.
 const WITHOUT_FIXTURE: &[&str] = &["ignite::serve::internal"];
 
 #[test]

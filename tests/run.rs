@@ -4,10 +4,19 @@
 //! `*.inputs.json`. The sidecar `NAME.inputs.json` is the JSON object of
 //! inputs (what `ignite run --inputs` reads); the contract run is the
 //! file's top-level one.
+//!
+//! `corpus/stored/*.ign` are answered from a store beside them: resumed
+//! from `NAME.journal.jsonl`, replayed from `NAME.replay.jsonl`, or looked
+//! up in the result cache `NAME.cache/`, each holding a value that does not
+//! fit where the live effect would fit. Each must fail as the live answer
+//! would (snapshot: the rendered error).
 
 #![allow(clippy::unwrap_used)]
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use igniter::effects::{Cache, Effects, Recording};
 use igniter::runtime::{Engine, RunOptions};
 use serde_json::{Map, Value};
 
@@ -17,8 +26,14 @@ fn relative(path: &Path) -> PathBuf {
     path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(path).to_path_buf()
 }
 
-/// Runs the fixture at `path`; the snapshot text and whether it succeeded.
+/// Runs the fixture at `path` live; the snapshot text and whether it
+/// succeeded.
 fn run(path: &Path) -> (String, bool) {
+    run_with(path, Effects::live())
+}
+
+/// Runs the fixture at `path` through `effects`.
+fn run_with(path: &Path, effects: Effects) -> (String, bool) {
     let path = relative(path);
     let inputs: Map<String, Value> = std::fs::read_to_string(path.with_extension("inputs.json"))
         .map(|text| serde_json::from_str(&text).unwrap())
@@ -31,7 +46,7 @@ fn run(path: &Path) -> (String, bool) {
             compilation.diagnostics.render(&compilation.sources, false, 80)
         )
     });
-    let engine = Engine::new(program);
+    let engine = Engine::new(program).with_effects(effects);
     let options = RunOptions { trace: true, ..RunOptions::default() };
     let result = engine.contract(None).and_then(|contract| engine.run(contract, &inputs, &options));
     match result {
@@ -72,6 +87,62 @@ fn run_errors() {
         assert!(!ok, "{} is in run_err/ but succeeds; move it to run/", path.display());
         insta::assert_snapshot!(snapshot);
     });
+}
+
+#[test]
+fn stored_answers_are_checked() {
+    insta::glob!("corpus/stored/*.ign", |path| {
+        let journal = path.with_extension("journal.jsonl");
+        let replay = path.with_extension("replay.jsonl");
+        let cache = path.with_extension("cache");
+        assert!(
+            journal.exists() || replay.exists() || cache.is_dir(),
+            "{} has no .journal.jsonl, .replay.jsonl or .cache/ beside it",
+            path.display()
+        );
+        let mut snapshot = String::new();
+        if cache.is_dir() {
+            // The cache writes what it misses: look up in a copy.
+            let copy = tempfile::tempdir().unwrap();
+            copy_dir(&cache, copy.path());
+            let cached = Cache::new(copy.path().to_path_buf());
+            let (text, ok) = run_with(path, Effects::live().with(Arc::new(cached)));
+            assert!(!ok, "{} answered from its cache succeeds:\n{text}", path.display());
+            snapshot.push_str(&format!("===== CACHED IN {}\n{text}", relative(&cache).display()));
+        }
+        if journal.exists() {
+            // `--resume` appends to its journal: resume a copy.
+            let runs = tempfile::tempdir().unwrap();
+            std::fs::copy(&journal, runs.path().join("fixture.jsonl")).unwrap();
+            let resumed = Recording::resume(runs.path(), "fixture").unwrap();
+            let (text, ok) = run_with(path, Effects::live().with(Arc::new(resumed)));
+            assert!(!ok, "{} resumed from its journal succeeds:\n{text}", path.display());
+            snapshot
+                .push_str(&format!("===== RESUMED FROM {}\n{text}", relative(&journal).display()));
+        }
+        if replay.exists() {
+            let replayed = Recording::replay(&relative(&replay)).unwrap();
+            let (text, ok) = run_with(path, Effects::live().with(Arc::new(replayed)));
+            assert!(!ok, "{} replayed succeeds:\n{text}", path.display());
+            snapshot
+                .push_str(&format!("===== REPLAYED FROM {}\n{text}", relative(&replay).display()));
+        }
+        insta::assert_snapshot!(snapshot);
+    });
+}
+
+/// Copies the folder tree `from` into `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
 
 #[test]

@@ -134,6 +134,15 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => args.run(&global),
         Command::Lsp(args) => args.run(&global),
     });
+    // A signal halted the work (`signals::stop_on_signals`): its thread
+    // reports, flushes and exits with the signal's code (130, 143). What the
+    // halted work returned (a call failing as its child was killed) is not
+    // the process's outcome, so wait for that exit.
+    if crate::shutdown::halted() {
+        loop {
+            std::thread::park();
+        }
+    }
     // Spans still queued go out before the process ends, whatever the outcome.
     if exporting {
         if let Err(message) = crate::telemetry::shutdown() {
@@ -143,16 +152,16 @@ pub fn run(cli: Cli) -> ExitCode {
     code
 }
 
-/// Writes `text` to standard output and returns `code`. A reader that
-/// went away (`ignite run … | head`) is not an error: what is left is
-/// dropped quietly, as Unix tools do. Any other failure (a full disk
-/// behind a redirection) is reported and gives exit code 2, so output is
 /// Prints `message` as an error; exit code 2.
 fn usage(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(2)
 }
 
+/// Writes `text` to standard output and returns `code`. A reader that
+/// went away (`ignite run … | head`) is not an error: what is left is
+/// dropped quietly, as Unix tools do. Any other failure (a full disk
+/// behind a redirection) is reported and gives exit code 2, so output is
 /// never lost in silence.
 fn emit(text: &str, code: ExitCode) -> ExitCode {
     write_stdout(code, |out| out.write_all(text.as_bytes()))

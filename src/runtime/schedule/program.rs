@@ -9,10 +9,13 @@
 //! ends its span when the call ends (not when the core sees it).
 
 use std::borrow::Cow;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
+use futures_util::FutureExt as _;
+use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::failure::{Cause, Failure, call_failure};
@@ -22,6 +25,7 @@ use super::observer::Watch;
 use crate::diagnostic::Code;
 use crate::effects;
 use crate::eval::{self, Fields, Scope, Val, describe};
+use crate::failure::NodeError;
 use crate::ir::{
     Body, BranchKind, Call, Callee, ContractId, Expr, ExprKind, NodeId, NodeKind, Param, Pattern,
     Program,
@@ -295,15 +299,13 @@ impl Nodes for Ir<'_> {
             .with_item(job.item)
             .with_trace(Arc::clone(&trace))
             .with_span(span.clone());
-        let task = match call.callee {
-            Callee::Tool(tool) => io.spawn(effects::track(activity.as_ref(), async move {
+        let work: BoxFuture<'static, Result<Value, NodeError>> = match call.callee {
+            Callee::Tool(tool) => Box::pin(async move {
                 let key = scope.next_key();
-                let result = scope
+                scope
                     .call_tool(&key, None, &toolbox, &program, tool, Value::Object(json(given)))
-                    .await;
-                span.end(result.as_ref().err().map(|e| e.code().as_str()));
-                let _ = tx.send(Done { job, started, answer: result });
-            })),
+                    .await
+            }),
             Callee::Agent(agent) => {
                 let params = &self.program[agent].inputs;
                 let given: Map<String, Value> = bind_call(params, &given, node.span, job)
@@ -322,15 +324,22 @@ impl Nodes for Ir<'_> {
                     usize::MAX => toolbox,
                     limit => toolbox.with_turn_calls(limit),
                 };
-                io.spawn(effects::track(activity.as_ref(), async move {
-                    let result =
-                        llm.run_agent(&program, agent, &given, &toolbox, &trace, &scope).await;
-                    span.end(result.as_ref().err().map(|e| e.code().as_str()));
-                    let _ = tx.send(Done { job, started, answer: result });
-                }))
+                Box::pin(async move {
+                    llm.run_agent(&program, agent, &given, &toolbox, &trace, &scope).await
+                })
             }
             Callee::Contract(_) => unreachable!("contract calls do not wait"),
         };
+        let task = io.spawn(effects::track(activity.as_ref(), async move {
+            // A panic in the call (a bug, in ignite or in an embedder's store)
+            // fails its node: unanswered, the run would wait for ever.
+            let result = AssertUnwindSafe(work)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|panic| Err(NodeError::panicked(panic.as_ref())));
+            span.end(result.as_ref().err().map(|e| e.code().as_str()));
+            let _ = tx.send(Done { job, started, answer: result });
+        }));
         Ok(Task(task.abort_handle()))
     }
 

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Same-run A/B benchmark of two `ignite` binaries.
+
+    scripts/ab.py A B [--rounds N] [--only NAME,...]
+
+A and B are paths to `ignite` binaries, or git revisions (anything
+`git rev-parse` knows: a commit, a branch, `HEAD~3`), which are built in
+release mode into `.ab/REV/` (a git worktree beside the repository's own
+target, kept for the next run). The two binaries are run alternately, A then
+B then A ..., over each workload, so that the load of a shared machine falls
+on both alike; the script prints the median wall time of each and the ratio
+B / A. Ratios measured in one run are what to compare: absolute times move
+with the machine's load.
+
+Workloads (each one process start, timed from outside):
+
+  startup        `ignite --version` (and `/bin/true` as the floor)
+  check-small    `ignite check` of a one-line file
+  check-decls    `ignite check` of 10,000 declarations
+  chain          `ignite run` of a 1,000-node chain
+  fan            `ignite run --trace` of a fan of 1,000 nodes
+  agent-loop     `ignite run` of an agent that makes 20 tool calls against a
+                 local fake OpenAI server (21 requests); the server's own time
+                 per request is printed beside it
+
+Only the standard library is used; the fake server listens on 127.0.0.1.
+"""
+
+import argparse
+import http.server
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TURNS = 20
+
+
+def binary(spec: str) -> Path:
+    """The ignite binary for SPEC: a path as it is, or a git revision built."""
+    path = Path(spec)
+    if path.is_file() and os.access(path, os.X_OK):
+        return path.resolve()
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", spec],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()
+    except subprocess.CalledProcessError:
+        sys.exit(f"error: `{spec}` is neither an executable file nor a git revision")
+    tree = ROOT / ".ab" / rev
+    built = tree / "target" / "release" / "ignite"
+    if not built.exists():
+        if not tree.exists():
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
+                           check=True, capture_output=True)
+        print(f"building {spec} ({rev}) in {tree} ...", file=sys.stderr)
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "ignite"],
+                       cwd=tree, check=True)
+    return built
+
+
+class Fake(http.server.BaseHTTPRequestHandler):
+    """An OpenAI chat-completions server: asks for `step` until the
+    conversation holds TURNS tool results, then answers "done"."""
+
+    protocol_version = "HTTP/1.1"
+    busy = 0.0  # seconds spent answering, summed
+    requests = 0
+
+    def do_POST(self):  # noqa: N802 (the handler's name)
+        started = time.perf_counter()
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        results = sum(1 for m in body["messages"] if m.get("role") == "tool")
+        if results < TURNS:
+            message = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"c{results}", "type": "function",
+                "function": {"name": "step", "arguments": json.dumps({"i": results})},
+            }]}
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": "done"}
+            finish = "stop"
+        reply = json.dumps({
+            "id": "chatcmpl-ab", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+        }).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+        Fake.busy += time.perf_counter() - started
+        Fake.requests += 1
+
+    def log_message(self, *_):
+        pass
+
+
+def workloads(dir: Path, url: str) -> dict:
+    """Each workload: (argv after the binary, what it runs in)."""
+    (dir / "one.ign").write_text('contract One {\n  input x: integer\n  output x\n}\n')
+    decls = []
+    for i in range(5000):
+        decls.append(f"type T{i} {{\n  a: integer\n  b: string\n}}\n")
+        decls.append(f'tool Tool{i} {{\n  description "tool {i}"\n  param p: integer\n  returns p + {i}\n}}\n')
+    (dir / "decls.ign").write_text("\n".join(decls))
+    chain = ["contract Chain {", "  input x: integer", "  compute n0 = x + 1"]
+    chain += [f"  compute n{i} = n{i - 1} + 1" for i in range(1, 1000)]
+    chain += ["  output n999", "}"]
+    (dir / "chain.ign").write_text("\n".join(chain) + "\n")
+    fan = ["contract Fan {", "  input x: integer"]
+    fan += [f"  compute f{i} = x * {i} + 1" for i in range(1000)]
+    fan += ["  output f999", "}"]
+    (dir / "fan.ign").write_text("\n".join(fan) + "\n")
+    (dir / "agent.ign").write_text(f"""provider Fake {{
+  kind openai
+  base_url "{url}/v1"
+  api_key env("AB_KEY")
+  retries 0
+}}
+
+tool Step {{
+  description "Takes one step"
+  param i: integer
+  returns i + 1
+}}
+
+agent Walker {{
+  provider Fake
+  model "m"
+  tools Step
+  max_tool_iterations 100
+  input q: string
+  prompt "{{q}}"
+}}
+
+contract Walk {{
+  input q: string
+  compute answer = Walker(q: q)
+  output answer
+}}
+""")
+    return {
+        "startup": ["--version"],
+        "check-small": ["check", "one.ign"],
+        "check-decls": ["check", "decls.ign"],
+        "chain": ["run", "chain.ign", "--input", "x=1"],
+        "fan": ["run", "fan.ign", "--input", "x=1", "--trace"],
+        "agent-loop": ["run", "agent.ign", "--input", "q=go"],
+    }
+
+
+def timed(argv: list, cwd: Path) -> float:
+    env = dict(os.environ, AB_KEY="sk-ab", NO_COLOR="1")
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"error: `{' '.join(map(str, argv))}` failed:\n{done.stderr.decode()}")
+    return elapsed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("a", help="the baseline: a binary or a git revision")
+    parser.add_argument("b", help="the candidate: a binary or a git revision")
+    parser.add_argument("--rounds", type=int, default=15, help="runs of each binary per workload")
+    parser.add_argument("--only", help="comma-separated workload names")
+    args = parser.parse_args()
+    a, b = binary(args.a), binary(args.b)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fake)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    dir = Path(tempfile.mkdtemp(prefix="ignite-ab-"))
+    try:
+        loads = workloads(dir, url)
+        names = args.only.split(",") if args.only else list(loads)
+        unknown = [n for n in names if n not in loads]
+        if unknown:
+            sys.exit(f"error: no workload {unknown}; the workloads: {', '.join(loads)}")
+        print(f"A = {args.a} ({a})\nB = {args.b} ({b})\n{args.rounds} rounds, alternating\n")
+        print(f"{'workload':<12} {'A median':>10} {'B median':>10} {'B / A':>7}")
+        for name in names:
+            argv = loads[name]
+            times = ([], [])
+            Fake.busy, Fake.requests = 0.0, 0
+            for _ in range(args.rounds):
+                for side, exe in enumerate((a, b)):
+                    times[side].append(timed([exe, *argv], dir))
+            ma, mb = statistics.median(times[0]), statistics.median(times[1])
+            extra = ""
+            if name == "agent-loop" and Fake.requests:
+                per = Fake.busy / Fake.requests * 1000
+                extra = f"  (server: {per:.3f} ms a request, {Fake.requests} requests)"
+            print(f"{name:<12} {ma * 1000:>8.2f}ms {mb * 1000:>8.2f}ms {mb / ma:>6.2f}×{extra}")
+            if name == "startup":
+                floor = statistics.median(timed(["/bin/true"], dir) for _ in range(args.rounds))
+                print(f"{'  /bin/true':<12} {floor * 1000:>8.2f}ms"
+                      f"   (A {ma / floor:.2f}×, B {mb / floor:.2f}× the floor)")
+    finally:
+        server.shutdown()
+        shutil.rmtree(dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+//! The formatter behind `ignite fmt` and the language server's
+//! formatting: `.ign` text to the same program in the one canonical
+//! layout.
+//!
+//! Entry: [`format`]`(source) -> Result<String, FmtError>`, a pure
+//! function of the text (the signature the language server calls; it stays
+//! stable). Input: a file's text. Output: the formatted text, or
+//! [`FmtError::Syntax`] with the syntax diagnostics of a file that does not
+//! parse (such a file is never formatted), or [`FmtError::Unsafe`] when
+//! the result would break a guarantee (a bug of the formatter: the caller
+//! writes nothing).
+//!
+//! It prints the syntax tree of [`crate::syntax::parse`] (no parser of its
+//! own): `print.rs` builds a [`doc::Doc`] that `doc.rs` lays out at
+//! [`WIDTH`] columns. Comments, which the grammar skips, are recovered from
+//! the text by span (`comments.rs`). Before answering, [`format`] checks
+//! its three guarantees on the result: it parses to the same tree, spans
+//! and parentheses aside (`strip.rs`); it has the same comments in the
+//! same order; and formatting it again changes nothing.
+//!
+//! The layout: 2-space indentation, one statement per line in source
+//! order, single spaces around binary operators and after `,` and `:`, at
+//! most one blank line inside a block (blank lines are kept, runs of them
+//! shortened), exactly one between top-level declarations (consecutive
+//! `use` lines may stay together), calls, arrays, objects and enums
+//! flat when they fit in 100 columns, else one item per line with a
+//! trailing comma, `match` arms one per line. Strings and numbers are kept
+//! as written; parentheses are printed where precedence needs them, and
+//! only there. A comment stays on its line after the code before it, or on
+//! a line of its own; a comment inside an expression moves to the next
+//! place a line may end.
+
+mod comments;
+mod doc;
+mod print;
+mod strip;
+
+use crate::ast;
+use crate::diagnostic::Diagnostics;
+use crate::source::FileId;
+
+/// The width lines are wrapped at.
+pub const WIDTH: usize = 100;
+
+/// Why a text was not formatted.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FmtError {
+    /// The text does not parse: its syntax diagnostics (spans in
+    /// [`FileId`] 0).
+    #[error("the file has syntax errors")]
+    Syntax(Diagnostics),
+    /// The formatted text would break a guarantee (a formatter bug): what
+    /// broke. Nothing should be written.
+    #[error("internal error: formatting would {0}; the file is left as it is")]
+    Unsafe(&'static str),
+}
+
+/// Formats one file's text in the canonical layout.
+///
+/// # Errors
+/// [`FmtError::Syntax`] when `source` does not parse, and
+/// [`FmtError::Unsafe`] when the result would not parse to the same tree,
+/// would lose or reorder a comment, or would change when formatted again.
+pub fn format(source: &str) -> Result<String, FmtError> {
+    let file = crate::syntax::parse(FileId(0), source).map_err(FmtError::Syntax)?;
+    let (expected, expected_comments) = canonical(file.clone(), source);
+    let formatted = render(&file, source, &expected_comments);
+    let again = crate::syntax::parse(FileId(0), &formatted)
+        .map_err(|_| FmtError::Unsafe("produce text that does not parse"))?;
+    let (tree, found_comments) = canonical(again.clone(), &formatted);
+    if tree != expected {
+        return Err(FmtError::Unsafe("change the syntax tree"));
+    }
+    let texts = |c: &[comments::Comment]| c.iter().map(|c| c.text.clone()).collect::<Vec<_>>();
+    if texts(&found_comments) != texts(&expected_comments) {
+        return Err(FmtError::Unsafe("lose, add or reorder a comment"));
+    }
+    if render(&again, &formatted, &found_comments) != formatted {
+        return Err(FmtError::Unsafe("not be stable (formatting it again changes it)"));
+    }
+    Ok(formatted)
+}
+
+/// The tree without its places, and the comments of `source`.
+fn canonical(mut file: ast::File, source: &str) -> (ast::File, Vec<comments::Comment>) {
+    let strings = strip::strip(&mut file, source);
+    (file, comments::comments(source, strings))
+}
+
+fn render(file: &ast::File, source: &str, comments: &[comments::Comment]) -> String {
+    print::print(file, source, comments).render(WIDTH)
+}

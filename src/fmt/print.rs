@@ -1,0 +1,732 @@
+//! The printer: a syntax tree and its comments to a [`Doc`].
+//!
+//! Input: an [`ast::File`], the text it was parsed from and its comments.
+//! Output: the document of the canonical layout. Statements come out in
+//! source order (the tree keeps each kind in its own list, so they are
+//! sorted by place); literals are printed as written (strings byte for
+//! byte); every comment is emitted once, in order, at the first place a
+//! line may end after it: the end of the line of the code before it, or a
+//! line of its own.
+
+use super::comments::Comment;
+use super::doc::Doc;
+use super::strip::name_text;
+use crate::ast::{
+    self, Arg, Expr, ExprKind, Ident, Implementation, Item, MockAnswer, Node, Param, PatternKind,
+    Runner, Setting, TestStmt, TypeExpr, UnaryOp,
+};
+
+/// Prints `file`, parsed from `text`, with `comments`.
+pub(super) fn print(file: &ast::File, text: &str, comments: &[Comment]) -> Doc {
+    let mut printer = Printer { text, comments, next: 0 };
+    printer.file(file)
+}
+
+struct Printer<'a> {
+    text: &'a str,
+    comments: &'a [Comment],
+    /// The first comment not printed yet.
+    next: usize,
+}
+
+/// A statement of a block, by reference, to be sorted by place.
+enum Stmt<'a> {
+    /// A keyword and an expression: `description "..."`, `timeout 3`.
+    Keyed(&'static str, &'a Expr),
+    /// `param`, `input` or a record field (keyword empty).
+    Param(&'static str, &'a Param),
+    /// `requires_capability a, b`, `tools A, B`.
+    Names(&'static str, &'a [Ident]),
+    /// `header "Name" = expr`.
+    Header(&'a Expr, &'a Expr),
+    /// `returns`, `exec`, `http`, `builtin`, `native`.
+    Implementation(&'a Implementation),
+    /// `result Type`.
+    Result(&'a TypeExpr),
+    /// `cache 7d`.
+    Cache(Option<&'a str>),
+    /// `provider a fallback b`.
+    Providers(&'a [ast::ProviderRef]),
+    /// `model "a" fallback "b"`.
+    Models(&'a [Expr]),
+    /// `rate_limit N per unit`, `token_limit N per unit`.
+    Rate(&'static str, &'a ast::Rate),
+    /// `price input X output Y`.
+    Price(&'a ast::Price),
+    /// `runner inline`.
+    Runner(&'a Runner),
+    /// `compute`, `compose`, `guard`, `input`.
+    Node(&'a Node),
+    /// `output a.b as c`.
+    Output(&'a ast::Output),
+    /// A statement of a test.
+    Test(&'a TestStmt),
+    /// A `match` arm.
+    Arm(&'a ast::MatchArm),
+}
+
+/// Binding power of `if`, `match`, `for` and `try`: they reach as far
+/// right as they can, so inside an operator they need parentheses.
+const OPEN_PRECEDENCE: u8 = 0;
+/// Binding power of literals, names, calls and brackets.
+const ATOM_PRECEDENCE: u8 = u8::MAX;
+
+fn start(span: crate::source::Span) -> usize {
+    span.start as usize
+}
+
+fn concat(parts: impl IntoIterator<Item = Doc>) -> Doc {
+    Doc::Concat(parts.into_iter().collect())
+}
+
+impl Printer<'_> {
+    // ------------------------------------------------------------ comments
+
+    /// Takes the comments before `at`: the first as an end-of-line comment
+    /// (a space, the text and a forced break) when code came before it on
+    /// its line; the others as lines of their own, each with whether a
+    /// blank line came before it.
+    fn comments_before(&mut self, at: usize) -> (Doc, Vec<(bool, String)>) {
+        let mut trailing = Doc::Concat(Vec::new());
+        let mut own = Vec::new();
+        let mut first = true;
+        while let Some(comment) = self.comments.get(self.next).filter(|c| c.start < at) {
+            self.next += 1;
+            if first && !comment.own_line {
+                trailing = concat([Doc::text(format!(" {}", comment.text)), Doc::BreakParent]);
+            } else {
+                own.push((self.blank_before(comment.start), comment.text.clone()));
+            }
+            first = false;
+        }
+        (trailing, own)
+    }
+
+    /// True when the line before the line of `at` is empty and only spaces
+    /// come before `at` on its own line.
+    fn blank_before(&self, at: usize) -> bool {
+        let before = &self.text[..at.min(self.text.len())];
+        let line_start = before.rfind('\n').map_or(0, |n| n + 1);
+        if !before[line_start..].trim().is_empty() || line_start == 0 {
+            return false;
+        }
+        let previous = &before[..line_start - 1];
+        let previous_start = previous.rfind('\n').map_or(0, |n| n + 1);
+        previous[previous_start..].trim().is_empty()
+    }
+
+    // ------------------------------------------------------------ file and blocks
+
+    fn file(&mut self, file: &ast::File) -> Doc {
+        let mut parts = Vec::new();
+        if self.text.starts_with('\u{feff}') {
+            parts.push(Doc::text("\u{feff}"));
+        }
+        let mut previous: Option<&Item> = None;
+        for item in &file.items {
+            let at = item_start(item);
+            let (trailing, own) = self.comments_before(at);
+            parts.push(trailing);
+            if let Some(previous) = previous {
+                parts.push(Doc::HardLine);
+                // One blank line between declarations; `use` lines may
+                // stand together.
+                let uses = matches!((previous, item), (Item::Use(_), Item::Use(_)));
+                let blank = own.first().map_or_else(|| self.blank_before(at), |c| c.0);
+                if !uses || blank {
+                    parts.push(Doc::HardLine);
+                }
+            }
+            let has_own = !own.is_empty();
+            for (k, (blank, text)) in own.into_iter().enumerate() {
+                if k > 0 && blank {
+                    parts.push(Doc::HardLine);
+                }
+                parts.extend([Doc::text(text), Doc::HardLine]);
+            }
+            if has_own && self.blank_before(at) {
+                parts.push(Doc::HardLine);
+            }
+            parts.push(self.item(item));
+            previous = Some(item);
+        }
+        let (trailing, own) = self.comments_before(usize::MAX);
+        parts.push(trailing);
+        if previous.is_some() {
+            parts.push(Doc::HardLine);
+            if own.first().is_some_and(|c| c.0) {
+                parts.push(Doc::HardLine);
+            }
+        }
+        for (k, (blank, text)) in own.into_iter().enumerate() {
+            if k > 0 && blank {
+                parts.push(Doc::HardLine);
+            }
+            parts.extend([Doc::text(text), Doc::HardLine]);
+        }
+        concat(parts)
+    }
+
+    /// `head {` statements `}`, statements sorted by place and each on a
+    /// line of its own; `close` is where the `}` is.
+    fn block(&mut self, head: Doc, mut stmts: Vec<(usize, Stmt<'_>)>, close: usize) -> Doc {
+        stmts.sort_by_key(|(at, _)| *at);
+        let mut inner = Vec::new();
+        // Whether a line was printed in the block yet: no blank line
+        // right after `{`.
+        let mut started = false;
+        for (at, stmt) in &stmts {
+            let (trailing, own) = self.comments_before(*at);
+            inner.push(trailing);
+            for (blank, text) in own {
+                if blank && started {
+                    inner.push(Doc::HardLine);
+                }
+                inner.extend([Doc::HardLine, Doc::text(text)]);
+                started = true;
+            }
+            if started && self.blank_before(*at) {
+                inner.push(Doc::HardLine);
+            }
+            inner.extend([Doc::HardLine, self.stmt(stmt)]);
+            started = true;
+        }
+        let (trailing, own) = self.comments_before(close);
+        let empty =
+            !started && own.is_empty() && matches!(&trailing, Doc::Concat(v) if v.is_empty());
+        if empty {
+            return concat([head, Doc::text(" {}")]);
+        }
+        inner.push(trailing);
+        for (blank, text) in own {
+            if blank && started {
+                inner.push(Doc::HardLine);
+            }
+            inner.extend([Doc::HardLine, Doc::text(text)]);
+            started = true;
+        }
+        concat([head, Doc::text(" {"), concat(inner).nest(), Doc::HardLine, Doc::text("}")])
+    }
+
+    /// `open` items `close`, flat when it fits, else one item per line
+    /// with a trailing comma; `pad` puts spaces inside flat brackets.
+    fn list<T>(
+        &mut self,
+        open: &'static str,
+        items: &[T],
+        at: impl Fn(&T) -> usize,
+        print: impl Fn(&mut Self, &T) -> Doc,
+        close: (usize, &'static str),
+        pad: bool,
+    ) -> Doc {
+        let mut inner = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let (trailing, own) = self.comments_before(at(item));
+            if i > 0 {
+                inner.push(Doc::text(","));
+            }
+            inner.push(trailing);
+            inner.push(if pad || i > 0 { Doc::Line } else { Doc::SoftLine });
+            for (_, text) in own {
+                inner.extend([Doc::text(text), Doc::HardLine]);
+            }
+            inner.push(print(self, item));
+        }
+        let (trailing, own) = self.comments_before(close.0);
+        let has_comments = !own.is_empty() || !matches!(&trailing, Doc::Concat(v) if v.is_empty());
+        if items.is_empty() && !has_comments {
+            return Doc::text(format!("{open}{}", close.1));
+        }
+        let mut after = vec![if items.is_empty() { Doc::text("") } else { Doc::IfBreak(",") }];
+        after.push(trailing);
+        let mut closing = Vec::new();
+        for (_, text) in own {
+            closing.extend([Doc::HardLine, Doc::text(text)]);
+        }
+        after.push(concat(closing).nest());
+        after.push(if pad { Doc::Line } else { Doc::SoftLine });
+        after.push(Doc::text(close.1));
+        concat([Doc::text(open), concat(inner).nest(), concat(after)]).group()
+    }
+
+    // ------------------------------------------------------------ items
+
+    fn item(&mut self, item: &Item) -> Doc {
+        match item {
+            Item::Use(u) => concat([Doc::text("use "), self.expr(&u.path)]),
+            Item::Tool(t) => self.tool(t),
+            Item::Agent(a) => self.agent(a),
+            Item::Provider(p) => self.provider(p),
+            Item::Contract(c) => {
+                let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
+                stmts.extend(c.runners.iter().map(|r| (start(runner_span(r)), Stmt::Runner(r))));
+                stmts.extend(c.nodes.iter().map(|n| (start(n.span()), Stmt::Node(n))));
+                stmts.extend(c.outputs.iter().map(|o| (start(o.span), Stmt::Output(o))));
+                let head = Doc::text(format!("contract {}", c.name.name));
+                self.block(head, stmts, close_of(c.span))
+            }
+            Item::Type(t) => {
+                let stmts = t.fields.iter().map(|f| (start(f.span), Stmt::Param("", f))).collect();
+                self.block(Doc::text(format!("type {}", t.name.name)), stmts, close_of(t.span))
+            }
+            Item::Enum(e) => {
+                let variants = self.list(
+                    "{",
+                    &e.variants,
+                    |v| start(v.span),
+                    |_, v| Doc::text(v.name.to_string()),
+                    (close_of(e.span), "}"),
+                    true,
+                );
+                concat([Doc::text(format!("enum {} ", e.name.name)), variants])
+            }
+            Item::Test(t) => {
+                let head = concat([Doc::text("test "), self.expr(&t.name)]);
+                let stmts = t.statements.iter().map(|s| (start(s.span()), Stmt::Test(s))).collect();
+                self.block(head, stmts, close_of(t.span))
+            }
+        }
+    }
+
+    fn tool(&mut self, t: &ast::Tool) -> Doc {
+        let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
+        for (kw, exprs) in
+            [("description", &t.descriptions), ("timeout", &t.timeouts), ("retries", &t.retries)]
+        {
+            stmts.extend(exprs.iter().map(|e| (start(e.span), Stmt::Keyed(kw, e))));
+        }
+        stmts.extend(t.params.iter().map(|p| (start(p.span), Stmt::Param("param", p))));
+        for names in self.statements_of(&t.capabilities) {
+            stmts.push((start(names[0].span), Stmt::Names("requires_capability", names)));
+        }
+        stmts.extend(t.headers.iter().map(|(n, v)| (start(n.span), Stmt::Header(n, v))));
+        stmts.extend(t.implementations.iter().map(|i| (start(i.span()), Stmt::Implementation(i))));
+        stmts.extend(t.results.iter().map(|r| (start(r.span), Stmt::Result(&r.value))));
+        stmts.extend(t.caches.iter().map(|c| (start(c.span), Stmt::Cache(c.value.as_deref()))));
+        self.block(Doc::text(format!("tool {}", t.name.name)), stmts, close_of(t.span))
+    }
+
+    fn agent(&mut self, a: &ast::Agent) -> Doc {
+        let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
+        stmts.extend(a.providers.iter().map(|p| (start(p.span), Stmt::Providers(&p.value))));
+        stmts.extend(a.models.iter().map(|m| (start(m.span), Stmt::Models(&m.value))));
+        for (kw, settings) in [
+            ("system_prompt", &a.system_prompts),
+            ("max_tool_iterations", &a.max_tool_iterations),
+            ("temperature", &a.temperatures),
+            ("max_tokens", &a.max_tokens),
+            ("prompt", &a.prompts),
+            ("result_retries", &a.result_retries),
+        ] {
+            stmts.extend(keyed_settings(kw, settings));
+        }
+        for names in self.statements_of(&a.tools) {
+            stmts.push((start(names[0].span), Stmt::Names("tools", names)));
+        }
+        for names in self.statements_of(&a.capabilities) {
+            stmts.push((start(names[0].span), Stmt::Names("capabilities", names)));
+        }
+        stmts.extend(a.inputs.iter().map(|p| (start(p.span), Stmt::Param("input", p))));
+        stmts.extend(a.results.iter().map(|r| (start(r.span), Stmt::Result(&r.value))));
+        stmts.extend(a.caches.iter().map(|c| (start(c.span), Stmt::Cache(c.value.as_deref()))));
+        self.block(Doc::text(format!("agent {}", a.name.name)), stmts, close_of(a.span))
+    }
+
+    fn provider(&mut self, p: &ast::Provider) -> Doc {
+        let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
+        for kind in &p.kinds {
+            stmts.push((start(kind.span), Stmt::Names("kind", std::slice::from_ref(kind))));
+        }
+        for (kw, settings) in [
+            ("base_url", &p.base_urls),
+            ("api_key", &p.api_keys),
+            ("timeout", &p.timeouts),
+            ("retries", &p.retries),
+        ] {
+            stmts.extend(keyed_settings(kw, settings));
+        }
+        stmts.extend(
+            p.rate_limits.iter().map(|r| (start(r.span), Stmt::Rate("rate_limit", &r.value))),
+        );
+        stmts.extend(
+            p.token_limits.iter().map(|r| (start(r.span), Stmt::Rate("token_limit", &r.value))),
+        );
+        stmts.extend(p.prices.iter().map(|r| (start(r.span), Stmt::Price(&r.value))));
+        self.block(Doc::text(format!("provider {}", p.name.name)), stmts, close_of(p.span))
+    }
+
+    /// Names joined from several statements (`tools A` and `tools B`),
+    /// split back into the statements they were written in: a name
+    /// continues a statement when only a comma separates it from the last.
+    fn statements_of<'n>(&self, names: &'n [Ident]) -> Vec<&'n [Ident]> {
+        let mut groups = Vec::new();
+        let mut first = 0;
+        for i in 1..names.len() {
+            let between = self.text.get(names[i - 1].span.end as usize..start(names[i].span));
+            let code: String = between
+                .unwrap_or("")
+                .lines()
+                .map(|line| line.split('#').next().unwrap_or(""))
+                .collect::<String>();
+            if code.trim() != "," {
+                groups.push(&names[first..i]);
+                first = i;
+            }
+        }
+        if first < names.len() {
+            groups.push(&names[first..]);
+        }
+        groups
+    }
+
+    // ------------------------------------------------------------ statements
+
+    fn stmt(&mut self, stmt: &Stmt<'_>) -> Doc {
+        match stmt {
+            Stmt::Keyed(kw, e) => self.keyed(kw, e),
+            Stmt::Param(kw, p) => self.param(kw, p),
+            Stmt::Names(kw, names) => Doc::text(format!("{kw} {}", join_names(names))),
+            Stmt::Header(name, value) => {
+                concat([Doc::text("header "), self.expr(name), Doc::text(" = "), self.expr(value)])
+            }
+            Stmt::Implementation(i) => self.implementation(i),
+            Stmt::Result(ty) => Doc::text(format!("result {}", type_text(ty))),
+            Stmt::Cache(None) => Doc::text("cache"),
+            Stmt::Cache(Some(duration)) => Doc::text(format!("cache {duration}")),
+            Stmt::Providers(refs) => {
+                let mut parts = vec![Doc::text("provider ")];
+                for (i, r) in refs.iter().enumerate() {
+                    parts.push(Doc::text(match i {
+                        0 => "",
+                        1 => " fallback ",
+                        _ => ", ",
+                    }));
+                    parts.push(Doc::text(r.name.name.to_string()));
+                    if let Some(file) = &r.file {
+                        parts.push(Doc::text(" "));
+                        parts.push(self.expr(file));
+                    }
+                }
+                concat(parts)
+            }
+            Stmt::Models(models) => {
+                let mut parts = vec![Doc::text("model ")];
+                for (i, m) in models.iter().enumerate() {
+                    parts.push(Doc::text(match i {
+                        0 => "",
+                        1 => " fallback ",
+                        _ => ", ",
+                    }));
+                    parts.push(self.expr(m));
+                }
+                concat(parts)
+            }
+            Stmt::Rate(kw, rate) => concat([
+                Doc::text(format!("{kw} ")),
+                self.expr(&rate.count),
+                Doc::text(format!(" per {}", rate.per.name)),
+            ]),
+            Stmt::Price(price) => concat([
+                Doc::text("price input "),
+                self.expr(&price.input),
+                Doc::text(" output "),
+                self.expr(&price.output),
+            ]),
+            Stmt::Runner(Runner::Inline(_)) => Doc::text("runner inline"),
+            Stmt::Runner(Runner::ThreadPool(args, span)) if args.is_empty() => {
+                // `thread_pool` and `thread_pool()` say the same; comments
+                // inside the brackets keep them.
+                let (trailing, own) = self.comments_before(span.end as usize);
+                let own = own.into_iter().flat_map(|(_, text)| [Doc::HardLine, Doc::text(text)]);
+                concat([Doc::text("runner thread_pool"), trailing, concat(own)])
+            }
+            Stmt::Runner(Runner::ThreadPool(args, span)) => {
+                concat([Doc::text("runner thread_pool"), self.args(args, span.end as usize)])
+            }
+            Stmt::Node(node) => self.node(node),
+            Stmt::Output(o) => {
+                let path: Vec<&str> = o.path.iter().map(|p| &*p.name).collect();
+                let alias = o.alias.as_ref().map(|a| format!(" as {}", a.name)).unwrap_or_default();
+                Doc::text(format!("output {}{alias}", path.join(".")))
+            }
+            Stmt::Test(t) => self.test_stmt(t),
+            Stmt::Arm(arm) => {
+                let pattern = match &arm.pattern.kind {
+                    PatternKind::Wildcard => Doc::text("_"),
+                    PatternKind::Literal(e) => self.expr(e),
+                };
+                concat([pattern, Doc::text(" => "), self.expr(&arm.body)])
+            }
+        }
+    }
+
+    fn keyed(&mut self, kw: &str, e: &Expr) -> Doc {
+        concat([Doc::text(format!("{kw} ")), self.expr(e)])
+    }
+
+    fn param(&mut self, kw: &str, p: &Param) -> Doc {
+        let kw = if kw.is_empty() { String::new() } else { format!("{kw} ") };
+        let mut parts = vec![Doc::text(format!("{kw}{}: {}", p.name.name, type_text(&p.ty)))];
+        if let Some(default) = &p.default {
+            parts.push(Doc::text(" = "));
+            parts.push(self.expr(default));
+        }
+        if let Some(description) = &p.description {
+            parts.push(Doc::text(" "));
+            parts.push(self.expr(description));
+        }
+        concat(parts)
+    }
+
+    fn implementation(&mut self, i: &Implementation) -> Doc {
+        match i {
+            Implementation::Returns(e, _) => self.keyed("returns", e),
+            Implementation::Exec(args, _) => {
+                let mut parts = vec![Doc::text("exec")];
+                for arg in args {
+                    parts.push(Doc::text(" "));
+                    parts.push(self.expr(arg));
+                }
+                concat(parts)
+            }
+            Implementation::Http { post, url, .. } => {
+                self.keyed(if *post { "http post" } else { "http get" }, url)
+            }
+            Implementation::Builtin { name, config, .. } => {
+                let mut parts = vec![self.keyed("builtin", name)];
+                if let Some(config) = config {
+                    parts.push(Doc::text(" "));
+                    parts.push(self.expr(config));
+                }
+                concat(parts)
+            }
+            Implementation::Native(None, _) => Doc::text("native"),
+            Implementation::Native(Some(name), _) => self.keyed("native", name),
+        }
+    }
+
+    fn node(&mut self, node: &Node) -> Doc {
+        match node {
+            Node::Input(p) => self.param("input", p),
+            Node::Compute(name, e, _) => self.keyed(&format!("compute {} =", name.name), e),
+            Node::Compose(name, e, _) => self.keyed(&format!("compose {} =", name.name), e),
+            Node::Guard(g) => {
+                let mut parts = vec![self.keyed(&format!("guard {} =", g.name.name), &g.condition)];
+                if let Some(message) = &g.message {
+                    parts.push(Doc::text(" else "));
+                    parts.push(self.expr(message));
+                }
+                concat(parts)
+            }
+        }
+    }
+
+    fn test_stmt(&mut self, t: &TestStmt) -> Doc {
+        match t {
+            TestStmt::Run { contract, args, span } => concat([
+                Doc::text(format!("run {}", contract.name)),
+                self.args(args, span.end as usize),
+            ]),
+            TestStmt::Mock { tool, args, answer, .. } => {
+                let mut parts = vec![Doc::text(format!("mock {}", tool.name))];
+                let answer_at = match answer {
+                    MockAnswer::Returns(e) | MockAnswer::Fails(e) => start(e.span),
+                };
+                if let Some(args) = args {
+                    let close = self.text[..answer_at].rfind(')').unwrap_or(answer_at);
+                    parts.push(self.args(args, close));
+                }
+                parts.push(match answer {
+                    MockAnswer::Returns(e) => self.keyed(" returns", e),
+                    MockAnswer::Fails(e) => self.keyed(" fails", e),
+                });
+                concat(parts)
+            }
+            TestStmt::Replay(e, _) => self.keyed("replay", e),
+            TestStmt::Expect(e, _) => self.keyed("expect", e),
+            TestStmt::ExpectError(e, _) => self.keyed("expect_error", e),
+            TestStmt::Snapshot { calls, .. } => {
+                Doc::text(if *calls { "snapshot calls" } else { "snapshot" })
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    /// `(args)`; `close` is where the `)` is (or a place after it).
+    fn args(&mut self, args: &[Arg], close: usize) -> Doc {
+        let close = self.text.get(..close).and_then(|t| t.rfind(')')).unwrap_or(close);
+        self.list("(", args, arg_start, Printer::arg, (close, ")"), false)
+    }
+
+    fn arg(&mut self, arg: &Arg) -> Doc {
+        match &arg.name {
+            Some(name) => concat([Doc::text(format!("{}: ", name.name)), self.expr(&arg.value)]),
+            None => self.expr(&arg.value),
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Doc {
+        match &e.kind {
+            ExprKind::Null => Doc::text("null"),
+            ExprKind::Bool(b) => Doc::text(b.to_string()),
+            ExprKind::Integer(n) => {
+                let written = self.source(e);
+                let bare = !written.is_empty() && written.bytes().all(|b| b.is_ascii_digit());
+                Doc::text(if bare { written.to_owned() } else { n.to_string() })
+            }
+            ExprKind::Float(f) => {
+                let written = self.source(e);
+                let bare = written.bytes().next().is_some_and(|b| b.is_ascii_digit())
+                    && written.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b));
+                Doc::text(if bare { written.to_owned() } else { format!("{f:?}") })
+            }
+            // Strings byte for byte, interpolations and all.
+            ExprKind::String(_) => Doc::text(self.source(e).to_owned()),
+            ExprKind::Name => Doc::text(name_text(self.text, e.span).to_owned()),
+            ExprKind::Array(items) => {
+                let close = (close_of(e.span), "]");
+                self.list("[", items, |i| start(i.span), Printer::expr, close, false)
+            }
+            ExprKind::Object(entries) => {
+                let close = (close_of(e.span), "}");
+                let entry = |p: &mut Self, (key, value): &(Ident, Expr)| {
+                    let key = p.text.get(key.span.range()).unwrap_or(&key.name).to_owned();
+                    concat([Doc::text(format!("{key}: ")), p.expr(value)])
+                };
+                self.list("{", entries, |(k, _)| start(k.span), entry, close, false)
+            }
+            ExprKind::Field(field) => {
+                let base = self.operand(&field.0, ast::POSTFIX_PRECEDENCE);
+                concat([base, Doc::text(format!(".{}", field.1.name))])
+            }
+            ExprKind::Index(base, index) => {
+                let base = self.operand(base, ast::POSTFIX_PRECEDENCE);
+                concat([base, Doc::text("["), self.expr(index), Doc::text("]")])
+            }
+            ExprKind::Call(call) => {
+                let callee = Doc::text(call.callee.name.to_string());
+                concat([callee, self.args(&call.args, e.span.end as usize)])
+            }
+            ExprKind::Unary(op, operand) => self.unary(*op, operand),
+            ExprKind::Binary(op, a, b) => {
+                let left = self.operand(a, op.precedence());
+                let right = self.operand(b, op.precedence() + 1);
+                concat([left, Doc::text(format!(" {} ", op.symbol())), right])
+            }
+            ExprKind::If(parts) => concat([
+                Doc::text("if "),
+                self.expr(&parts.0),
+                Doc::text(" then "),
+                self.expr(&parts.1),
+                Doc::text(" else "),
+                self.expr(&parts.2),
+            ]),
+            ExprKind::Match(m) => {
+                let head = concat([Doc::text("match "), self.expr(&m.0)]);
+                let arms = m.1.iter().map(|arm| (start(arm.span), Stmt::Arm(arm))).collect();
+                self.block(head, arms, close_of(e.span))
+            }
+            ExprKind::For(f) => {
+                let mut parts = vec![
+                    Doc::text(format!("for {} in ", f.name.name)),
+                    self.operand(&f.items, OPEN_PRECEDENCE + 1),
+                ];
+                if let Some(filter) = &f.filter {
+                    parts.push(Doc::text(" if "));
+                    parts.push(self.operand(filter, OPEN_PRECEDENCE + 1));
+                }
+                parts.push(Doc::text(": "));
+                parts.push(self.expr(&f.body));
+                concat(parts)
+            }
+            ExprKind::Try(inner) => concat([Doc::text("try "), self.expr(inner)]),
+        }
+    }
+
+    fn unary(&mut self, op: UnaryOp, operand: &Expr) -> Doc {
+        let (symbol, power) = match op {
+            UnaryOp::Neg => ("-", ast::NEG_PRECEDENCE),
+            UnaryOp::Not => ("not ", ast::NOT_PRECEDENCE),
+        };
+        // `- -x`, not `--x`.
+        let space = op == UnaryOp::Neg
+            && matches!(operand.kind, ExprKind::Unary(UnaryOp::Neg, _))
+            && precedence(operand) >= power;
+        // `not (a == b)`: an operator under `not` keeps its parentheses to
+        // be read right, though precedence does not need them.
+        let power = match (&operand.kind, op) {
+            (ExprKind::Binary(..), UnaryOp::Not) => ATOM_PRECEDENCE,
+            _ => power,
+        };
+        let operand = self.operand(operand, power);
+        concat([Doc::text(symbol), Doc::text(if space { " " } else { "" }), operand])
+    }
+
+    /// `e`, in parentheses when it binds looser than `power`.
+    fn operand(&mut self, e: &Expr, power: u8) -> Doc {
+        let doc = self.expr(e);
+        if precedence(e) < power { concat([Doc::text("("), doc, Doc::text(")")]) } else { doc }
+    }
+
+    fn source(&self, e: &Expr) -> &str {
+        self.text.get(e.span.range()).unwrap_or("")
+    }
+}
+
+/// How tightly `e` binds, as its parent sees it.
+fn precedence(e: &Expr) -> u8 {
+    match &e.kind {
+        ExprKind::Binary(op, ..) => op.precedence(),
+        ExprKind::Unary(UnaryOp::Neg, _) => ast::NEG_PRECEDENCE,
+        ExprKind::Unary(UnaryOp::Not, _) => ast::NOT_PRECEDENCE,
+        ExprKind::If(_) | ExprKind::Match(_) | ExprKind::For(_) | ExprKind::Try(_) => {
+            OPEN_PRECEDENCE
+        }
+        _ => ATOM_PRECEDENCE,
+    }
+}
+
+fn keyed_settings<'a>(
+    kw: &'static str,
+    settings: &'a [Setting<Expr>],
+) -> impl Iterator<Item = (usize, Stmt<'a>)> {
+    settings.iter().map(move |s| (start(s.span), Stmt::Keyed(kw, &s.value)))
+}
+
+fn arg_start(arg: &Arg) -> usize {
+    arg.name.as_ref().map_or(start(arg.value.span), |n| start(n.span))
+}
+
+/// Where the closing bracket of a construct spanning `span` is.
+fn close_of(span: crate::source::Span) -> usize {
+    (span.end as usize).saturating_sub(1)
+}
+
+fn item_start(item: &Item) -> usize {
+    start(match item {
+        Item::Use(u) => u.span,
+        Item::Tool(t) => t.span,
+        Item::Agent(a) => a.span,
+        Item::Provider(p) => p.span,
+        Item::Contract(c) => c.span,
+        Item::Type(t) => t.span,
+        Item::Enum(e) => e.span,
+        Item::Test(t) => t.span,
+    })
+}
+
+fn runner_span(runner: &Runner) -> crate::source::Span {
+    match runner {
+        Runner::Inline(span) | Runner::ThreadPool(_, span) => *span,
+    }
+}
+
+fn join_names(names: &[Ident]) -> String {
+    names.iter().map(|n| &*n.name).collect::<Vec<_>>().join(", ")
+}
+
+fn type_text(ty: &TypeExpr) -> String {
+    let item = ty.item.as_ref().map(|i| format!("<{}>", type_text(i))).unwrap_or_default();
+    format!("{}{item}{}", ty.name.name, if ty.nullable { "?" } else { "" })
+}
