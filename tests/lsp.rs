@@ -375,6 +375,31 @@ fn diagnostics_follow_edits_across_files() {
     client.stop();
 }
 
+/// Formatting answers one edit of the whole text to the layout of
+/// `ignite fmt`, none for a formatted file, and an error for a file that
+/// does not parse.
+#[test]
+fn formatting_rewrites_the_whole_document() {
+    let mut client = Client::start();
+    let uri = "file:///tmp/ignite-lsp-format.ign";
+    let messy = "contract   C {\n compute x=1+2 # sum\n\n\n   output x\n}\n";
+    client.open(uri, messy);
+    let _ = client.diagnostics(uri);
+    let format = json!({"textDocument": {"uri": uri}, "options": {"tabSize": 2, "insertSpaces": true}});
+    let edits = client.request("textDocument/formatting", format.clone()).expect("an edit");
+    let tidy = "contract C {\n  compute x = 1 + 2 # sum\n\n  output x\n}\n";
+    assert_eq!(
+        edits,
+        json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 6, "character": 0}}, "newText": tidy}])
+    );
+    client.change(uri, 2, tidy);
+    assert_eq!(client.request("textDocument/formatting", format.clone()), Ok(json!([])));
+    client.change(uri, 3, "contract C {\n  compute x =\n");
+    let refused = client.request("textDocument/formatting", format).expect_err("syntax errors");
+    assert!(refused.contains("has syntax errors"), "{refused}");
+    client.stop();
+}
+
 /// Bad input gets an answer, never a crash: positions past the end, a
 /// document never opened, an unknown method, a `use` cycle, a file deleted
 /// while open, a `use`d file that is not UTF-8, a 10 MB line.
@@ -611,14 +636,17 @@ fn pytest_lsp_drives_the_binary() {
 }
 
 /// Real Neovim, headless, starts `ignite lsp` on a broken file, receives
-/// its diagnostics and writes them to a file this test reads.
+/// its diagnostics, formats another file through the server and writes
+/// both to a file this test reads.
 #[test]
-fn neovim_receives_the_diagnostics() {
+fn neovim_receives_diagnostics_and_formats() {
     let nvim = support::peers::peer("neovim", "nvim");
     let dir = tempfile::tempdir().expect("a temp dir");
     let broken = dir.path().join("broken.ign");
     std::fs::write(&broken, "contract C {\n  compute y = missing + 1\n  output y\n}\n")
         .expect("write");
+    let messy = dir.path().join("messy.ign");
+    std::fs::write(&messy, "contract   C {\n compute x=1+2\n   output x\n}\n").expect("write");
     let report = dir.path().join("report.txt");
     let script = root().join("tests/lsp/neovim.lua");
     let mut child = Command::new(nvim)
@@ -628,6 +656,7 @@ fn neovim_receives_the_diagnostics() {
         .arg(&broken)
         .env("IGNITE_BIN", env!("CARGO_BIN_EXE_ignite"))
         .env("IGNITE_REPORT", &report)
+        .env("IGNITE_MESSY", &messy)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -649,4 +678,5 @@ fn neovim_receives_the_diagnostics() {
     assert_eq!(lines.get("count"), Some(&"1"), "{text}");
     assert_eq!(lines.get("code"), Some(&"ignite::lower::unknown_name"), "{text}");
     assert_eq!(lines.get("line"), Some(&"1"), "{text}");
+    assert_eq!(lines.get("formatted"), Some(&"contract C {|  compute x = 1 + 2|  output x|}"), "{text}");
 }

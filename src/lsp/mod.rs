@@ -3,7 +3,7 @@
 //! Input: an editor's messages. Output: diagnostics of `ignite check` on
 //! open and on every change (debounced), definition, references, rename,
 //! hover, completion, the outline, semantic tokens, code lenses that run
-//! tests and contracts, and inlay hints of node types.
+//! tests and contracts, inlay hints of node types, and formatting.
 //!
 //! Built on `lsp-server` and `lsp-types`, the crates of rust-analyzer:
 //! a synchronous loop over a channel of messages fits a server whose every
@@ -26,6 +26,7 @@
 //! | `hover.rs` | hover |
 //! | `complete.rs` | completion |
 //! | `lenses.rs` | code lenses and their commands, inlay hints |
+//! | `formatting.rs` | whole-document formatting through [`crate::fmt`] |
 //!
 //! Every open document is checked as a root, so a file's diagnostics
 //! include those of the files it `use`s, published under their own URLs;
@@ -34,6 +35,7 @@
 
 mod analysis;
 mod complete;
+mod formatting;
 mod hover;
 mod index;
 mod lenses;
@@ -139,6 +141,7 @@ fn capabilities() -> ServerCapabilities {
             ..ExecuteCommandOptions::default()
         }),
         inlay_hint_provider: Some(OneOf::Left(true)),
+        document_formatting_provider: Some(OneOf::Left(true)),
         ..ServerCapabilities::default()
     }
 }
@@ -455,6 +458,13 @@ impl Server {
                 let p: lsp_types::InlayHintParams = parse(params)?;
                 let doc = self.doc(&p.text_document.uri)?;
                 to_json(lenses::inlay_hints(doc, p.range))
+            }
+            request::Formatting::METHOD => {
+                let p: lsp_types::DocumentFormattingParams = parse(params)?;
+                let doc = self.doc(&p.text_document.uri)?;
+                formatting::format(doc)
+                    .map_err(|message| (ErrorCode::RequestFailed, message))
+                    .and_then(to_json)
             }
             request::ExecuteCommand::METHOD => {
                 let p: lsp_types::ExecuteCommandParams = parse(params)?;

@@ -190,3 +190,14 @@ async def test_run_lens_reports_a_failed_run(client: LanguageClient, tmp_path):
     message = client.messages[0]
     assert message.type == types.MessageType.Error, message
     assert "contract `Echo` failed" in message.message and "ticket" in message.message, message.message
+
+
+async def test_formatting(client: LanguageClient, tmp_path):
+    uri = open_file(client, tmp_path / "messy.ign", "contract   C {\n compute x=1+2\n   output x\n}\n")
+    await diagnostics_of(client, uri, lambda d: True)
+    options = types.FormattingOptions(tab_size=2, insert_spaces=True)
+    doc = types.TextDocumentIdentifier(uri=uri)
+    edits = await client.text_document_formatting_async(
+        types.DocumentFormattingParams(text_document=doc, options=options)
+    )
+    assert [e.new_text for e in edits] == ["contract C {\n  compute x = 1 + 2\n  output x\n}\n"]
