@@ -385,7 +385,8 @@ fn formatting_rewrites_the_whole_document() {
     let messy = "contract   C {\n compute x=1+2 # sum\n\n\n   output x\n}\n";
     client.open(uri, messy);
     let _ = client.diagnostics(uri);
-    let format = json!({"textDocument": {"uri": uri}, "options": {"tabSize": 2, "insertSpaces": true}});
+    let format =
+        json!({"textDocument": {"uri": uri}, "options": {"tabSize": 2, "insertSpaces": true}});
     let edits = client.request("textDocument/formatting", format.clone()).expect("an edit");
     let tidy = "contract C {\n  compute x = 1 + 2 # sum\n\n  output x\n}\n";
     assert_eq!(
@@ -678,5 +679,9 @@ fn neovim_receives_diagnostics_and_formats() {
     assert_eq!(lines.get("count"), Some(&"1"), "{text}");
     assert_eq!(lines.get("code"), Some(&"ignite::lower::unknown_name"), "{text}");
     assert_eq!(lines.get("line"), Some(&"1"), "{text}");
-    assert_eq!(lines.get("formatted"), Some(&"contract C {|  compute x = 1 + 2|  output x|}"), "{text}");
+    assert_eq!(
+        lines.get("formatted"),
+        Some(&"contract C {|  compute x = 1 + 2|  output x|}"),
+        "{text}"
+    );
 }
