@@ -38,7 +38,7 @@ impl Analysis {
         let loaded = crate::load::load_open(root, open);
         let files = loaded.files.clone();
         let crate::Compilation { sources, diagnostics, program } = crate::finish(loaded);
-        let index = Index::build(&sources, &files);
+        let index = Index::build(&sources, &files, program.as_ref());
         Analysis { sources, files, diagnostics, index, program }
     }
 

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use crate::ast::{self, ExprKind, Item, Node, StringPart, TestStmt};
+use crate::ir::{Program, TypeKind};
 use crate::source::{FileId, Sources, Span};
 
 /// What a declaration declares.
@@ -110,10 +111,16 @@ pub(crate) struct Index {
 }
 
 impl Index {
-    /// Indexes the parsed `files` of a program.
+    /// Indexes the parsed `files` of a program; with the checked
+    /// `program`, a field read from a node of a record type (`item.price`)
+    /// refers to the record's field.
     #[must_use]
-    pub(crate) fn build(sources: &Sources, files: &[(FileId, ast::File)]) -> Index {
-        let mut builder = Builder { sources, index: Index::default(), current: None };
+    pub(crate) fn build(
+        sources: &Sources,
+        files: &[(FileId, ast::File)],
+        program: Option<&Program>,
+    ) -> Index {
+        let mut builder = Builder { sources, program, index: Index::default(), current: None };
         let mut file_defs = HashMap::new();
         for (file, _) in sources.iter() {
             let whole = Span::new(file, 0, sources[file].text.len());
@@ -194,6 +201,7 @@ impl Index {
 /// being resolved (a `for` variable belongs to it).
 struct Builder<'a> {
     sources: &'a Sources,
+    program: Option<&'a Program>,
     index: Index,
     current: Option<usize>,
 }
@@ -517,6 +525,25 @@ impl Builder<'_> {
         }
     }
 
+    /// The field `name` of the record type of `on`, when `on` names a
+    /// node whose checked type is a record.
+    fn field_of(&self, on: &ast::Expr, name: &str, scope: &Scope<'_>) -> Option<usize> {
+        if !matches!(on.kind, ExprKind::Name) {
+            return None;
+        }
+        let node = &self.index.defs[scope.get(self.sources.try_slice(on.span)?)?];
+        let contract = &self.index.defs[node.parent?];
+        if node.kind != Kind::Node || contract.kind != Kind::Contract {
+            return None;
+        }
+        let program = self.program?;
+        let checked = &program[program.contract_named(&contract.name)?];
+        let ty = checked.types.get(checked.node_named(&node.name)?.index())?;
+        let TypeKind::Record(record) = &ty.kind else { return None };
+        let owner = self.global_of(&record.name, &[Kind::Type])?;
+        self.index.member(owner, name)
+    }
+
     fn type_expr(&mut self, ty: &ast::TypeExpr) {
         let target = self.global_of(&ty.name.name, &[Kind::Type, Kind::Enum]);
         self.reference(ty.name.span, target);
@@ -560,7 +587,11 @@ impl Builder<'_> {
                 let target = scope.get(name);
                 self.reference(e.span, target);
             }
-            ExprKind::Field(field) => self.expr(&field.0, scope),
+            ExprKind::Field(field) => {
+                self.expr(&field.0, scope);
+                let target = self.field_of(&field.0, &field.1.name, scope);
+                self.reference(field.1.span, target);
+            }
             ExprKind::Index(on, at) => {
                 self.expr(on, scope);
                 self.expr(at, scope);
@@ -614,7 +645,7 @@ mod tests {
     fn index(text: &str) -> (Sources, Index) {
         let loaded = crate::load::load_source("case.ign", text);
         assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
-        let index = Index::build(&loaded.sources, &loaded.files);
+        let index = Index::build(&loaded.sources, &loaded.files, None);
         (loaded.sources, index)
     }
 
