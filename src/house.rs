@@ -20,7 +20,7 @@ const FLOORS: &[&[&str]] = &[
     &["effects"],
     &["llm"],
     &["runtime"],
-    &["serve", "testing"],
+    &["serve", "testing", "lsp"],
     &["mcp", "restate"],
     &["cli", "prelude"],
 ];

@@ -14,6 +14,7 @@
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`failure::NodeError`] |
 //! | format | [`fmt`] | one file's text | the text in the canonical layout | [`fmt::FmtError`] (syntax diagnostics, or a broken guarantee) |
 //! | tests | `testing` | checked programs' `test` blocks | one result per test | `testing::Failure` |
+//! | editors | [`lsp`] | an editor's LSP messages | diagnostics, navigation, completion, runs | LSP error responses |
 //! | serve | `serve` | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
 //! | mcp | `mcp` | an [`runtime::Engine`] and a capability grant | an MCP server of its tools and contracts | `isError` results with the run's codes |
 //! | command line | [`cli`] | arguments | exit code, printed reports | exit codes |
@@ -34,7 +35,7 @@
 //! | 6 | [`effects`] |
 //! | 7 | [`llm`] |
 //! | 8 | [`runtime`] |
-//! | 9 | `serve`, `testing` |
+//! | 9 | `serve`, `testing`, [`lsp`] (the language server) |
 //! | 10 | `mcp` (tools and contracts over the Model Context Protocol), `restate` (feature `restate`) |
 //! | 11 | [`cli`], [`prelude`] |
 //!
@@ -58,6 +59,7 @@ pub mod ir;
 pub mod llm;
 pub mod load;
 pub mod lower;
+pub mod lsp;
 pub(crate) mod mcp;
 pub mod prelude;
 pub(crate) mod render;
@@ -118,7 +120,9 @@ pub fn compile_source(name: &str, text: &str) -> Compilation {
     on_big_stack(move || finish(load::load_source(&name, &text)))
 }
 
-fn finish(loaded: load::Loaded) -> Compilation {
+/// Checks a program already loaded (by [`load::load_open`], say).
+#[must_use]
+pub fn finish(loaded: load::Loaded) -> Compilation {
     let load::Loaded { sources, files, mut diagnostics } = loaded;
     let mut program = None;
     if !diagnostics.has_errors() {

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
@@ -50,26 +51,22 @@ pub fn load(root: &Path) -> Loaded {
 /// [`load`] with `options`.
 #[must_use]
 pub fn load_with(root: &Path, options: Options) -> Loaded {
-    let mut loader = Loader { options, ..Loader::default() };
+    load_open(root, options, HashMap::new())
+}
+
+/// Loads `root` like [`load_with`], taking the text of each file from
+/// `open` (keyed by canonical path: an editor's unsaved buffers) when it
+/// is there and from disk otherwise.
+#[must_use]
+pub fn load_open(root: &Path, options: Options, open: HashMap<PathBuf, Arc<str>>) -> Loaded {
+    let mut loader = Loader { options, open, ..Loader::default() };
     let folder = root.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     loader.root_dir = Some((key(folder), folder.to_path_buf()));
-    match read(root) {
+    match loader.read(root) {
         Ok(text) => {
             loader.add(root.to_path_buf(), text);
         }
-        Err(reason) => {
-            // The root has no text to point into: register it empty so the
-            // diagnostic still names the file.
-            let file = loader.loaded.sources.add(root.to_path_buf(), "");
-            loader.loaded.diagnostics.push(
-                Diagnostic::error(
-                    Code::Io,
-                    Span::new(file, 0, 0),
-                    format!("cannot read `{}`: {reason}", root.display()),
-                )
-                .label("this file"),
-            );
-        }
+        Err(reason) => loader.unreadable_root(root, &reason),
     }
     loader.loaded
 }
@@ -100,7 +97,8 @@ pub(crate) fn read(path: &Path) -> Result<String, String> {
 }
 
 /// The canonical form of `path`, for telling files apart.
-fn key(path: &Path) -> PathBuf {
+#[must_use]
+pub fn key(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
@@ -115,16 +113,40 @@ struct Loader {
     /// The root file's folder (canonical, and as given), which `use` stays
     /// inside unless [`Options::allow_outside`]; `None` for an in-memory root.
     root_dir: Option<(PathBuf, PathBuf)>,
+    /// Texts that win over the disk, by canonical path.
+    open: HashMap<PathBuf, Arc<str>>,
 }
 
 impl Loader {
+    /// The text of `path`: the open one, else the file's.
+    fn read(&self, path: &Path) -> Result<Arc<str>, String> {
+        match self.open.get(&key(path)) {
+            Some(text) => Ok(Arc::clone(text)),
+            None => read(path).map(Arc::from),
+        }
+    }
+
+    /// A root that cannot be read has no text to point into: it is
+    /// registered empty so the diagnostic still names the file.
+    fn unreadable_root(&mut self, root: &Path, reason: &str) {
+        let file = self.loaded.sources.add(root.to_path_buf(), "");
+        self.loaded.diagnostics.push(
+            Diagnostic::error(
+                Code::Io,
+                Span::new(file, 0, 0),
+                format!("cannot read `{}`: {reason}", root.display()),
+            )
+            .label("this file"),
+        );
+    }
+
     /// Registers and parses a file, then loads its uses depth first.
-    fn add(&mut self, path: PathBuf, text: impl Into<std::sync::Arc<str>>) -> FileId {
+    fn add(&mut self, path: PathBuf, text: impl Into<Arc<str>>) -> FileId {
         // The text moves into the table first: a big file is held once
         // while it parses.
         let file = self.loaded.sources.add(path.clone(), text);
         self.seen.insert(key(&path), file);
-        let text = std::sync::Arc::clone(&self.loaded.sources[file].text);
+        let text = Arc::clone(&self.loaded.sources[file].text);
         let ast = match syntax::parse(file, &text) {
             Ok(ast) => ast,
             Err(errors) => {
@@ -209,7 +231,7 @@ impl Loader {
         }
         // Only a missing path is "does not exist"; a folder, a device or a
         // FIFO is refused by `read`, saying so.
-        if !path.exists() {
+        if !path.exists() && !self.open.contains_key(&key(&path)) {
             self.loaded.diagnostics.push(
                 Diagnostic::error(
                     Code::MissingUse,
@@ -221,7 +243,7 @@ impl Loader {
             );
             return;
         }
-        match read(&path) {
+        match self.read(&path) {
             Ok(text) => {
                 self.add(path, text);
             }

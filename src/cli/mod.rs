@@ -20,6 +20,7 @@ mod cache;
 mod check;
 mod fmt;
 mod graph;
+mod lsp;
 mod mcp;
 mod run;
 mod schema;
@@ -37,6 +38,7 @@ pub use cache::{CacheAction, CacheArgs};
 pub use check::{CheckArgs, Format};
 pub use fmt::FmtArgs;
 pub use graph::GraphArgs;
+pub use lsp::LspArgs;
 pub use mcp::McpArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
@@ -124,6 +126,8 @@ pub enum Command {
     Fmt(FmtArgs),
     /// Serve the tools and top-level contracts to MCP clients (stdio, or HTTP with `--http`).
     Mcp(McpArgs),
+    /// Run the language server (LSP over standard input and output) for editors.
+    Lsp(LspArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -148,6 +152,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => args.run(&global),
         Command::Fmt(args) => args.run(&global),
         Command::Mcp(args) => args.run(&global),
+        Command::Lsp(args) => args.run(&global),
     });
     // A signal halted the work (`signals::stop_on_signals`): its thread
     // reports, flushes and exits with the signal's code (130, 143). What the

@@ -51,6 +51,7 @@ use crate::ir::{self, Program};
 use crate::source::{FileId, Sources, Span};
 
 pub use tools::tool_name;
+pub use types::TYPE_NAMES;
 
 use names::Declarations;
 

@@ -18,7 +18,8 @@ use crate::source::Span;
 use crate::suggest::did_you_mean;
 
 /// The type names of `.ign`.
-const TYPE_NAMES: [&str; 7] = ["string", "integer", "float", "boolean", "array", "object", "any"];
+pub const TYPE_NAMES: [&str; 7] =
+    ["string", "integer", "float", "boolean", "array", "object", "any"];
 
 /// The `.ign` name of a type other languages spell differently.
 fn type_alias(name: &str) -> Option<&'static str> {

@@ -1,0 +1,156 @@
+//! How fast `ignite lsp` answers on a 10,000-line program: diagnostics
+//! published after a one-character edit (the debounce included, and the
+//! check alone), hover and completion.
+//!
+//! Generates a program of tools, a record type and contracts of chained
+//! `compute` nodes (10,000 lines in all), serves it in process over
+//! `lsp_server::Connection::memory` (the loop `ignite lsp` runs, minus the
+//! pipe), and times each exchange over several rounds, printing the minimum
+//! and median. Each edit flips one digit of a literal, so every round's
+//! text is new and every check is whole.
+//!
+//! Run with `cargo bench --bench lsp`.
+
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use lsp_server::{Connection, Message, Notification, Request, RequestId};
+use serde_json::{Value, json};
+
+const LINES: usize = 10_000;
+const ROUNDS: usize = 30;
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("ignite-bench-lsp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("big.ign");
+    let (text, hover_at, complete_at) = generate();
+    std::fs::write(&path, &text).unwrap();
+    let uri = lsp_types::Url::from_file_path(&path).unwrap().to_string();
+    println!("program: {} lines, {} bytes", text.lines().count(), text.len());
+
+    let (server, client) = Connection::memory();
+    let thread = std::thread::spawn(move || igniter::lsp::serve(server, None));
+    let mut next = 0;
+    request(&client, &mut next, "initialize", json!({"capabilities": {}}));
+    notify(&client, "initialized", json!({}));
+    let doc = json!({"uri": uri, "languageId": "ignite", "version": 1, "text": text});
+    notify(&client, "textDocument/didOpen", json!({"textDocument": doc}));
+    published(&client, &uri);
+
+    let mut edits = Vec::new();
+    for round in 0..ROUNDS {
+        let edited =
+            text.replacen("seed: integer = 1", &format!("seed: integer = {}", round % 9 + 1), 1);
+        let start = Instant::now();
+        let change = json!({"textDocument": {"uri": uri, "version": round + 2}, "contentChanges": [{"text": edited}]});
+        notify(&client, "textDocument/didChange", change);
+        published(&client, &uri);
+        edits.push(start.elapsed());
+    }
+    let check = time(|| {
+        let _ = igniter::compile_source(path.to_str().unwrap(), &text);
+    });
+    let at = |(line, character): (usize, usize)| json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}});
+    let hovers = time(|| {
+        request(&client, &mut next, "textDocument/hover", at(hover_at));
+    });
+    let completions = time(|| {
+        request(&client, &mut next, "textDocument/completion", at(complete_at));
+    });
+    println!("{:<44} {:>10} {:>10} {:>6}", "exchange", "min", "median", "runs");
+    report("edit → diagnostics published (30 ms debounce)", edits);
+    report("check of the program alone (compile_source)", check);
+    report("hover on a node", hovers);
+    report("completion after `.` of a record", completions);
+    request(&client, &mut next, "shutdown", Value::Null);
+    notify(&client, "exit", Value::Null);
+    thread.join().unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn time(mut f: impl FnMut()) -> Vec<Duration> {
+    (0..ROUNDS)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect()
+}
+
+fn report(what: &str, mut times: Vec<Duration>) {
+    times.sort();
+    let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
+    println!(
+        "{what:<44} {:>10} {:>10} {:>6}",
+        ms(times[0]),
+        ms(times[times.len() / 2]),
+        times.len()
+    );
+}
+
+fn notify(client: &Connection, method: &str, params: Value) {
+    client.sender.send(Notification::new(method.to_owned(), params).into()).unwrap();
+}
+
+fn request(client: &Connection, next: &mut i32, method: &str, params: Value) -> Value {
+    *next += 1;
+    let id = RequestId::from(*next);
+    client.sender.send(Request::new(id.clone(), method.to_owned(), params).into()).unwrap();
+    loop {
+        if let Message::Response(response) = client.receiver.recv().unwrap() {
+            if response.id == id {
+                return response.result.unwrap_or(Value::Null);
+            }
+        }
+    }
+}
+
+/// Waits for the diagnostics of `uri`.
+fn published(client: &Connection, uri: &str) {
+    loop {
+        if let Message::Notification(note) = client.receiver.recv().unwrap() {
+            if note.method == "textDocument/publishDiagnostics" && note.params["uri"] == uri {
+                return;
+            }
+        }
+    }
+}
+
+/// A program of `LINES` lines, the (line, column) of a node name to hover
+/// and of a place just after `item.` to complete at.
+fn generate() -> (String, (usize, usize), (usize, usize)) {
+    let mut text =
+        String::from("type Item {\n  name: string\n  price: float\n  count: integer\n}\n\n");
+    let mut contract = 0;
+    let mut hover_at = (0, 0);
+    let mut complete_at = (0, 0);
+    while text.lines().count() < LINES - 10 {
+        let _ = writeln!(
+            text,
+            "tool Price{contract} {{\n  param item: Item\n  returns item.price * item.count\n}}\n"
+        );
+        let _ = writeln!(
+            text,
+            "contract Chain{contract} {{\n  input item: Item\n  input seed: integer = 1"
+        );
+        let _ = writeln!(text, "  compute n0 = seed + len(item.name)");
+        for node in 1..200 {
+            if contract == 0 && node == 100 {
+                let line = text.lines().count();
+                hover_at = (line, 10);
+                complete_at = (line, "  compute n100 = n99 + len(item.".len());
+            }
+            let _ = writeln!(text, "  compute n{node} = n{} + len(item.name) * {node}", node - 1);
+        }
+        let _ = writeln!(
+            text,
+            "  compute total = Price{contract}(item: item) + n199\n  output total\n}}\n"
+        );
+        contract += 1;
+    }
+    (text, hover_at, complete_at)
+}

@@ -1,0 +1,121 @@
+//! One check of a root file, as `ignite check` does it, with the open
+//! buffers in place of the files on disk, kept with its syntax trees and
+//! symbol index for the requests that follow.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lsp_types::{DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Url};
+
+use super::index::Index;
+use super::text;
+use crate::ast;
+use crate::diagnostic::{Diagnostics, Severity};
+use crate::ir::Program;
+use crate::source::{FileId, Sources, Span};
+
+/// The result of checking one root.
+#[derive(Debug, Default)]
+pub(crate) struct Analysis {
+    /// Every file read, the root first.
+    pub sources: Sources,
+    /// The syntax trees of the files that parsed.
+    pub files: Vec<(FileId, ast::File)>,
+    /// Every diagnostic of reading, parsing and checking.
+    pub diagnostics: Diagnostics,
+    /// The declarations and references of the files that parsed.
+    pub index: Index,
+    /// The checked program, when there is no error.
+    pub program: Option<Program>,
+}
+
+impl Analysis {
+    /// Checks `root`, reading the files of `open` (by canonical path) from
+    /// memory.
+    #[must_use]
+    pub(crate) fn run(root: &Path, open: HashMap<PathBuf, Arc<str>>) -> Analysis {
+        let loaded = crate::load::load_open(root, crate::load::Options::default(), open);
+        let files = loaded.files.clone();
+        let crate::Compilation { sources, diagnostics, program } = crate::finish(loaded);
+        let index = Index::build(&sources, &files, program.as_ref());
+        Analysis { sources, files, diagnostics, index, program }
+    }
+
+    /// True when the root file parsed.
+    #[must_use]
+    pub(crate) fn parsed(&self) -> bool {
+        self.files.iter().any(|(f, _)| *f == FileId(0))
+    }
+
+    /// The file of this analysis at `path` (canonical paths compared).
+    #[must_use]
+    pub(crate) fn file(&self, path: &Path) -> Option<FileId> {
+        let wanted = crate::load::key(path);
+        self.sources.iter().find(|(_, f)| crate::load::key(&f.path) == wanted).map(|(id, _)| id)
+    }
+
+    /// The location of `span`, when its file has a `file:` URL.
+    #[must_use]
+    pub(crate) fn location(&self, span: Span) -> Option<Location> {
+        let file = self.sources.iter().nth(span.file.0 as usize)?.1;
+        let uri = url_of(&file.path)?;
+        Some(Location::new(uri, text::range(file, span.start as usize, span.end as usize)))
+    }
+
+    /// The diagnostics of this check in LSP's shape, by file.
+    #[must_use]
+    pub(crate) fn lsp_diagnostics(&self) -> HashMap<Url, Vec<lsp_types::Diagnostic>> {
+        let mut by_file: HashMap<Url, Vec<lsp_types::Diagnostic>> = HashMap::new();
+        // Every file read gets an entry, empty when clean: that clears it.
+        for (_, file) in self.sources.iter() {
+            if let Some(uri) = url_of(&file.path) {
+                by_file.entry(uri).or_default();
+            }
+        }
+        for d in self.diagnostics.iter() {
+            let Some(at) = self.location(d.span) else { continue };
+            let mut message = d.message.clone();
+            if let Some(label) = &d.label {
+                message.push_str(&format!(" ({label})"));
+            }
+            if let Some(help) = &d.help {
+                message.push_str(&format!("\nhelp: {help}"));
+            }
+            let related: Vec<DiagnosticRelatedInformation> = d
+                .notes
+                .iter()
+                .filter_map(|(span, text)| {
+                    Some(DiagnosticRelatedInformation {
+                        location: self.location(*span)?,
+                        message: text.clone(),
+                    })
+                })
+                .collect();
+            by_file.entry(at.uri).or_default().push(lsp_types::Diagnostic {
+                range: at.range,
+                severity: Some(match d.severity {
+                    Severity::Error => DiagnosticSeverity::ERROR,
+                    Severity::Warning => DiagnosticSeverity::WARNING,
+                }),
+                code: Some(NumberOrString::String(d.code.as_str().to_owned())),
+                source: Some("ignite".to_owned()),
+                message,
+                related_information: (!related.is_empty()).then_some(related),
+                ..lsp_types::Diagnostic::default()
+            });
+        }
+        by_file
+    }
+}
+
+/// The `file:` URL of `path`, made absolute against the working folder.
+#[must_use]
+pub(crate) fn url_of(path: &Path) -> Option<Url> {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(path)
+    };
+    Url::from_file_path(absolute).ok()
+}

@@ -1,0 +1,212 @@
+//! Code lenses "Run test" on each `test` block and "Run" on each contract,
+//! the commands they run (the server runs `ignite test` or `ignite run` as
+//! a child process and shows the result as a message, the whole output in
+//! the log), and inlay hints of the nodes' inferred types.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use lsp_server::{Message, Notification};
+use lsp_types::notification::Notification as _;
+use lsp_types::{
+    CodeLens, ExecuteCommandParams, InlayHint, InlayHintKind, InlayHintLabel, LogMessageParams,
+    MessageType, Range, ShowMessageParams, Url, notification,
+};
+use serde_json::Value;
+
+use super::Doc;
+use super::hover::node_type;
+use super::index::Kind;
+use super::text;
+use crate::source::FileId;
+
+/// Runs one `test` block: arguments the document's URL and the test's name.
+const RUN_TEST: &str = "ignite.runTest";
+/// Runs one contract: arguments the document's URL and the contract's name.
+const RUN: &str = "ignite.run";
+/// The commands of the code lenses.
+pub(crate) const COMMANDS: [&str; 2] = [RUN_TEST, RUN];
+
+/// The longest a command may run before it is stopped.
+const TIME_LIMIT: Duration = Duration::from_secs(120);
+/// The most of a command's output a message shows (the log has it all).
+const MESSAGE_CHARS: usize = 2_000;
+
+/// A lens over each test block and each contract of the document.
+#[must_use]
+pub(crate) fn lenses(doc: &Doc, uri: &Url) -> Vec<CodeLens> {
+    let analysis = &doc.analysis;
+    analysis
+        .index
+        .defs
+        .iter()
+        .filter(|d| d.span.file == FileId(0))
+        .filter_map(|def| {
+            let (title, command) = match def.kind {
+                Kind::Test => ("Run test", RUN_TEST),
+                Kind::Contract => ("Run", RUN),
+                _ => return None,
+            };
+            let range = analysis.location(def.span)?.range;
+            let arguments = vec![Value::String(uri.to_string()), Value::String(def.name.clone())];
+            Some(CodeLens {
+                range,
+                command: Some(lsp_types::Command {
+                    title: title.to_owned(),
+                    command: command.to_owned(),
+                    arguments: Some(arguments),
+                }),
+                data: None,
+            })
+        })
+        .collect()
+}
+
+/// Starts the command of a lens; its result arrives later as a
+/// `window/showMessage` (and the whole output as a `window/logMessage`).
+///
+/// # Errors
+///
+/// An unknown command, arguments that are not a `file:` URL and a name, or
+/// no `ignite` binary to run.
+pub(crate) fn execute(
+    params: &ExecuteCommandParams,
+    exe: Option<PathBuf>,
+    sender: Sender<Message>,
+) -> Result<(), String> {
+    let [Value::String(uri), Value::String(name)] = params.arguments.as_slice() else {
+        return Err(format!("`{}` takes two arguments: a document URL and a name", params.command));
+    };
+    let path = Url::parse(uri)
+        .ok()
+        .and_then(|u| u.to_file_path().ok())
+        .ok_or_else(|| format!("`{uri}` is not a `file:` URL"))?;
+    let Some(exe) = exe else {
+        return Err(
+            "this server has no `ignite` binary to run; help: start it as `ignite lsp`".to_owned()
+        );
+    };
+    let mut command = Command::new(exe);
+    command.arg("--color").arg("never");
+    let what = match params.command.as_str() {
+        RUN_TEST => {
+            command.arg("test").arg(&path).arg("--filter").arg(name);
+            format!("test \"{name}\"")
+        }
+        RUN => {
+            command.arg("run").arg(&path).arg("--contract").arg(name);
+            let inputs = path.with_extension("inputs.json");
+            if inputs.is_file() {
+                command.arg("--inputs").arg(inputs);
+            }
+            format!("contract `{name}`")
+        }
+        other => {
+            return Err(format!(
+                "unknown command `{other}`; help: the commands are {}",
+                COMMANDS.join(", ")
+            ));
+        }
+    };
+    if let Some(dir) = path.parent() {
+        command.current_dir(dir);
+    }
+    std::thread::spawn(move || {
+        let (ok, output) = run(command);
+        let verdict = if ok { "passed" } else { "failed" };
+        let short: String = output.chars().take(MESSAGE_CHARS).collect();
+        let show = ShowMessageParams {
+            typ: if ok { MessageType::INFO } else { MessageType::ERROR },
+            message: format!("{what} {verdict}\n{short}"),
+        };
+        let log = LogMessageParams { typ: MessageType::LOG, message: format!("{what}:\n{output}") };
+        let _ =
+            sender.send(Notification::new(notification::LogMessage::METHOD.to_owned(), log).into());
+        let _ = sender
+            .send(Notification::new(notification::ShowMessage::METHOD.to_owned(), show).into());
+    });
+    Ok(())
+}
+
+/// Runs `command` to its end (or [`TIME_LIMIT`]): whether it succeeded,
+/// and its standard output then error.
+fn run(mut command: Command) -> (bool, String) {
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => return (false, format!("cannot start `ignite`: {e}")),
+    };
+    let pipes = (child.stdout.take(), child.stderr.take());
+    let readers = [pipes.0.map(|p| read_all(Box::new(p))), pipes.1.map(|p| read_all(Box::new(p)))];
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() < TIME_LIMIT => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let mut output: String =
+        readers.into_iter().flatten().map(|r| r.join().unwrap_or_default()).collect();
+    match status {
+        Some(status) => (status.success(), output),
+        None => {
+            output.push_str(&format!("\nstopped after {} s", TIME_LIMIT.as_secs()));
+            (false, output)
+        }
+    }
+}
+
+fn read_all(mut pipe: Box<dyn std::io::Read + Send>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// A hint `: Type` after the name of each `compute`, `compose` and
+/// `guard` node in `range`, from the last checked program.
+#[must_use]
+pub(crate) fn inlay_hints(doc: &Doc, range: Range) -> Vec<InlayHint> {
+    let analysis = &doc.analysis;
+    let Some((_, file)) = analysis.sources.iter().next() else { return Vec::new() };
+    let (from, to) = (
+        text::offset(&file.text, file.line_starts(), range.start),
+        text::offset(&file.text, file.line_starts(), range.end),
+    );
+    analysis
+        .index
+        .defs
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| {
+            d.kind == Kind::Node
+                && d.span.file == FileId(0)
+                && (from..=to).contains(&(d.span.end as usize))
+                && !analysis.sources.try_slice(d.full).unwrap_or_default().starts_with("input")
+        })
+        .filter_map(|(id, def)| {
+            let ty = node_type(doc, id)?;
+            Some(InlayHint {
+                position: text::position(&file.text, file.line_starts(), def.span.end as usize),
+                label: InlayHintLabel::String(format!(": {ty}")),
+                kind: Some(InlayHintKind::TYPE),
+                text_edits: None,
+                tooltip: None,
+                padding_left: None,
+                padding_right: None,
+                data: None,
+            })
+        })
+        .collect()
+}
