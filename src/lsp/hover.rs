@@ -134,7 +134,11 @@ fn agent(text: &mut String, def: &Def, program: Option<&Program>) {
         })
         .collect();
     let _ = writeln!(text, "- providers: {}", providers.join(", then "));
-    let _ = writeln!(text, "- models: {}", agent.models.join(", then "));
+    let _ = writeln!(
+        text,
+        "- models: {}",
+        agent.models.iter().map(ToString::to_string).collect::<Vec<_>>().join(", then ")
+    );
     let tools: Vec<&str> = agent.tools.iter().map(|t| program[*t].name.as_str()).collect();
     let _ = writeln!(
         text,
