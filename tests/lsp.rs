@@ -92,6 +92,15 @@ impl Client {
         params["diagnostics"].as_array().cloned().unwrap_or_default()
     }
 
+    /// The diagnostics of open document `uri` at `version` (earlier
+    /// versions' may still be on their way).
+    fn diagnostics_of(&mut self, uri: &str, version: i32) -> Vec<Value> {
+        let params = self.wait("textDocument/publishDiagnostics", |p| {
+            p["uri"] == uri && p["version"] == version
+        });
+        params["diagnostics"].as_array().cloned().unwrap_or_default()
+    }
+
     fn open(&self, uri: &str, text: &str) {
         let doc = json!({"uri": uri, "languageId": "ignite", "version": 1, "text": text});
         self.notify("textDocument/didOpen", json!({"textDocument": doc}));
@@ -364,14 +373,14 @@ fn diagnostics_follow_edits_across_files() {
     assert_eq!(client.diagnostics(&lib_uri), Vec::<Value>::new());
     // A name after an emoji: the column counts UTF-16 units (the emoji is two).
     client.change(&main_uri, 3, text);
-    let in_main = client.diagnostics(&main_uri);
+    let in_main = client.diagnostics_of(&main_uri, 3);
     let unknown = in_main
         .iter()
         .find(|d| d["code"] == "ignite::lower::unknown_name")
         .expect("the unknown name");
     assert_eq!(unknown["range"]["start"], json!({"line": 4, "character": 21}));
     client.change(&main_uri, 4, &text.replace("zz", "x"));
-    assert_eq!(client.diagnostics(&main_uri), Vec::<Value>::new());
+    assert_eq!(client.diagnostics_of(&main_uri, 4), Vec::<Value>::new());
     client.stop();
 }
 

@@ -153,6 +153,8 @@ pub(crate) struct Doc {
     pub path: PathBuf,
     /// The editor's text.
     pub text: Arc<str>,
+    /// The editor's version of the text, sent back with its diagnostics.
+    version: i32,
     /// Changed since the last check.
     dirty: bool,
     /// The last check with this document as root.
@@ -251,7 +253,8 @@ impl Server {
         match note.method.as_str() {
             notification::DidOpenTextDocument::METHOD => {
                 if let Some(p) = params::<lsp_types::DidOpenTextDocumentParams>(note.params) {
-                    self.open(p.text_document.uri, p.text_document.text.into());
+                    let document = p.text_document;
+                    self.open(document.uri, document.text.into(), document.version);
                     self.check();
                 }
             }
@@ -263,6 +266,7 @@ impl Server {
                         p.content_changes.into_iter().last(),
                     ) {
                         doc.text = change.text.into();
+                        doc.version = p.text_document.version;
                         doc.dirty = true;
                         self.due = Some(Instant::now() + DEBOUNCE);
                     }
@@ -288,10 +292,10 @@ impl Server {
         }
     }
 
-    fn open(&mut self, uri: Url, text: Arc<str>) {
+    fn open(&mut self, uri: Url, text: Arc<str>, version: i32) {
         let path = uri.to_file_path().unwrap_or_else(|()| PathBuf::from(uri.path()));
         let analysis = Arc::new(Analysis::default());
-        let doc = Doc { path, text, dirty: true, analysis, parsed: None, checked: None };
+        let doc = Doc { path, text, version, dirty: true, analysis, parsed: None, checked: None };
         self.docs.insert(uri, doc);
     }
 
@@ -345,7 +349,9 @@ impl Server {
             if !diagnostics.is_empty() {
                 self.published.insert(uri.clone());
             }
-            let version = None;
+            // An open document's diagnostics name the version they are of,
+            // so a client can drop those of a text it has changed since.
+            let version = self.docs.get(&uri).map(|doc| doc.version);
             let params = PublishDiagnosticsParams { uri, diagnostics, version };
             self.send(Notification::new(
                 notification::PublishDiagnostics::METHOD.to_owned(),
