@@ -173,13 +173,7 @@ impl Printer<'_> {
         for (at, stmt) in &stmts {
             let (trailing, own) = self.comments_before(*at);
             inner.push(trailing);
-            for (blank, text) in own {
-                if blank && started {
-                    inner.push(Doc::HardLine);
-                }
-                inner.extend([Doc::HardLine, Doc::text(text)]);
-                started = true;
-            }
+            own_lines(&mut inner, own, &mut started);
             if started && self.blank_before(*at) {
                 inner.push(Doc::HardLine);
             }
@@ -193,13 +187,7 @@ impl Printer<'_> {
             return concat([head, Doc::text(" {}")]);
         }
         inner.push(trailing);
-        for (blank, text) in own {
-            if blank && started {
-                inner.push(Doc::HardLine);
-            }
-            inner.extend([Doc::HardLine, Doc::text(text)]);
-            started = true;
-        }
+        own_lines(&mut inner, own, &mut started);
         concat([head, Doc::text(" {"), concat(inner).nest(), Doc::HardLine, Doc::text("}")])
     }
 
@@ -588,4 +576,16 @@ fn join_names(names: &[Ident]) -> String {
 fn type_text(ty: &TypeExpr) -> String {
     let item = ty.item.as_ref().map(|i| format!("<{}>", type_text(i))).unwrap_or_default();
     format!("{}{item}{}", ty.name.name, if ty.nullable { "?" } else { "" })
+}
+
+/// Pushes comments on lines of their own (each with whether a blank line
+/// stood before it) into a block's lines; none right after its `{`.
+fn own_lines(inner: &mut Vec<Doc>, own: Vec<(bool, String)>, started: &mut bool) {
+    for (blank, text) in own {
+        if blank && *started {
+            inner.push(Doc::HardLine);
+        }
+        inner.extend([Doc::HardLine, Doc::text(text)]);
+        *started = true;
+    }
 }
