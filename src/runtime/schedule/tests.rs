@@ -694,37 +694,33 @@ fn without_try_a_child_failure_fails_the_run_at_its_path() {
     assert_eq!((path.as_str(), code), ("Root.c > bad", Code::NodeFailed));
 }
 
-#[test]
-fn a_deadline_stops_a_run_waiting_on_a_call() {
-    let fake = Fake::new(vec![contract(
+/// A contract whose one call waits 3 s: a run that ends sooner was stopped
+/// (had it waited, the call would succeed).
+fn late() -> Fake {
+    Fake::new(vec![contract(
         "Late",
         vec![
             ("x", Op::Input, &[]),
             ("w", Op::Call(Callee::Wait { ms: 3_000, fail: false }, false), &[0]),
         ],
         &[1],
-    )]);
+    )])
+}
+
+#[test]
+fn a_deadline_stops_a_run_waiting_on_a_call() {
+    let fake = late();
     let deadline = Instant::now() + Duration::from_millis(50);
     let bounds = Bounds { deadline: Some(deadline), ..bounds(usize::MAX) };
-    let started = Instant::now();
     let result = run(fake, vec![int(1)], bounds, &Log::default());
     assert!(matches!(result, Err(RunError::Deadline)), "{result:?}");
-    assert!(started.elapsed() < Duration::from_secs(2));
 }
 
 #[test]
 fn a_cancellation_stops_a_run_waiting_on_a_call() {
-    let fake = Fake::new(vec![contract(
-        "Late",
-        vec![
-            ("x", Op::Input, &[]),
-            ("w", Op::Call(Callee::Wait { ms: 3_000, fail: false }, false), &[0]),
-        ],
-        &[1],
-    )]);
+    let fake = late();
     let cancel = crate::runtime::Cancel::default();
     let bounds = Bounds { cancel: Some(cancel.clone()), ..bounds(usize::MAX) };
-    let started = Instant::now();
     let stopper = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(50));
         cancel.cancel();
@@ -732,5 +728,4 @@ fn a_cancellation_stops_a_run_waiting_on_a_call() {
     let result = run(fake, vec![int(1)], bounds, &Log::default());
     stopper.join().expect("the stopper ends");
     assert!(matches!(result, Err(RunError::Deadline)), "{result:?}");
-    assert!(started.elapsed() < Duration::from_secs(2));
 }
