@@ -3,8 +3,10 @@
 //! outputs).
 //!
 //! A test needs exactly one `run`; `expect_error` excludes `expect` and
-//! `snapshot` (a failed run has no outputs). Arguments of `run` and `mock`
-//! and mocked values are expressions without names. A mock of a tool the
+//! `snapshot` (a failed run has no outputs), not `snapshot calls` or
+//! `expect_calls` (its calls). Arguments of `run`, `mock` and
+//! `expect_calls` and mocked values are expressions without names; an
+//! `expect_calls` count is a whole number. A mock of a tool the
 //! contract can never call (directly, through an agent, or through a
 //! composed contract) is a warning: it would silently do nothing. Two
 //! tests of one file with a `snapshot` whose names give one snapshot file
