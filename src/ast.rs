@@ -391,6 +391,19 @@ pub enum TestStmt {
     Expect(Expr, Span),
     /// `expect_error "text"`.
     ExpectError(Expr, Span),
+    /// `expect_calls Tool(args) == N`: how many calls (with these arguments).
+    ExpectCalls {
+        /// The tool.
+        tool: Ident,
+        /// `(args)`: only calls with these arguments; every call when absent.
+        args: Option<Vec<Arg>>,
+        /// The comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`).
+        op: BinaryOp,
+        /// The count compared with.
+        count: Expr,
+        /// The statement.
+        span: Span,
+    },
     /// `snapshot` or `snapshot calls`.
     Snapshot {
         /// `snapshot calls`: the effect calls too.
@@ -407,6 +420,7 @@ impl TestStmt {
         match self {
             TestStmt::Run { span, .. }
             | TestStmt::Mock { span, .. }
+            | TestStmt::ExpectCalls { span, .. }
             | TestStmt::Replay(_, span)
             | TestStmt::Expect(_, span)
             | TestStmt::ExpectError(_, span)
@@ -682,6 +696,7 @@ keywords! {
     Replay "replay" Test,
     Expect "expect" Test,
     ExpectError "expect_error" Test,
+    ExpectCalls "expect_calls" Test,
     Snapshot "snapshot" Test,
     Calls "calls" Part,
     If "if" Expression,
@@ -730,6 +745,15 @@ impl BinaryOp {
             BinaryOp::Add | BinaryOp::Sub => 6,
             BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod => 7,
         }
+    }
+
+    /// True for `==`, `!=`, `<`, `<=`, `>`, `>=`.
+    #[must_use]
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+        )
     }
 
     /// The operator as written.

@@ -528,6 +528,17 @@ impl Printer<'_> {
                 parts.push(concat([Doc::Line, answer]).nest());
                 concat(parts).group()
             }
+            TestStmt::ExpectCalls { tool, args, op, count, .. } => {
+                let mut parts = vec![Doc::text(format!("expect_calls {}", tool.name))];
+                if let Some(args) = args {
+                    let at = start(count.span);
+                    let close = self.text[..at].rfind(')').unwrap_or(at);
+                    parts.push(self.args(args, close));
+                }
+                parts.push(Doc::text(format!(" {} ", op.symbol())));
+                parts.push(self.expr(count));
+                concat(parts).group()
+            }
             TestStmt::Replay(e, _) => self.keyed("replay", e),
             TestStmt::Expect(e, _) => self.keyed("expect", e),
             TestStmt::ExpectError(e, _) => self.keyed("expect_error", e),

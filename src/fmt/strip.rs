@@ -213,6 +213,12 @@ impl Strip<'_> {
                 }
                 *span = NOWHERE;
             }
+            TestStmt::ExpectCalls { tool, args, count, span, .. } => {
+                ident(tool);
+                args.iter_mut().for_each(|a| self.args(a));
+                self.expr(count);
+                *span = NOWHERE;
+            }
             TestStmt::Replay(e, span)
             | TestStmt::Expect(e, span)
             | TestStmt::ExpectError(e, span) => {

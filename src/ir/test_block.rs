@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::{ContractId, Expr, ToolId};
+use super::{BinaryOp, ContractId, Expr, ToolId};
 use crate::source::{FileId, Span};
 
 /// Test `name` as part of a file name (its snapshot's): every character
@@ -38,6 +38,9 @@ pub struct Test {
     pub expects: Vec<Expr>,
     /// `expect_error "text"`: the run must fail with a message containing it.
     pub expect_error: Option<String>,
+    /// `expect_calls` statements: how often tools must have been called
+    /// (checked whether the run succeeded or failed).
+    pub expect_calls: Vec<ExpectCalls>,
     /// `snapshot` / `snapshot calls`.
     pub snapshot: Snapshot,
     /// The whole block.
@@ -66,6 +69,23 @@ pub struct Mock {
     /// What a matching call gives.
     pub answer: MockAnswer,
     /// The statement.
+    pub span: Span,
+}
+
+/// `expect_calls Tool(args) == N`: the number of calls of a tool (with
+/// these arguments) compared with `N`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpectCalls {
+    /// The counted tool.
+    pub tool: ToolId,
+    /// Only calls whose arguments include these (by param name), as in
+    /// [`Mock::args`]; every call when `None`.
+    pub args: Option<Vec<(String, Expr)>>,
+    /// A comparison: `==`, `!=`, `<`, `<=`, `>`, `>=`.
+    pub op: BinaryOp,
+    /// The count compared with.
+    pub count: u64,
+    /// The statement (its text names it in a failure).
     pub span: Span,
 }
 

@@ -3,8 +3,10 @@
 //! outputs).
 //!
 //! A test needs exactly one `run`; `expect_error` excludes `expect` and
-//! `snapshot` (a failed run has no outputs). Arguments of `run` and `mock`
-//! and mocked values are expressions without names. A mock of a tool the
+//! `snapshot` (a failed run has no outputs), not `snapshot calls` or
+//! `expect_calls` (its calls). Arguments of `run`, `mock` and
+//! `expect_calls` and mocked values are expressions without names; an
+//! `expect_calls` count is a whole number. A mock of a tool the
 //! contract can never call (directly, through an agent, or through a
 //! composed contract) is a warning: it would silently do nothing. Two
 //! tests of one file with a `snapshot` whose names give one snapshot file
@@ -23,6 +25,9 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, ContractId, Snapshot, ToolId};
 use crate::source::FileId;
 use crate::suggest::did_you_mean;
+
+/// The arguments of a `mock` or an `expect_calls`, by param name.
+type ToolArgs = Vec<(String, ir::Expr)>;
 
 impl Lowerer<'_> {
     /// Lowers every test block of the program.
@@ -100,7 +105,7 @@ impl Lowerer<'_> {
         let mut runs = Vec::new();
         let (mut replays, mut errors, mut snapshots, mut expects) =
             (vec![], vec![], vec![], vec![]);
-        let mut mocks = Vec::new();
+        let (mut mocks, mut counts) = (Vec::new(), Vec::new());
         for stmt in &test.statements {
             match stmt {
                 TestStmt::Run { .. } => runs.push(stmt),
@@ -109,10 +114,13 @@ impl Lowerer<'_> {
                 TestStmt::Snapshot { .. } => snapshots.push(stmt),
                 TestStmt::Expect(..) => expects.push(stmt),
                 TestStmt::Mock { .. } => mocks.push(stmt),
+                TestStmt::ExpectCalls { .. } => counts.push(stmt),
             }
         }
         let none = Scope::new(Vec::new(), "name", format!("test `{name}`"));
         let mocks: Vec<ir::Mock> = mocks.iter().filter_map(|m| self.lower_mock(m, &none)).collect();
+        let expect_calls =
+            counts.iter().filter_map(|c| self.lower_expect_calls(c, &none)).collect();
         let replay = self.single(&replays, |s| s.span(), "replay").and_then(|stmt| {
             let TestStmt::Replay(path, _) = stmt else { return None };
             let written = self.expect_plain_string(path, "a cassette path")?;
@@ -130,8 +138,9 @@ impl Lowerer<'_> {
             Some(_) => Snapshot::Outputs,
             None => Snapshot::None,
         };
-        if let (Some(error), Some(other)) = (errors.first(), expects.first().or(snapshots.first()))
-        {
+        // `snapshot calls` of a failed run shows the calls it made.
+        let outputs_snapshot = snapshots.first().filter(|_| snapshot == Snapshot::Outputs);
+        if let (Some(error), Some(other)) = (errors.first(), expects.first().or(outputs_snapshot)) {
             self.push(
                 Diagnostic::error(
                     Code::TestStatement,
@@ -183,6 +192,7 @@ impl Lowerer<'_> {
             replay,
             expects,
             expect_error,
+            expect_calls,
             snapshot,
             span: test.span,
         })
@@ -214,13 +224,55 @@ impl Lowerer<'_> {
 
     fn lower_mock(&mut self, stmt: &TestStmt, none: &Scope<'_>) -> Option<ir::Mock> {
         let TestStmt::Mock { tool, args, answer, span } = stmt else { return None };
+        let (index, args) = self.tool_and_args(tool, args.as_deref(), "mock", none)?;
+        let answer = match answer {
+            MockAnswer::Returns(expr) => ir::MockAnswer::Returns(self.lower_expr(expr, none)),
+            MockAnswer::Fails(text) => {
+                ir::MockAnswer::Fails(self.expect_plain_string(text, "a mock's failure message")?)
+            }
+        };
+        Some(ir::Mock { tool: index, args, answer, span: *span })
+    }
+
+    fn lower_expect_calls(&mut self, stmt: &TestStmt, none: &Scope<'_>) -> Option<ir::ExpectCalls> {
+        let TestStmt::ExpectCalls { tool, args, op, count, span } = stmt else { return None };
+        let found = self.tool_and_args(tool, args.as_deref(), "expect_calls", none);
+        let n = match count.kind {
+            ast::ExprKind::Integer(n) => u64::try_from(n).ok(),
+            _ => None,
+        };
+        let Some(n) = n else {
+            self.push(
+                Diagnostic::error(
+                    Code::TestStatement,
+                    count.span,
+                    "`expect_calls` compares with a number of calls",
+                )
+                .label("not a count (a whole number, 0 or more)")
+                .help(format!("write a count: `expect_calls {} == 1`", tool.name)),
+            );
+            return None;
+        };
+        let (tool, args) = found?;
+        Some(ir::ExpectCalls { tool, args, op: *op, count: n, span: *span })
+    }
+
+    /// The tool `statement` (`mock`, `expect_calls`) names, reported when it
+    /// is not one, and its arguments (a subset of the tool's params).
+    fn tool_and_args(
+        &mut self,
+        tool: &ast::Ident,
+        args: Option<&[ast::Arg]>,
+        statement: &str,
+        none: &Scope<'_>,
+    ) -> Option<(ToolId, Option<ToolArgs>)> {
         let Some(Decl::Tool(index)) = self.decls.get(&tool.name) else {
             let tools = self.decls.names_where(|d| matches!(d, Decl::Tool(_)));
             self.push(
                 Diagnostic::error(
                     Code::UnknownTool,
                     tool.span,
-                    format!("`mock` of unknown tool `{}`", tool.name),
+                    format!("`{statement}` of unknown tool `{}`", tool.name),
                 )
                 .label("not a declared tool")
                 .maybe_help(did_you_mean(&tool.name, tools)),
@@ -228,17 +280,11 @@ impl Lowerer<'_> {
             return None;
         };
         let params = self.tools[index].params.clone();
-        let args = args.as_ref().map(|args| {
+        let args = args.map(|args| {
             let callee = Callee { ident: tool, what: "tool", params: &params, partial: true };
             self.lower_args(&callee, args, none)
         });
-        let answer = match answer {
-            MockAnswer::Returns(expr) => ir::MockAnswer::Returns(self.lower_expr(expr, none)),
-            MockAnswer::Fails(text) => {
-                ir::MockAnswer::Fails(self.expect_plain_string(text, "a mock's failure message")?)
-            }
-        };
-        Some(ir::Mock { tool: ToolId::from_index(index), args, answer, span: *span })
+        Some((ToolId::from_index(index), args))
     }
 
     /// Warns about mocks of tools that `contract` can never call.

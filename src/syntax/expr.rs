@@ -332,7 +332,8 @@ enum Tree<'i> {
     Infix(Box<Tree<'i>>, Pair<'i, Rule>, Box<Tree<'i>>),
 }
 
-fn binary_op(rule: Rule) -> BinaryOp {
+/// The operator of an infix rule (`op_eq`).
+pub(super) fn binary_op(rule: Rule) -> BinaryOp {
     OPERATOR_RULES
         .iter()
         .find(|(r, _)| *r == rule)

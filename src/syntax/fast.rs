@@ -597,6 +597,14 @@ impl<'t> Parser<'t> {
                 K::Replay => TestStmt::Replay(self.string()?, self.span_from(s)),
                 K::Expect => TestStmt::Expect(self.expr()?, self.span_from(s)),
                 K::ExpectError => TestStmt::ExpectError(self.string()?, self.span_from(s)),
+                K::ExpectCalls => {
+                    let tool = self.ident()?;
+                    let args =
+                        if self.eat(b'(') { Some(self.list(b')', Self::arg)?) } else { None };
+                    let op = self.infix().filter(|op| op.is_comparison())?;
+                    let count = self.expr()?;
+                    TestStmt::ExpectCalls { tool, args, op, count, span: self.span_from(s) }
+                }
                 K::Snapshot => {
                     let calls = self.keyword(K::Calls);
                     TestStmt::Snapshot { calls, span: self.span_from(s) }

@@ -394,6 +394,17 @@ impl<'t> Builder<'t> {
                 };
                 TestStmt::Mock { tool: name, args, answer, span }
             }
+            Rule::expect_calls_stmt => {
+                let mut inner = Self::operands(stmt).peekable();
+                let tool = self.ident(inner.next().unwrap_or_else(|| unreachable!("tool")));
+                let args = inner
+                    .next_if(|p| p.as_rule() == Rule::call_args)
+                    .map(|p| p.into_inner().next().map(|a| self.args(a)).unwrap_or_default());
+                let op = inner.next().unwrap_or_else(|| unreachable!("comparison"));
+                let op = super::expr::binary_op(op.as_rule());
+                let count = self.expr(inner.next().unwrap_or_else(|| unreachable!("count")));
+                TestStmt::ExpectCalls { tool, args, op, count, span }
+            }
             Rule::replay_stmt => TestStmt::Replay(self.first_expr(stmt), span),
             Rule::expect_stmt => TestStmt::Expect(self.first_expr(stmt), span),
             Rule::expect_error_stmt => TestStmt::ExpectError(self.first_expr(stmt), span),
@@ -484,6 +495,7 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_replay
             | Rule::kw_expect
             | Rule::kw_expect_error
+            | Rule::kw_expect_calls
             | Rule::kw_snapshot
     )
 }

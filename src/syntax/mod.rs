@@ -204,6 +204,12 @@ test "vip customers get the premium agent" {
   replay "cassettes/triage_vip.json"
   expect reply.priority == "high" and not contains(reply.summary, "x")
   expect_error "out of stock"
+  expect_calls SendEmail == 0
+  expect_calls DatabaseLookup(sku: "A1",) >= 1
+  expect_calls CreateTicket != 2
+  expect_calls CreateTicket<3
+  expect_calls CreateTicket()<=3
+  expect_calls CreateTicket > 0
   snapshot calls
 }
 test """multi
@@ -433,7 +439,7 @@ test "empty" {}
                     " returns ", " fails ", " calls", "r\"\\d{4}\"", "r\"", " r",
                     " per ", " per minute", "\n  rate_limit 3 per second\n",
                     "\n  price input 1 output 2\n", " input ", " output ",
-                    "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "test ",
+                    "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "\n  expect_calls T == 1\n", " expect_calls ", " <= ", "test ",
                     "é", "名前", " # caf\u{fffd}\n", "\"日本語 ✓\"", "\u{fffd}", "\u{1f525}",
                 ]).prop_map(str::to_owned),
             ],

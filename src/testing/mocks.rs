@@ -108,7 +108,11 @@ impl Mocks {
 
 /// True when `args` has the `wanted` value for each wanted param (a param
 /// left out counts as its default).
-fn matches(defaults: &Map<String, Value>, wanted: &Map<String, Value>, args: &Value) -> bool {
+pub(crate) fn matches(
+    defaults: &Map<String, Value>,
+    wanted: &Map<String, Value>,
+    args: &Value,
+) -> bool {
     wanted.iter().all(|(name, value)| {
         let given = args.get(name).or_else(|| defaults.get(name));
         given.is_some_and(|given| eval::equal(&given.into(), &value.into()))

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 use crate::eval;
-use crate::ir::{Expr, MockAnswer, Program, Snapshot, Test};
+use crate::ir::{BinaryOp, ExpectCalls, Expr, MockAnswer, Program, Snapshot, Test};
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::source::FileId;
 use expect::Unmet;
@@ -153,6 +153,15 @@ pub(crate) enum Failure {
     },
     /// A call of a mocked tool that no mock matched.
     Unmatched(String),
+    /// An `expect_calls` did not hold.
+    Calls {
+        /// The statement as written.
+        statement: String,
+        /// The calls it counted.
+        counted: usize,
+        /// Every call of the tool, one line each.
+        calls: Vec<String>,
+    },
 }
 
 impl Failure {
@@ -176,6 +185,10 @@ impl Failure {
                 "the outputs differ from `{}` (run with `--update` to accept)",
                 path.display()
             ),
+            Failure::Calls { statement, counted, .. } => {
+                let s = if *counted == 1 { "" } else { "s" };
+                format!("{statement} did not hold: {counted} matching call{s}")
+            }
         }
     }
 
@@ -191,6 +204,14 @@ impl Failure {
             Failure::SnapshotDiffers { diff, .. } => {
                 let mut lines = vec![self.summary(), "  --- stored  +++ actual".to_owned()];
                 lines.extend(diff.lines().map(|l| format!("  {l}")));
+                lines
+            }
+            Failure::Calls { calls, .. } if calls.is_empty() => {
+                vec![self.summary(), "  the tool was not called".to_owned()]
+            }
+            Failure::Calls { calls, .. } => {
+                let mut lines = vec![self.summary(), "  calls of the tool:".to_owned()];
+                lines.extend(calls.iter().map(|c| format!("    {c}")));
                 lines
             }
             _ => vec![self.summary()],
@@ -290,25 +311,16 @@ fn prepare<'a>(
     let inputs = inputs(suite, test)?;
     let mut mocks = Vec::with_capacity(test.mocks.len());
     for mock in &test.mocks {
-        let args = match &mock.args {
-            Some(args) => Some(
-                args.iter()
-                    .map(|(name, e)| Ok((name.clone(), constant(suite, e)?)))
-                    .collect::<Result<Map<_, _>, String>>()?,
-            ),
-            None => None,
-        };
+        let args = constant_args(suite, mock.args.as_deref())?;
         let answer = match &mock.answer {
             MockAnswer::Returns(e) => Ok(constant(suite, e)?),
             MockAnswer::Fails(message) => Err(message.clone()),
         };
         let tool = &suite.program()[mock.tool];
-        let defaults =
-            tool.params.iter().filter_map(|p| Some((p.name.clone(), p.default.clone()?))).collect();
         mocks.push(mocks::Mock {
             tool: tool.tool_name.clone(),
             name: tool.name.clone(),
-            defaults,
+            defaults: defaults(tool),
             args,
             answer,
         });
@@ -317,6 +329,20 @@ fn prepare<'a>(
         store::TestStore::effects(suite, test, mocks::Mocks::new(mocks), cassettes, options)?;
     let engine = store::TestStore::engine(suite, effects);
     Ok(Prepared { engine, inputs, store })
+}
+
+/// The values of a `mock`'s or an `expect_calls`'s arguments.
+fn constant_args(
+    suite: &Suite,
+    args: Option<&[(String, Expr)]>,
+) -> Result<Option<Map<String, Value>>, String> {
+    args.map(|args| args.iter().map(|(name, e)| Ok((name.clone(), constant(suite, e)?))).collect())
+        .transpose()
+}
+
+/// The params of `tool` with defaults: a call that leaves one out has it.
+fn defaults(tool: &crate::ir::Tool) -> Map<String, Value> {
+    tool.params.iter().filter_map(|p| Some((p.name.clone(), p.default.clone()?))).collect()
 }
 
 /// The inputs `test` runs its contract with.
@@ -340,6 +366,15 @@ fn judge(
     store: &store::TestStore,
     result: &mut TestResult,
 ) {
+    let calls = store.mocks().calls();
+    for expected in &test.expect_calls {
+        match count_calls(suite, expected, &calls) {
+            Ok(None) => {}
+            Ok(Some(failure)) => result.failures.push(failure),
+            Err(why) => result.failures.push(Failure::Setup(why)),
+        }
+    }
+    let calls = (test.snapshot == Snapshot::Calls).then_some(calls.as_slice());
     let outputs = match (run, &test.expect_error) {
         (Ok(_), Some(expected)) => {
             result.failures.push(Failure::NoError { expected: expected.clone() });
@@ -349,6 +384,10 @@ fn judge(
             let actual = error_text(&error);
             if !actual.contains(expected.as_str()) {
                 result.failures.push(Failure::WrongError { expected: expected.clone(), actual });
+            } else if calls.is_some() {
+                // `snapshot calls` of a failed run: no outputs, the calls.
+                let text = snapshot::render(&test.name, &Map::new(), calls);
+                compare_snapshot(suite, test, options, &text, result);
             }
             return;
         }
@@ -364,8 +403,6 @@ fn judge(
             result.failures.push(Failure::Expect(unmet));
         }
     }
-    let calls = store.mocks().calls();
-    let calls = (test.snapshot == Snapshot::Calls).then_some(calls.as_slice());
     if test.snapshot != Snapshot::None {
         compare_snapshot(
             suite,
@@ -375,6 +412,43 @@ fn judge(
             result,
         );
     }
+}
+
+/// Checks one `expect_calls` against the `calls` the run made: the
+/// failure when the count does not compare as written.
+fn count_calls(
+    suite: &Suite,
+    expected: &ExpectCalls,
+    calls: &[Value],
+) -> Result<Option<Failure>, String> {
+    let program = suite.program();
+    let tool = &program[expected.tool];
+    let wanted = constant_args(suite, expected.args.as_deref())?;
+    let defaults = defaults(tool);
+    let of_tool: Vec<&Value> =
+        calls.iter().filter(|c| c["tool"].as_str() == Some(tool.tool_name.as_str())).collect();
+    let counted = of_tool
+        .iter()
+        .filter(|c| wanted.as_ref().is_none_or(|w| mocks::matches(&defaults, w, &c["args"])))
+        .count();
+    let (n, count) = (counted as u64, expected.count);
+    let holds = match expected.op {
+        BinaryOp::Eq => n == count,
+        BinaryOp::Ne => n != count,
+        BinaryOp::Lt => n < count,
+        BinaryOp::Le => n <= count,
+        BinaryOp::Gt => n > count,
+        _ => n >= count,
+    };
+    if holds {
+        return Ok(None);
+    }
+    let calls = of_tool
+        .iter()
+        .map(|c| format!("`{}` with {}", c["node"].as_str().unwrap_or_default(), c["args"]))
+        .collect();
+    let statement = program.sources.slice(expected.span).to_owned();
+    Ok(Some(Failure::Calls { statement, counted, calls }))
 }
 
 /// Compares (or, with `--update`, writes) the test's snapshot.
