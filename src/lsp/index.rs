@@ -508,6 +508,15 @@ impl Builder<'_> {
                         }
                     }
                 }
+                TestStmt::ExpectCalls { tool, args, count, .. } => {
+                    let target = self.global_of(&tool.name, &[Kind::Tool]);
+                    self.reference(tool.span, target);
+                    let mut scope = Scope { base: &empty, locals: Vec::new() };
+                    if let Some(args) = args {
+                        self.args(target, args, &mut scope);
+                    }
+                    self.expr(count, &mut scope);
+                }
                 TestStmt::Expect(e, _) => {
                     let outputs: HashMap<String, usize> = contract
                         .map(|c| {
