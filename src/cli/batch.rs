@@ -83,7 +83,7 @@ pub(super) fn run(
     let stopped = (Arc::clone(&usage), cache.cloned());
     super::signals::report_on_stop(move || {
         let usage = stopped.0.lock().unwrap_or_else(PoisonError::into_inner).render();
-        usage + &super::run::cache_summary(stopped.1.as_ref())
+        usage + &super::cache_summary(stopped.1.as_ref())
     });
     let pending = reader
         .lines()
@@ -135,7 +135,7 @@ pub(super) fn run(
     };
     eprintln!("batch: {ran} rows run, {failed} failed{skipped}");
     let usage = usage.lock().unwrap_or_else(PoisonError::into_inner).render();
-    eprint!("{usage}{}", super::run::cache_summary(cache));
+    eprint!("{usage}{}", super::cache_summary(cache));
     if failed > 0 { ExitCode::from(3) } else { ExitCode::SUCCESS }
 }
 

@@ -172,6 +172,17 @@ pub fn run(cli: Cli) -> ExitCode {
     code
 }
 
+/// `cache: N hits, M misses` and a newline when the run consulted the
+/// cache, else nothing.
+fn cache_summary(cache: Option<&std::sync::Arc<crate::effects::Cache>>) -> String {
+    match cache.map(|c| c.counts()) {
+        Some((hits, misses)) if hits + misses > 0 => {
+            format!("cache: {hits} hits, {misses} misses\n")
+        }
+        _ => String::new(),
+    }
+}
+
 /// Prints `message` as an error; exit code 2.
 fn usage(message: &str) -> ExitCode {
     eprintln!("error: {message}");

@@ -179,7 +179,7 @@ impl RunArgs {
         }
         let stopped = (Arc::clone(&trace), cache.clone());
         super::signals::report_on_stop(move || {
-            stopped.0.usage().render() + &cache_summary(stopped.1.as_ref())
+            stopped.0.usage().render() + &super::cache_summary(stopped.1.as_ref())
         });
         let result = chosen.and_then(|chosen| engine.run_traced(chosen, &given, &options, &trace));
         let saved = engine.effects().finish();
@@ -188,7 +188,7 @@ impl RunArgs {
         if self.trace {
             eprint!("{}", trace.render());
         } else {
-            eprint!("{}{}", trace.usage().render(), cache_summary(cache.as_ref()));
+            eprint!("{}{}", trace.usage().render(), super::cache_summary(cache.as_ref()));
         }
         let code = report(result, &engine, global.color_stderr());
         if let Err(message) = saved {
@@ -276,17 +276,6 @@ impl RunArgs {
             pairs.push((name.trim().to_owned(), raw.to_owned()));
         }
         Ok((given, pairs))
-    }
-}
-
-/// `cache: N hits, M misses` and a newline when the run consulted the
-/// cache, else nothing.
-pub(super) fn cache_summary(cache: Option<&Arc<Cache>>) -> String {
-    match cache.map(|c| c.counts()) {
-        Some((hits, misses)) if hits + misses > 0 => {
-            format!("cache: {hits} hits, {misses} misses\n")
-        }
-        _ => String::new(),
     }
 }
 

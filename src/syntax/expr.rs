@@ -10,29 +10,12 @@ use std::sync::LazyLock;
 use pest::iterators::{Pair, Pairs};
 use pest::pratt_parser::{Assoc, Op, PrattParser};
 
-use super::{Rule, items::Builder, span};
+use super::{OPERATOR_RULES, Rule, binary_op, items::Builder, span};
 use crate::ast::{
-    Arg, BinaryOp, Call, Expr, ExprKind, For, Ident, MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE,
+    Arg, Call, Expr, ExprKind, For, Ident, MatchArm, NEG_PRECEDENCE, NOT_PRECEDENCE,
     POSTFIX_PRECEDENCE, Pattern, PatternKind, StringPart, UnaryOp,
 };
 use crate::diagnostic::{Code, Diagnostic};
-
-/// The grammar rule of each binary operator.
-const OPERATOR_RULES: [(Rule, BinaryOp); 13] = [
-    (Rule::op_or, BinaryOp::Or),
-    (Rule::op_and, BinaryOp::And),
-    (Rule::op_eq, BinaryOp::Eq),
-    (Rule::op_ne, BinaryOp::Ne),
-    (Rule::op_lt, BinaryOp::Lt),
-    (Rule::op_le, BinaryOp::Le),
-    (Rule::op_gt, BinaryOp::Gt),
-    (Rule::op_ge, BinaryOp::Ge),
-    (Rule::op_add, BinaryOp::Add),
-    (Rule::op_sub, BinaryOp::Sub),
-    (Rule::op_mul, BinaryOp::Mul),
-    (Rule::op_div, BinaryOp::Div),
-    (Rule::op_mod, BinaryOp::Mod),
-];
 
 /// pest's Pratt table, built level by level from the shared precedence
 /// table in [`crate::ast`] (the fast path reads the same table).
@@ -330,14 +313,6 @@ enum Tree<'i> {
     Prefix(Pair<'i, Rule>, Box<Tree<'i>>),
     Postfix(Box<Tree<'i>>, Pair<'i, Rule>),
     Infix(Box<Tree<'i>>, Pair<'i, Rule>, Box<Tree<'i>>),
-}
-
-/// The operator of an infix rule (`op_eq`).
-pub(super) fn binary_op(rule: Rule) -> BinaryOp {
-    OPERATOR_RULES
-        .iter()
-        .find(|(r, _)| *r == rule)
-        .map_or_else(|| unreachable!("infix operator {rule:?}"), |&(_, op)| op)
 }
 
 /// The parts of a raw string whose text (between the quotes) is `text`.

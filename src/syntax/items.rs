@@ -401,7 +401,7 @@ impl<'t> Builder<'t> {
                     .next_if(|p| p.as_rule() == Rule::call_args)
                     .map(|p| p.into_inner().next().map(|a| self.args(a)).unwrap_or_default());
                 let op = inner.next().unwrap_or_else(|| unreachable!("comparison"));
-                let op = super::expr::binary_op(op.as_rule());
+                let op = super::binary_op(op.as_rule());
                 let count = self.expr(inner.next().unwrap_or_else(|| unreachable!("count")));
                 TestStmt::ExpectCalls { tool, args, op, count, span }
             }

@@ -22,7 +22,7 @@ mod limits;
 use pest::Parser;
 use pest::iterators::Pair;
 
-use crate::ast;
+use crate::ast::{self, BinaryOp};
 use crate::diagnostic::Diagnostics;
 use crate::source::{FileId, Span};
 
@@ -35,6 +35,32 @@ mod generated {
 }
 
 use generated::{IgnParser, Rule};
+
+/// The grammar rule of each binary operator (both pest readers, `expr` and
+/// `items`, map rules to operators through it).
+const OPERATOR_RULES: [(Rule, BinaryOp); 13] = [
+    (Rule::op_or, BinaryOp::Or),
+    (Rule::op_and, BinaryOp::And),
+    (Rule::op_eq, BinaryOp::Eq),
+    (Rule::op_ne, BinaryOp::Ne),
+    (Rule::op_lt, BinaryOp::Lt),
+    (Rule::op_le, BinaryOp::Le),
+    (Rule::op_gt, BinaryOp::Gt),
+    (Rule::op_ge, BinaryOp::Ge),
+    (Rule::op_add, BinaryOp::Add),
+    (Rule::op_sub, BinaryOp::Sub),
+    (Rule::op_mul, BinaryOp::Mul),
+    (Rule::op_div, BinaryOp::Div),
+    (Rule::op_mod, BinaryOp::Mod),
+];
+
+/// The operator of an infix rule (`op_eq`).
+fn binary_op(rule: Rule) -> BinaryOp {
+    OPERATOR_RULES
+        .iter()
+        .find(|(r, _)| *r == rule)
+        .map_or_else(|| unreachable!("infix operator {rule:?}"), |&(_, op)| op)
+}
 
 /// Parses one file. All syntax errors of the file are returned together.
 ///
