@@ -2,7 +2,7 @@
 //! formatting: `.ign` text to the same program in the one canonical
 //! layout.
 //!
-//! Entry: [`format`]`(source) -> Result<String, FmtError>`, a pure
+//! Entry: [`format()`]`(source) -> Result<String, FmtError>`, a pure
 //! function of the text (the signature the language server calls; it stays
 //! stable). Input: a file's text. Output: the formatted text, or
 //! [`FmtError::Syntax`] with the syntax diagnostics of a file that does not
@@ -11,9 +11,9 @@
 //! writes nothing).
 //!
 //! It prints the syntax tree of [`crate::syntax::parse`] (no parser of its
-//! own): `print.rs` builds a [`doc::Doc`] that `doc.rs` lays out at
+//! own): `print.rs` builds a `doc::Doc` that `doc.rs` lays out at
 //! [`WIDTH`] columns. Comments, which the grammar skips, are recovered from
-//! the text by span (`comments.rs`). Before answering, [`format`] checks
+//! the text by span (`comments.rs`). Before answering, [`format()`] checks
 //! its three guarantees on the result: it parses to the same tree, spans
 //! and parentheses aside (`strip.rs`); it has the same comments in the
 //! same order; and formatting it again changes nothing.

@@ -10,9 +10,9 @@
 //! answer is a lookup in the last check (no async runtime to start, and the
 //! same loop runs in memory for the transcript tests). Everything reads the
 //! stages of `ignite check`: [`crate::load`] with the open buffers in place
-//! of the files ([`analysis`]), the syntax trees of [`crate::syntax`], the
+//! of the files (`analysis`), the syntax trees of [`crate::syntax`], the
 //! checked [`crate::ir::Program`], and one symbol index built from the
-//! syntax trees ([`index`]). There is no second parser: where a half-typed
+//! syntax trees (`index`). There is no second parser: where a half-typed
 //! file does not parse, completion reads the text before the cursor and the
 //! last check that parsed.
 //!
