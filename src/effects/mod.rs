@@ -223,6 +223,13 @@ pub trait EffectStore: Send + Sync {
         false
     }
 
+    /// True when this store may answer a whole agent call (a test's agent
+    /// mocks): the agent is then looked up, by its inputs, before any model
+    /// is asked.
+    fn answers_agents(&self) -> bool {
+        false
+    }
+
     /// True when the store may answer a call of a pure `returns` tool (a
     /// test's mocks): only then do those calls go through the stores.
     fn answers_pure(&self) -> bool {
@@ -354,6 +361,12 @@ impl Effects {
     #[must_use]
     pub fn answers_pure(&self) -> bool {
         self.stores.iter().any(|s| s.answers_pure())
+    }
+
+    /// True when a store may answer whole agent calls (mocks).
+    #[must_use]
+    pub fn answers_agents(&self) -> bool {
+        self.stores.iter().any(|s| s.answers_agents())
     }
 
     /// True when a store answers everything (a replay).

@@ -29,7 +29,7 @@ pub use graph::{Deps, Graph};
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
 pub use json::{Json, describe, value_kind};
 pub use provider_kind::ProviderKind;
-pub use test_block::{ExpectCalls, Mock, MockAnswer, Snapshot, Test, slug};
+pub use test_block::{AgentMock, ExpectCalls, Mock, MockAnswer, Snapshot, Test, slug};
 pub use types::{Enum, Record, Type, TypeKind, field_problems, fill_fields};
 
 use crate::source::{Sources, Span};

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::{BinaryOp, ContractId, Expr, ToolId};
+use super::{AgentId, BinaryOp, ContractId, Expr, ToolId};
 use crate::source::{FileId, Span};
 
 /// Test `name` as part of a file name (its snapshot's): every character
@@ -30,8 +30,12 @@ pub struct Test {
     /// The run's inputs by name, in input order; expressions without
     /// variables.
     pub inputs: Vec<(String, Expr)>,
-    /// `mock` statements in source order: the first that fits a call answers it.
+    /// `mock` statements of tools in source order: the first that fits a
+    /// call answers it.
     pub mocks: Vec<Mock>,
+    /// `mock` statements of agents in source order, likewise: a mocked agent
+    /// node takes the mock's value and asks no model.
+    pub agent_mocks: Vec<AgentMock>,
     /// `replay "file"`: the cassette, resolved against the file's folder.
     pub replay: Option<PathBuf>,
     /// `expect` conditions over the outputs (`Var(i)` is output `i`).
@@ -67,6 +71,22 @@ pub struct Mock {
     /// every call when `None`. Expressions without variables.
     pub args: Option<Vec<(String, Expr)>>,
     /// What a matching call gives.
+    pub answer: MockAnswer,
+    /// The statement.
+    pub span: Span,
+}
+
+/// `mock Agent(args) returns EXPR` / `fails "msg"`: what an agent node
+/// gives in a test instead of asking a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentMock {
+    /// The mocked agent.
+    pub agent: AgentId,
+    /// Only calls whose inputs include these (by input name); every call
+    /// when `None`. Expressions without variables.
+    pub args: Option<Vec<(String, Expr)>>,
+    /// What a matching call gives: a value of the agent's `result` type
+    /// (checked as a model's answer is), or a failure.
     pub answer: MockAnswer,
     /// The statement.
     pub span: Span,

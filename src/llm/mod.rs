@@ -155,6 +155,59 @@ impl Llm {
         trace: &Trace,
         scope: &Scope,
     ) -> Result<Value, LlmError> {
+        if scope.effects().answers_agents() {
+            return self.run_mocked(program, agent, inputs, toolbox, trace, scope).await;
+        }
+        self.run_unmocked(program, agent, inputs, toolbox, trace, scope).await
+    }
+
+    /// [`Llm::run_agent`] where a store may answer the whole call (a test's
+    /// `mock Agent`), looked up by the agent's inputs before any model is
+    /// asked; an answer is checked as a model's is.
+    async fn run_mocked(
+        &self,
+        program: &Program,
+        agent: AgentId,
+        inputs: &Map<String, Value>,
+        toolbox: &Toolbox,
+        trace: &Trace,
+        scope: &Scope,
+    ) -> Result<Value, LlmError> {
+        let declared = &program[agent];
+        let request = Value::Object(inputs.clone());
+        let key = scope.next_key();
+        let effect = Effect {
+            key: &key,
+            kind: EffectKind::Agent,
+            name: &declared.name,
+            route: "",
+            request: &request,
+            definition: None,
+            cache: None,
+            work: None,
+        };
+        let live = async {
+            let answer = self.run_unmocked(program, agent, inputs, toolbox, trace, scope).await?;
+            Ok(Outcome::Value(answer))
+        };
+        match scope.perform(&effect, &crate::telemetry::Span::none(), live).await {
+            Ok(Outcome::Value(answer)) => admitted(declared, answer),
+            Ok(Outcome::Failed(failure)) => Err(LlmError::from_stored(failure)),
+            Err(error) => Err(error.into_node_error(1)),
+        }
+    }
+
+    /// [`Llm::run_agent`] without a store's whole answer (but through the
+    /// result cache when the agent declares `cache`).
+    async fn run_unmocked(
+        &self,
+        program: &Program,
+        agent: AgentId,
+        inputs: &Map<String, Value>,
+        toolbox: &Toolbox,
+        trace: &Trace,
+        scope: &Scope,
+    ) -> Result<Value, LlmError> {
         let id = agent;
         let agent = &program[agent];
         let (system, prompt) = agent_loop::prompts(agent, inputs)?;
@@ -219,19 +272,7 @@ impl Llm {
         span.end(failure);
         match result {
             // A stored answer gets the check a live one got in the loop.
-            Ok(Outcome::Value(mut answer)) => match &agent.result {
-                Some(ty) => match ty.admit(&mut answer, "result") {
-                    Ok(()) => Ok(answer),
-                    Err(problems) => Err(LlmError::BadAnswer {
-                        agent: agent.name.clone(),
-                        ty: structured::Structured::new(ty).schema.name,
-                        attempts: 1,
-                        problems,
-                        excerpt: structured::excerpt(&answer.to_string()),
-                    }),
-                },
-                None => Ok(answer),
-            },
+            Ok(Outcome::Value(answer)) => admitted(agent, answer),
             Ok(Outcome::Failed(other)) => Err(LlmError::Store {
                 message: format!("the cache holds no answer of agent `{}`: {other}", agent.name),
             }),
@@ -286,5 +327,21 @@ impl Llm {
     #[must_use]
     pub fn backoff(&self) -> Backoff {
         self.shared.backoff
+    }
+}
+
+/// `answer`, a stored or mocked answer of `agent`, checked against its
+/// `result` type as a live answer is in the loop.
+fn admitted(agent: &crate::ir::Agent, mut answer: Value) -> Result<Value, LlmError> {
+    let Some(ty) = &agent.result else { return Ok(answer) };
+    match ty.admit(&mut answer, "result") {
+        Ok(()) => Ok(answer),
+        Err(problems) => Err(LlmError::BadAnswer {
+            agent: agent.name.clone(),
+            ty: structured::Structured::new(ty).schema.name,
+            attempts: 1,
+            problems,
+            excerpt: structured::excerpt(&answer.to_string()),
+        }),
     }
 }

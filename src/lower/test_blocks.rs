@@ -22,12 +22,18 @@ use super::expr::Scope;
 use super::names::Decl;
 use crate::ast::{self, MockAnswer, TestStmt};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{self, ContractId, Snapshot, ToolId};
+use crate::ir::{self, AgentId, ContractId, Snapshot, ToolId};
 use crate::source::FileId;
 use crate::suggest::did_you_mean;
 
 /// The arguments of a `mock` or an `expect_calls`, by param name.
 type ToolArgs = Vec<(String, ir::Expr)>;
+
+/// A lowered `mock`: of a tool or of an agent.
+enum Mocked {
+    Tool(ir::Mock),
+    Agent(ir::AgentMock),
+}
 
 impl Lowerer<'_> {
     /// Lowers every test block of the program.
@@ -118,7 +124,15 @@ impl Lowerer<'_> {
             }
         }
         let none = Scope::new(Vec::new(), "name", format!("test `{name}`"));
-        let mocks: Vec<ir::Mock> = mocks.iter().filter_map(|m| self.lower_mock(m, &none)).collect();
+        let (mut agent_mocks, mut tool_mocks) = (Vec::new(), Vec::new());
+        for stmt in &mocks {
+            match self.lower_mock(stmt, &none) {
+                Some(Mocked::Tool(mock)) => tool_mocks.push(mock),
+                Some(Mocked::Agent(mock)) => agent_mocks.push(mock),
+                None => {}
+            }
+        }
+        let mocks = tool_mocks;
         let expect_calls =
             counts.iter().filter_map(|c| self.lower_expect_calls(c, &none)).collect();
         let replay = self.single(&replays, |s| s.span(), "replay").and_then(|stmt| {
@@ -189,6 +203,7 @@ impl Lowerer<'_> {
             contract: id,
             inputs,
             mocks,
+            agent_mocks,
             replay,
             expects,
             expect_error,
@@ -222,16 +237,25 @@ impl Lowerer<'_> {
         None
     }
 
-    fn lower_mock(&mut self, stmt: &TestStmt, none: &Scope<'_>) -> Option<ir::Mock> {
+    fn lower_mock(&mut self, stmt: &TestStmt, none: &Scope<'_>) -> Option<Mocked> {
         let TestStmt::Mock { tool, args, answer, span } = stmt else { return None };
-        let (index, args) = self.tool_and_args(tool, args.as_deref(), "mock", none)?;
         let answer = match answer {
             MockAnswer::Returns(expr) => ir::MockAnswer::Returns(self.lower_expr(expr, none)),
             MockAnswer::Fails(text) => {
                 ir::MockAnswer::Fails(self.expect_plain_string(text, "a mock's failure message")?)
             }
         };
-        Some(ir::Mock { tool: index, args, answer, span: *span })
+        if let Some(Decl::Agent(index)) = self.decls.get(&tool.name) {
+            let inputs = self.agents[index].inputs.clone();
+            let args = args.as_deref().map(|args| {
+                let callee = Callee { ident: tool, what: "agent", params: &inputs, partial: true };
+                self.lower_args(&callee, args, none)
+            });
+            let agent = AgentId::from_index(index);
+            return Some(Mocked::Agent(ir::AgentMock { agent, args, answer, span: *span }));
+        }
+        let (index, args) = self.tool_and_args(tool, args.as_deref(), "mock", none)?;
+        Some(Mocked::Tool(ir::Mock { tool: index, args, answer, span: *span }))
     }
 
     fn lower_expect_calls(&mut self, stmt: &TestStmt, none: &Scope<'_>) -> Option<ir::ExpectCalls> {
@@ -267,15 +291,20 @@ impl Lowerer<'_> {
         none: &Scope<'_>,
     ) -> Option<(ToolId, Option<ToolArgs>)> {
         let Some(Decl::Tool(index)) = self.decls.get(&tool.name) else {
-            let tools = self.decls.names_where(|d| matches!(d, Decl::Tool(_)));
+            // A `mock` may also name an agent.
+            let agents = statement == "mock";
+            let known = self.decls.names_where(|d| {
+                matches!(d, Decl::Tool(_)) || (agents && matches!(d, Decl::Agent(_)))
+            });
+            let what = if agents { "tool or agent" } else { "tool" };
             self.push(
                 Diagnostic::error(
                     Code::UnknownTool,
                     tool.span,
-                    format!("`{statement}` of unknown tool `{}`", tool.name),
+                    format!("`{statement}` of unknown {what} `{}`", tool.name),
                 )
-                .label("not a declared tool")
-                .maybe_help(did_you_mean(&tool.name, tools)),
+                .label(format!("not a declared {what}"))
+                .maybe_help(did_you_mean(&tool.name, known)),
             );
             return None;
         };

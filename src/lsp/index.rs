@@ -496,7 +496,7 @@ impl Builder<'_> {
                     self.args(contract, args, &mut Scope { base: &empty, locals: Vec::new() });
                 }
                 TestStmt::Mock { tool, args, answer, .. } => {
-                    let target = self.global_of(&tool.name, &[Kind::Tool]);
+                    let target = self.global_of(&tool.name, &[Kind::Tool, Kind::Agent]);
                     self.reference(tool.span, target);
                     let mut scope = Scope { base: &empty, locals: Vec::new() };
                     if let Some(args) = args {

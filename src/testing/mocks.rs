@@ -48,6 +48,8 @@ pub(crate) type Place = (String, Option<u32>, u32);
 #[derive(Debug, Default)]
 pub(crate) struct Mocks {
     mocks: Vec<Mock>,
+    /// What is mocked, in messages: `tool` or `agent`.
+    what: &'static str,
     /// Every tool call: its place (node path, `for` item, number among the
     /// node's effects) and `{"node", "tool", "args"}`.
     calls: Mutex<Vec<(Place, Value)>>,
@@ -57,7 +59,17 @@ pub(crate) struct Mocks {
 
 impl Mocks {
     pub(crate) fn new(mocks: Vec<Mock>) -> Self {
-        Self { mocks, ..Self::default() }
+        Self { mocks, what: "tool", ..Self::default() }
+    }
+
+    /// The mocks of agents (`tool` is then the agent's name).
+    pub(crate) fn of_agents(mocks: Vec<Mock>) -> Self {
+        Self { mocks, what: "agent", ..Self::default() }
+    }
+
+    /// True when there is a mock.
+    pub(crate) fn any(&self) -> bool {
+        !self.mocks.is_empty()
     }
 
     /// Answers a call of `tool` (its `tool_name`) with `args` by node
@@ -82,7 +94,8 @@ impl Mocks {
             return Answer::Unmocked;
         }
         let why = format!(
-            "tool `{name}` was called by `{node}` with {args}, but it is mocked only for {}",
+            "{} `{name}` was called by `{node}` with {args}, but it is mocked only for {}",
+            self.what,
             patterns.join(", ")
         );
         if let Ok(mut unmatched) = self.unmatched.lock() {

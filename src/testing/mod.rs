@@ -325,8 +325,29 @@ fn prepare<'a>(
             answer,
         });
     }
-    let (store, effects) =
-        store::TestStore::effects(suite, test, mocks::Mocks::new(mocks), cassettes, options)?;
+    let mut agents = Vec::with_capacity(test.agent_mocks.len());
+    for mock in &test.agent_mocks {
+        let args = constant_args(suite, mock.args.as_deref())?;
+        let answer = match &mock.answer {
+            MockAnswer::Returns(e) => Ok(constant(suite, e)?),
+            MockAnswer::Fails(message) => Err(message.clone()),
+        };
+        let agent = &suite.program()[mock.agent];
+        let defaults = agent
+            .inputs
+            .iter()
+            .filter_map(|p| Some((p.name.clone(), p.default.clone()?)))
+            .collect();
+        agents.push(mocks::Mock {
+            tool: agent.name.clone(),
+            name: agent.name.clone(),
+            defaults,
+            args,
+            answer,
+        });
+    }
+    let mocks = (mocks::Mocks::new(mocks), mocks::Mocks::of_agents(agents));
+    let (store, effects) = store::TestStore::effects(suite, test, mocks, cassettes, options)?;
     let engine = store::TestStore::engine(suite, effects);
     Ok(Prepared { engine, inputs, store })
 }

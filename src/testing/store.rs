@@ -34,6 +34,8 @@ use crate::runtime::Engine;
 /// The mocks of one test run and its rule for model requests.
 pub(crate) struct TestStore {
     mocks: Mocks,
+    /// The mocks of agents (by agent name); their calls are not tool calls.
+    agents: Mocks,
     /// Refuse model requests (no cassette): how to record one.
     offline: Option<String>,
 }
@@ -47,7 +49,7 @@ impl TestStore {
     pub(crate) fn effects<'a>(
         suite: &'a Suite,
         test: &'a Test,
-        mocks: Mocks,
+        (mocks, agents): (Mocks, Mocks),
         cassettes: &Cassettes<'a>,
         options: &Options,
     ) -> Result<(Arc<Self>, Effects), String> {
@@ -85,7 +87,7 @@ impl TestStore {
                 (None, Some(Arc::new(replay)))
             }
         };
-        let store = Arc::new(Self { mocks, offline });
+        let store = Arc::new(Self { mocks, agents, offline });
         let mut effects = Effects::live().with(Arc::clone(&store) as Arc<dyn EffectStore>);
         if let Some(cassette) = cassette {
             effects = effects.with(cassette);
@@ -230,8 +232,21 @@ impl EffectStore for TestStore {
                 Some(why) => Lookup::Refuse(why.clone()),
                 None => Lookup::Miss,
             },
-            EffectKind::Agent => Lookup::Miss,
+            EffectKind::Agent => {
+                let place = (effect.key.node.clone(), effect.key.item, effect.key.seq);
+                match self.agents.answer(&effect.key.node, place, effect.name, effect.request) {
+                    Answer::Mocked(Ok(value)) => Lookup::Hit(Outcome::Value(value)),
+                    Answer::Mocked(Err(message)) | Answer::Unmatched(message) => {
+                        Lookup::Hit(Outcome::Failed(Value::String(message)))
+                    }
+                    Answer::Unmocked => Lookup::Miss,
+                }
+            }
         }
+    }
+
+    fn answers_agents(&self) -> bool {
+        self.agents.any()
     }
 
     fn record(&self, _: &Effect<'_>, _: &Outcome) -> Result<(), String> {
