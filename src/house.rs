@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// The floors of the house, from the ground up.
 const FLOORS: &[&[&str]] = &[
-    &["source", "suggest", "value", "shutdown", "telemetry", "backoff"],
+    &["source", "suggest", "value", "shutdown", "telemetry", "backoff", "media"],
     &["diagnostic", "ast"],
     &["syntax", "ir", "failure"],
     &["load", "lower", "eval", "usage", "render", "fmt"],

@@ -27,7 +27,7 @@
 //!
 //! | floor | modules |
 //! | --- | --- |
-//! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff` |
+//! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff`, [`media`] (images and documents) |
 //! | 2 | [`diagnostic`], [`ast`] |
 //! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
 //! | 4 | [`load`], [`lower`], `eval`, `usage`, `render`, [`fmt`] (the formatter) |
@@ -61,6 +61,7 @@ pub mod load;
 pub mod lower;
 pub mod lsp;
 pub(crate) mod mcp;
+pub mod media;
 pub mod prelude;
 pub(crate) mod render;
 #[cfg(feature = "restate")]

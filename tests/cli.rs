@@ -545,3 +545,77 @@ contract Ask {
 fn run_missing_file() {
     assert_cmd_snapshot!(ignite().args(["run", "no/such/file.ign"]));
 }
+
+/// `--input NAME=@FILE` reads a file from the current folder, `{"path": ...}`
+/// in `--inputs` one from the inputs file's folder.
+#[test]
+fn run_media_inputs_from_files() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "tests/corpus/media/files.ign",
+        "--input",
+        "photo=@tests/corpus/media/tiny.png",
+        "--inputs",
+        "tests/corpus/media/files.inputs.json",
+    ]));
+}
+
+/// Every bad media file is an input error (exit 2) naming the input and
+/// what its bytes are; a path out of the inputs file's folder and the
+/// current folder is refused, and a file over `--max-bytes` is refused by
+/// its size.
+#[test]
+fn run_media_inputs_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy("tests/corpus/media/png_named.pdf", dir.path().join("scan.pdf")).unwrap();
+    let huge = dir.path().join("huge.png");
+    std::fs::File::create(&huge).unwrap().set_len(100 << 20).unwrap();
+    let inputs = |name: &str, pages: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("{{\"pages\": [{{\"path\": \"{pages}\"}}]}}")).unwrap();
+        path.display().to_string()
+    };
+    let png = "photo=@tests/corpus/media/tiny.png".to_owned();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--input".into(), "photo=@tests/corpus/media/json_named.png".into()],
+            "input `photo`: `tests/corpus/media/json_named.png`: expected an image (PNG, JPEG, GIF or WebP), got bytes that are none of them",
+        ),
+        (
+            vec!["--input".into(), "photo=@tests/corpus/media/truncated.png".into()],
+            "a PNG image is truncated: it does not end with an `IEND` chunk",
+        ),
+        (
+            vec!["--input".into(), format!("photo=@{}", huge.display())],
+            "is 104857600 bytes, more than the limit of 8388608 (raise it with `--max-bytes`)",
+        ),
+        (
+            vec!["--input".into(), png.clone(), "--max-bytes".into(), "10".into()],
+            "tiny.png` is 69 bytes, more than the limit of 10",
+        ),
+        (
+            vec!["--input".into(), "photo=@no/such.png".into()],
+            "input `photo`: cannot read `no/such.png`",
+        ),
+        (
+            vec!["--input".into(), png.clone(), "--inputs".into(), inputs("a.json", "scan.pdf")],
+            "input `pages[0]`: `scan.pdf`: expected a document, got a PNG image",
+        ),
+        (
+            vec![
+                "--input".into(),
+                png.clone(),
+                "--inputs".into(),
+                inputs("b.json", "../../../../../../etc/passwd"),
+            ],
+            "input `pages[0]`: `../../../../../../etc/passwd` is outside the inputs file's folder and the current folder",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output =
+            ignite().args(["run", "tests/corpus/media/files.ign"]).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: expected {expected:?} in\n{stderr}");
+    }
+}

@@ -22,6 +22,7 @@ mod fmt;
 mod graph;
 mod lsp;
 mod mcp;
+mod media;
 mod run;
 mod schema;
 mod serve;

@@ -145,14 +145,27 @@ impl RunArgs {
             ..RunOptions::default()
         };
         let trace = Arc::new(Trace::new(self.trace));
-        let chosen = engine.contract(contract.as_deref()).inspect(|&chosen| {
+        let chosen = engine.contract(contract.as_deref());
+        if let Ok(chosen) = chosen {
             // `--input` values are read by the declared type of the input they name.
             let params = &engine.program()[chosen];
+            let base = self.inputs_folder();
+            let reach = super::media::Reach::new(&base, self.max_bytes);
+            if let Err(message) =
+                reach.load(params.inputs().map(|(_, p)| (&*p.name, &p.ty)), &mut given)
+            {
+                return usage(&message);
+            }
             for (name, raw) in pairs {
                 let ty = params.inputs().find(|(_, p)| p.name == name).map(|(_, p)| &p.ty);
-                given.insert(name, input_value(ty, raw));
+                let value = match super::media::at_file(&name, ty, &raw, self.max_bytes) {
+                    Some(Ok(value)) => value,
+                    Some(Err(message)) => return usage(&message),
+                    None => input_value(ty, raw),
+                };
+                given.insert(name, value);
             }
-        });
+        }
         let header = RunHeader { contract, inputs: given.clone() };
         let (engine, cache) = match self.effects(header, resumed) {
             Ok((effects, cache)) => (engine.with_effects(effects), cache),
@@ -241,6 +254,16 @@ impl RunArgs {
         }
         super::signals::stop_on_signals(stop_note);
         Ok((effects, cache))
+    }
+
+    /// The folder `{"path": ...}` inputs are read from: the `--inputs`
+    /// file's, else (stdin, no file) the current one.
+    fn inputs_folder(&self) -> PathBuf {
+        self.inputs_file
+            .as_deref()
+            .filter(|&source| source != "-")
+            .and_then(|source| Path::new(source).parent())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     }
 
     /// The `--inputs` object and the `--input` pairs (which win), still text.

@@ -138,6 +138,16 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             let regex = compiled(p).map_err(|e| format!("`matches`: bad pattern: {e}"))?;
             Val::Bool(regex.is_match(s))
         }
+        Function::File => {
+            let path = text(0)?;
+            let (media_type, data) =
+                crate::media::read_file(std::path::Path::new(path), None, crate::media::FILE_LIMIT)
+                    .map_err(|e| format!("`file`: {e}"))?;
+            let mut fields = Fields::with_capacity(2);
+            fields.insert("media_type".into(), Val::from(media_type));
+            fields.insert("data".into(), Val::string(data));
+            Val::object(fields)
+        }
         Function::Env => {
             let var = text(0)?;
             match std::env::var(var) {

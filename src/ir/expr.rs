@@ -156,6 +156,7 @@ functions! {
     Successes "successes" 1..=1,
     Failures "failures" 1..=1,
     Matches "matches" 2..=2,
+    File "file" 1..=1,
 }
 
 /// Largest compiled size of a `matches` pattern, so a pattern from the

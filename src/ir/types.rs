@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::Param;
 use super::json::{Json, describe, integral};
+use crate::media;
 use crate::source::Span;
 use crate::suggest::closest;
 
@@ -44,6 +45,9 @@ pub enum TypeKind {
     Record(Arc<Record>),
     /// A declared `enum`: a string that is one of the variants.
     Enum(Arc<Enum>),
+    /// `image` or `document`: the object `{media_type, data}` whose bytes
+    /// are a whole file of the kind (see [`crate::media`]).
+    Media(media::Kind),
 }
 
 /// A `type Name { ... }` declaration.
@@ -173,6 +177,16 @@ impl Type {
                 check_fields(&record.fields, &record.name, value, path, out, all);
                 true
             }
+            (TypeKind::Media(kind), "object") => {
+                let text = |name: &str| value.field(name).and_then(Json::text);
+                let others = value.keys().any(|k| k != "media_type" && k != "data");
+                if let Some(problem) =
+                    media::problem(*kind, text("media_type"), text("data"), others)
+                {
+                    out.push(format!("`{path}`: {problem}"));
+                }
+                true
+            }
             _ => false,
         };
         if !fits {
@@ -239,7 +253,7 @@ impl Type {
             TypeKind::Float => "number",
             TypeKind::Boolean => "boolean",
             TypeKind::Array(_) => "array",
-            TypeKind::Object | TypeKind::Record(_) => "object",
+            TypeKind::Object | TypeKind::Record(_) | TypeKind::Media(_) => "object",
             TypeKind::Any => return None,
         })
     }
@@ -332,6 +346,7 @@ impl fmt::Display for Type {
             TypeKind::Any => f.write_str("any")?,
             TypeKind::Record(r) => f.write_str(&r.name)?,
             TypeKind::Enum(e) => f.write_str(&e.name)?,
+            TypeKind::Media(kind) => f.write_str(kind.name())?,
         }
         if self.nullable {
             f.write_str("?")?;

@@ -244,7 +244,7 @@ impl Lowerer<'_> {
         args: &[ast::Arg],
         scope: &Scope<'_>,
     ) -> ir::ExprKind {
-        let values: Box<[ir::Expr]> =
+        let mut values: Box<[ir::Expr]> =
             args.iter().map(|a| self.lower_expr(&a.value, scope)).collect();
         let name = &callee.name;
         let Some(function) = Function::from_name(name) else {
@@ -284,6 +284,11 @@ impl Lowerer<'_> {
         }
         if function == Function::Matches {
             self.check_pattern(args);
+        }
+        if let (Function::File, Some(arg), Some(value)) =
+            (function, args.first(), values.first_mut())
+        {
+            self.media_file(&arg.value, value);
         }
         ir::ExprKind::Call(function, values)
     }

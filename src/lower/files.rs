@@ -1,6 +1,6 @@
 //! Files a program names that should exist when it runs: `exec` programs
-//! and the scripts they are given, `provider script` files and the
-//! cassettes of tests' `replay`.
+//! and the scripts they are given, `provider script` files, the
+//! cassettes of tests' `replay` and the images and documents of `file(...)`.
 //!
 //! A missing one is a warning, not an error: the file may be created
 //! before the run (by a build step, or by `--record`).
@@ -10,6 +10,8 @@ use std::path::Path;
 use super::Lowerer;
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic};
+use crate::ir;
+use crate::value::Val;
 
 /// Extensions of the script files an `exec` argument may name.
 const SCRIPT_EXTENSIONS: [&str; 11] =
@@ -72,6 +74,34 @@ impl Lowerer<'_> {
                 )),
             );
         }
+    }
+
+    /// `file("scan.png")`: the path, a constant string, becomes the path
+    /// from the current folder (it is written from the folder of its file),
+    /// and the file should exist.
+    pub(super) fn media_file(&mut self, written: &ast::Expr, lowered: &mut ir::Expr) {
+        let Some(path) = written.as_plain_string() else {
+            self.push(
+                Diagnostic::error(
+                    Code::NotConstant,
+                    written.span,
+                    "the path of `file(...)` must be a constant string",
+                )
+                .label("not a constant string")
+                .help(
+                    "write the path as a string, from this file's folder; a file chosen \
+                     at run time is an `image` or `document` input (`--input NAME=@FILE`)",
+                ),
+            );
+            return;
+        };
+        let dir = self.sources[written.span.file].dir();
+        let path = dir.join(path);
+        if !path.is_file() {
+            let message = format!("file `{}` does not exist", path.display());
+            self.missing_file(written, &message, dir);
+        }
+        lowered.kind = ir::ExprKind::Literal(Val::string(path.to_string_lossy().into_owned()));
     }
 
     fn missing_file(&mut self, at: &ast::Expr, message: &str, dir: &Path) {

@@ -18,8 +18,8 @@ use crate::source::Span;
 use crate::suggest::did_you_mean;
 
 /// The type names of `.ign`.
-pub const TYPE_NAMES: [&str; 7] =
-    ["string", "integer", "float", "boolean", "array", "object", "any"];
+pub const TYPE_NAMES: [&str; 9] =
+    ["string", "integer", "float", "boolean", "array", "object", "any", "image", "document"];
 
 /// The `.ign` name of a type other languages spell differently.
 fn type_alias(name: &str) -> Option<&'static str> {
@@ -30,6 +30,8 @@ fn type_alias(name: &str) -> Option<&'static str> {
         "str" | "String" | "text" => "string",
         "list" | "List" | "Vec" | "vec" => "array",
         "dict" | "map" | "Map" | "Object" | "record" => "object",
+        "Image" | "picture" | "photo" | "png" | "jpeg" | "jpg" => "image",
+        "Document" | "pdf" | "PDF" | "file" => "document",
         _ => return None,
     })
 }
@@ -89,6 +91,8 @@ impl Lowerer<'_> {
             }
             "object" => TypeKind::Object,
             "any" => TypeKind::Any,
+            "image" => TypeKind::Media(crate::media::Kind::Image),
+            "document" => TypeKind::Media(crate::media::Kind::Document),
             name => match self.decls.get(name) {
                 Some(Decl::Type(i)) => self.record(i, &ty.name),
                 Some(Decl::Enum(i)) => self.enum_type(i),

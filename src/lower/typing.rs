@@ -52,8 +52,9 @@ pub(super) fn fits(value: &Type, param: &Type) -> bool {
         | (K::String | K::Enum(_), K::String)
         | (K::String, K::Enum(_))
         | (K::Boolean, K::Boolean)
-        | (K::Object | K::Record(_), K::Object)
-        | (K::Object, K::Record(_)) => true,
+        | (K::Object | K::Record(_) | K::Media(_), K::Object)
+        | (K::Object, K::Record(_) | K::Media(_)) => true,
+        (K::Media(a), K::Media(b)) => a == b,
         (K::Enum(a), K::Enum(b)) => a == b,
         (K::Record(a), K::Record(b)) => a == b,
         (K::Array(a), K::Array(b)) => match (a, b) {
@@ -106,8 +107,24 @@ fn function_type(function: Function, args: &[Type]) -> Type {
         F::Failures => TypeKind::Array(Some(Arc::new(of(TypeKind::Object)))),
         F::Contains | F::StartsWith | F::EndsWith | F::Matches => TypeKind::Boolean,
         F::Abs => return args.first().cloned().unwrap_or_else(Type::any),
-        F::Min | F::Max | F::Sum | F::Get | F::ToNumber | F::FromJson | F::Env => TypeKind::Any,
+        F::Min | F::Max | F::Sum | F::Get | F::ToNumber | F::FromJson | F::Env | F::File => {
+            TypeKind::Any
+        }
     })
+}
+
+/// The type of `file("...")`: `image` or `document` by the first bytes of
+/// the file when it is there at check time, else `any`.
+fn file_type(args: &[Expr]) -> Type {
+    let path = match args.first().map(|a| &a.kind) {
+        Some(ExprKind::Literal(Val::String(path))) => path,
+        _ => return Type::any(),
+    };
+    let mut head = [0u8; 16];
+    let read = std::fs::File::open(path.as_str())
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    crate::media::sniff(&head[..read]).map_or_else(Type::any, |f| of(TypeKind::Media(f.kind)))
 }
 
 impl Lowerer<'_> {
@@ -375,6 +392,7 @@ impl Lowerer<'_> {
                 }
                 of(TypeKind::String)
             }
+            ExprKind::Call(Function::File, args) => file_type(args),
             ExprKind::Call(function, args) => {
                 let args: Vec<Type> = args.iter().map(|a| self.infer(a, types)).collect();
                 function_type(*function, &args)

@@ -1,0 +1,126 @@
+//! Media inputs from files: `--input scan=@receipt.png` (from the current
+//! folder) and `{"scan": {"path": "receipt.png"}}` in `--inputs` or a
+//! `--batch` row (from that file's folder, and never outside it or the
+//! current folder).
+//!
+//! Only places whose declared type is `image` or `document` (at any depth:
+//! `array<image>`, a record's field, `T?`) read files; the value read is
+//! checked against the type when the run admits its inputs.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::ir::{Type, TypeKind};
+use crate::media::{self, Kind};
+
+/// The media kind an input of type `ty` takes directly (`image`, `document?`).
+fn kind_of(ty: &Type) -> Option<Kind> {
+    match ty.kind {
+        TypeKind::Media(kind) => Some(kind),
+        _ => None,
+    }
+}
+
+/// An `--input NAME=@FILE` value: the file read as a media value when the
+/// input is `image` or `document`, else `None` (the text is read as usual).
+///
+/// # Errors
+/// The file cannot be read, is too large or does not fit the kind.
+pub(super) fn at_file(
+    name: &str,
+    ty: Option<&Type>,
+    raw: &str,
+    limit: usize,
+) -> Option<Result<Value, String>> {
+    let kind = kind_of(ty?)?;
+    let path = raw.strip_prefix('@')?;
+    Some(
+        media::read_file(Path::new(path), Some(kind), limit)
+            .map(|(media_type, data)| json!({"media_type": media_type, "data": data}))
+            .map_err(|e| format!("input `{name}`: {e}")),
+    )
+}
+
+/// Where `{"path": ...}` values may be read from: the folder of the file
+/// that names them and the current folder.
+pub(super) struct Reach {
+    base: PathBuf,
+    roots: Vec<PathBuf>,
+    limit: usize,
+}
+
+impl Reach {
+    /// Paths of a file in `base` (its folder), files up to `limit` bytes.
+    pub(super) fn new(base: &Path, limit: usize) -> Self {
+        let roots = [base.to_path_buf(), PathBuf::from(".")]
+            .iter()
+            .filter_map(|root| std::fs::canonicalize(root).ok())
+            .collect();
+        Self { base: base.to_path_buf(), roots, limit }
+    }
+
+    /// Reads every `{"path": ...}` of the inputs `given` of the contract
+    /// whose inputs are `declared`.
+    ///
+    /// # Errors
+    /// The first input whose file cannot be used, named.
+    pub(super) fn load<'a>(
+        &self,
+        declared: impl Iterator<Item = (&'a str, &'a Type)>,
+        given: &mut Map<String, Value>,
+    ) -> Result<(), String> {
+        for (name, ty) in declared {
+            if let Some(value) = given.get_mut(name) {
+                self.load_value(ty, value, name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Reach::load`] of one value of type `ty`, `at` naming it.
+    fn load_value(&self, ty: &Type, value: &mut Value, at: &str) -> Result<(), String> {
+        match (&ty.kind, value) {
+            (TypeKind::Media(kind), Value::Object(fields)) if fields.len() == 1 => {
+                let Some(Value::String(path)) = fields.get("path") else { return Ok(()) };
+                let read = self.read(path, *kind).map_err(|e| format!("input `{at}`: {e}"))?;
+                *fields = read;
+                Ok(())
+            }
+            (TypeKind::Array(Some(item)), Value::Array(items)) => {
+                for (i, v) in items.iter_mut().enumerate() {
+                    self.load_value(item, v, &format!("{at}[{i}]"))?;
+                }
+                Ok(())
+            }
+            (TypeKind::Record(record), Value::Object(fields)) => {
+                for field in &record.fields {
+                    if let Some(v) = fields.get_mut(&field.name) {
+                        self.load_value(&field.ty, v, &format!("{at}.{}", field.name))?;
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The file `path` (from the base folder) as the fields of a media value.
+    fn read(&self, path: &str, kind: Kind) -> Result<Map<String, Value>, String> {
+        let joined = self.base.join(path);
+        let real = std::fs::canonicalize(&joined)
+            .map_err(|e| format!("cannot read `{}`: {e}", joined.display()))?;
+        if !self.roots.iter().any(|root| real.starts_with(root)) {
+            return Err(format!(
+                "`{path}` is outside the inputs file's folder and the current folder: \
+                 copy the file under one of them"
+            ));
+        }
+        let (media_type, data) = media::read_file(&real, Some(kind), self.limit)
+            .map_err(|e| e.replace(&real.display().to_string(), path))?;
+        let mut fields = Map::new();
+        fields.insert("media_type".into(), media_type.into());
+        fields.insert("data".into(), data.into());
+        Ok(fields)
+    }
+}

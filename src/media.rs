@@ -1,0 +1,362 @@
+//! Media values: images (PNG, JPEG, GIF, WebP) and documents (PDF).
+//!
+//! A media value is the JSON object `{media_type, data}`, `data` being the
+//! bytes in standard, padded base64. The bytes say what they are: the first
+//! ones name the [`Format`] ([`sniff`]), which must fit the declared
+//! [`Kind`] and the `media_type` written beside them, and the last ones show
+//! whether the file is whole (a PNG ends with its `IEND` chunk, a PDF with
+//! `%%EOF`). Checking a value decodes only its first and last bytes, so a
+//! large scan is checked without a copy of it.
+//!
+//! Files become media values here too ([`read_file`]), refused by size
+//! before they are read whole. [`digest`] names the bytes (SHA-256), which
+//! stores and cache keys use instead of the bytes themselves.
+
+use std::io::Read as _;
+use std::path::Path;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use sha2::{Digest as _, Sha256};
+
+/// The most bytes `file(...)` reads (the default of `--max-bytes`).
+pub const FILE_LIMIT: usize = 8 << 20;
+
+/// The two media types of `.ign`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `image`: PNG, JPEG, GIF or WebP.
+    Image,
+    /// `document`: PDF.
+    Document,
+}
+
+impl Kind {
+    /// The type's name in `.ign`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Image => "image",
+            Kind::Document => "document",
+        }
+    }
+
+    /// The kind whose type is called `name`.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "image" => Some(Kind::Image),
+            "document" => Some(Kind::Document),
+            _ => None,
+        }
+    }
+
+    /// The formats of this kind.
+    pub fn formats(self) -> impl Iterator<Item = &'static Format> {
+        FORMATS.iter().filter(move |f| f.kind == self)
+    }
+
+    /// The formats in words: "PNG, JPEG, GIF or WebP".
+    fn formats_in_words(self) -> String {
+        let names: Vec<&str> = self.formats().map(|f| f.name).collect();
+        match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+}
+
+/// A file format a media value may hold.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Format {
+    /// The IANA media type: `image/png`.
+    pub media_type: &'static str,
+    /// The format's usual name: `PNG`.
+    pub name: &'static str,
+    /// Whether it is an image or a document.
+    pub kind: Kind,
+}
+
+impl Format {
+    /// "a PNG image", "a PDF document".
+    fn in_words(&self) -> String {
+        format!("a {} {}", self.name, self.kind.name())
+    }
+}
+
+/// Every format, images first.
+pub const FORMATS: [Format; 5] = [
+    Format { media_type: "image/png", name: "PNG", kind: Kind::Image },
+    Format { media_type: "image/jpeg", name: "JPEG", kind: Kind::Image },
+    Format { media_type: "image/gif", name: "GIF", kind: Kind::Image },
+    Format { media_type: "image/webp", name: "WebP", kind: Kind::Image },
+    Format { media_type: "application/pdf", name: "PDF", kind: Kind::Document },
+];
+
+/// The format of bytes that start with `head`.
+#[must_use]
+pub fn sniff(head: &[u8]) -> Option<&'static Format> {
+    let index = if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        0
+    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        1
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        2
+    } else if head.starts_with(b"RIFF") && head.get(8..12) == Some(b"WEBP") {
+        3
+    } else if head.starts_with(b"%PDF-") {
+        4
+    } else {
+        return None;
+    };
+    Some(&FORMATS[index])
+}
+
+/// Bytes read from the start of a value to sniff it.
+const HEAD: usize = 48;
+/// Bytes read from the end of a value to see that it is whole (a PDF may
+/// end with a little after its last `%%EOF`).
+const TAIL: usize = 1024;
+
+/// Why bytes of `format` that start with `head`, end with `tail` and are
+/// `len` long are not a whole file.
+fn truncated(format: &Format, head: &[u8], tail: &[u8], len: usize) -> Option<&'static str> {
+    let whole = match format.name {
+        "PNG" => tail.ends_with(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xAE, 0x42, 0x60, 0x82]),
+        "JPEG" => tail.ends_with(&[0xFF, 0xD9]),
+        "GIF" => tail.ends_with(&[0x3B]),
+        "WebP" => head.get(4..8).is_some_and(|size| {
+            let size = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
+            size.saturating_add(8) <= len
+        }),
+        _ => tail.windows(5).any(|w| w == b"%%EOF"),
+    };
+    if whole {
+        return None;
+    }
+    Some(match format.name {
+        "PNG" => "it does not end with an `IEND` chunk",
+        "JPEG" => "it does not end with an end-of-image marker",
+        "GIF" => "it does not end with a trailer byte",
+        "WebP" => "it is shorter than its `RIFF` header says",
+        _ => "it has no `%%EOF` at its end",
+    })
+}
+
+/// True when `data` is standard base64 with padding.
+fn is_base64(data: &str) -> bool {
+    let bytes = data.as_bytes();
+    if bytes.len() % 4 != 0 {
+        return false;
+    }
+    let body = bytes.len() - bytes.iter().rev().take(2).take_while(|&&b| b == b'=').count();
+    bytes[..body].iter().all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+}
+
+/// The decoded size of valid base64 `data`.
+#[must_use]
+pub fn decoded_len(data: &str) -> usize {
+    let pads = data.bytes().rev().take(2).take_while(|&b| b == b'=').count();
+    (data.len() / 4 * 3).saturating_sub(pads)
+}
+
+/// What is wrong with a media value said to be `kind`: its `media_type`
+/// and `data` fields (`None` when missing or not strings) and whether it
+/// has other fields. `None` when it is right.
+#[must_use]
+pub fn problem(
+    kind: Kind,
+    media_type: Option<&str>,
+    data: Option<&str>,
+    other_fields: bool,
+) -> Option<String> {
+    let (Some(media_type), Some(data), false) = (media_type, data, other_fields) else {
+        return Some(format!(
+            "expected {} as `{{media_type, data}}` (two strings, `data` in base64)",
+            a_kind(kind)
+        ));
+    };
+    if data.is_empty() {
+        return Some("`data` is empty: a media value needs its bytes".to_owned());
+    }
+    if !is_base64(data) {
+        return Some("`data` is not base64 (the standard alphabet, padded with `=`)".to_owned());
+    }
+    let head_chars = data.len().min(HEAD / 3 * 4);
+    let head = STANDARD.decode(&data[..head_chars]).unwrap_or_default();
+    let Some(format) = sniff(&head) else {
+        let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        return Some(format!(
+            "expected {} ({}), got bytes that are none of them (they start {})",
+            a_kind(kind),
+            kind.formats_in_words(),
+            shown.join(" ")
+        ));
+    };
+    if format.kind != kind {
+        return Some(format!("expected {}, got {}", a_kind(kind), format.in_words()));
+    }
+    if media_type != format.media_type {
+        return Some(format!(
+            "`media_type` is `{media_type}` but the bytes are {} (`{}`)",
+            format.in_words(),
+            format.media_type
+        ));
+    }
+    let tail_chars = data.len().min(TAIL.div_ceil(3) * 4);
+    let tail = STANDARD.decode(&data[data.len() - tail_chars..]).unwrap_or_default();
+    truncated(format, &head, &tail, decoded_len(data))
+        .map(|why| format!("{} is truncated: {why}", format.in_words()))
+}
+
+/// "an image", "a document".
+fn a_kind(kind: Kind) -> String {
+    let name = kind.name();
+    if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {name}")
+    } else {
+        format!("a {name}")
+    }
+}
+
+/// Bytes as a media value of `kind`: the media type and the base64 data.
+///
+/// # Errors
+/// The bytes are not a whole file of the kind.
+pub fn from_bytes(kind: Option<Kind>, bytes: &[u8]) -> Result<(&'static str, String), String> {
+    let Some(format) = sniff(bytes) else {
+        let expected = kind.map_or_else(
+            || "an image or a document (PNG, JPEG, GIF, WebP or PDF)".to_owned(),
+            |k| format!("{} ({})", a_kind(k), k.formats_in_words()),
+        );
+        let shown: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        return Err(format!(
+            "expected {expected}, got bytes that are none of them (they start {})",
+            shown.join(" ")
+        ));
+    };
+    if let Some(kind) = kind.filter(|&k| k != format.kind) {
+        return Err(format!("expected {}, got {}", a_kind(kind), format.in_words()));
+    }
+    let tail = &bytes[bytes.len().saturating_sub(TAIL)..];
+    if let Some(why) = truncated(format, bytes, tail, bytes.len()) {
+        return Err(format!("{} is truncated: {why}", format.in_words()));
+    }
+    Ok((format.media_type, STANDARD.encode(bytes)))
+}
+
+/// Reads the file at `path` as a media value of `kind` (any kind when
+/// `None`), refusing one larger than `limit` bytes before reading it.
+///
+/// # Errors
+/// The file cannot be read, is too large or is not a whole file of the kind.
+pub fn read_file(
+    path: &Path,
+    kind: Option<Kind>,
+    limit: usize,
+) -> Result<(&'static str, String), String> {
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let size = file.metadata().map_err(|e| format!("cannot read `{shown}`: {e}"))?.len();
+    if size > limit as u64 {
+        return Err(format!(
+            "`{shown}` is {size} bytes, more than the limit of {limit} (raise it with `--max-bytes`)"
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // The file may grow between the size check and the read.
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    if bytes.len() > limit {
+        return Err(format!("`{shown}` is more than the limit of {limit} bytes"));
+    }
+    from_bytes(kind, &bytes).map_err(|e| format!("`{shown}`: {e}"))
+}
+
+/// The SHA-256 of base64 `data`'s bytes, in hex (`sha256:` first); `None`
+/// when `data` is not base64.
+#[must_use]
+pub fn digest(data: &str) -> Option<String> {
+    let bytes = STANDARD.decode(data).ok()?;
+    Some(format!("sha256:{:x}", Sha256::digest(&bytes)))
+}
+
+/// The media type and data of a JSON-shaped value that is a media value
+/// (a known media type beside a `data` string, nothing else), else `None`.
+#[must_use]
+pub fn fields<'a>(
+    media_type: Option<&'a str>,
+    data: Option<&'a str>,
+    field_count: usize,
+) -> Option<(&'static Format, &'a str)> {
+    let format = FORMATS.iter().find(|f| Some(f.media_type) == media_type)?;
+    (field_count == 2).then_some(())?;
+    Some((format, data?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A whole 1×1 PNG.
+    fn png() -> Vec<u8> {
+        let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+        bytes.extend_from_slice(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xAE, 0x42, 0x60, 0x82]);
+        bytes
+    }
+
+    #[test]
+    fn the_bytes_name_the_format() {
+        assert_eq!(sniff(&png()).map(|f| f.name), Some("PNG"));
+        assert_eq!(sniff(b"%PDF-1.4\n").map(|f| f.media_type), Some("application/pdf"));
+        assert_eq!(sniff(b"RIFF\x04\0\0\0WEBP").map(|f| f.name), Some("WebP"));
+        assert_eq!(sniff(b"GIF89a").map(|f| f.kind), Some(Kind::Image));
+        assert_eq!(sniff(b"{\"a\": 1}"), None);
+    }
+
+    #[test]
+    fn values_are_checked_by_their_bytes() {
+        let data = STANDARD.encode(png());
+        assert_eq!(problem(Kind::Image, Some("image/png"), Some(&data), false), None);
+        let wrong_type = problem(Kind::Image, Some("image/jpeg"), Some(&data), false);
+        assert_eq!(
+            wrong_type.as_deref(),
+            Some("`media_type` is `image/jpeg` but the bytes are a PNG image (`image/png`)")
+        );
+        let document = problem(Kind::Document, Some("image/png"), Some(&data), false);
+        assert_eq!(document.as_deref(), Some("expected a document, got a PNG image"));
+        let cut = STANDARD.encode(&png()[..12]);
+        let cut = problem(Kind::Image, Some("image/png"), Some(&cut), false);
+        assert_eq!(
+            cut.as_deref(),
+            Some("a PNG image is truncated: it does not end with an `IEND` chunk")
+        );
+        let not_base64 = problem(Kind::Image, Some("image/png"), Some("a b"), false);
+        assert!(not_base64.is_some_and(|p| p.contains("not base64")));
+        assert!(problem(Kind::Image, None, Some(&data), false).is_some());
+        assert!(problem(Kind::Image, Some("image/png"), Some(&data), true).is_some());
+    }
+
+    #[test]
+    fn large_values_are_checked_at_both_ends() {
+        let mut pdf = b"%PDF-1.4\n".to_vec();
+        pdf.resize(100_000, b' ');
+        pdf.extend_from_slice(b"%%EOF\n");
+        let data = STANDARD.encode(&pdf);
+        assert_eq!(problem(Kind::Document, Some("application/pdf"), Some(&data), false), None);
+        assert_eq!(decoded_len(&data), pdf.len());
+        let cut = STANDARD.encode(&pdf[..50_000]);
+        assert!(problem(Kind::Document, Some("application/pdf"), Some(&cut), false).is_some());
+    }
+
+    #[test]
+    fn digests_name_the_bytes() {
+        let data = STANDARD.encode(b"abc");
+        assert_eq!(
+            digest(&data).as_deref(),
+            Some("sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        );
+    }
+}
