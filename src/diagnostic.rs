@@ -92,6 +92,7 @@ codes! {
     UnusedNode => "ignite::lower::unused_node",
     MissingFile => "ignite::lower::missing_file",
     IgnoredSetting => "ignite::lower::ignored_setting",
+    UnsentMedia => "ignite::lower::unsent_media",
     TryNonCall => "ignite::lower::try_non_call",
     ForNonArray => "ignite::lower::for_non_array",
     NotExhaustive => "ignite::lower::not_exhaustive",

@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+use crate::media::Kind;
+
 /// Every kind's name in `.ign`, in the order help text lists them.
 const NAMES: [&str; 4] = ["anthropic", "openai", "ollama", "gemini"];
 
@@ -16,6 +18,15 @@ const NAMES: [&str; 4] = ["anthropic", "openai", "ollama", "gemini"];
 /// its wire module does not send them and `check` warns that they are
 /// ignored. Anthropic's Messages API (SDK 2.x) dropped `temperature`.
 const IGNORED_SETTINGS: [&[&str]; 4] = [&["temperature"], &[], &[], &[]];
+
+/// The media each kind's API takes in a user message, in [`NAMES`] order:
+/// Ollama's chat takes images alone.
+const MEDIA: [&[Kind]; 4] = [
+    &[Kind::Image, Kind::Document],
+    &[Kind::Image, Kind::Document],
+    &[Kind::Image],
+    &[Kind::Image, Kind::Document],
+];
 
 /// A provider kind: an index into the kind table.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,6 +78,13 @@ impl ProviderKind {
     #[must_use]
     pub fn ignores(self, setting: &str) -> bool {
         IGNORED_SETTINGS[self.index()].contains(&setting)
+    }
+
+    /// True when the kind's API takes media of `kind` (`image`, `document`)
+    /// in a prompt.
+    #[must_use]
+    pub fn takes(self, kind: Kind) -> bool {
+        MEDIA[self.index()].contains(&kind)
     }
 
     /// The kind's index in the kind table.

@@ -35,11 +35,13 @@ use serde_json::{Map, Value};
 
 use super::client::{CallContext, ModelClient};
 use super::error::LlmError;
-use super::message::{Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult};
+use super::message::{
+    Content, Media, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult,
+};
 use super::structured::{ResultSchema, Structured, excerpt};
 use crate::effects::EffectKey;
 use crate::eval;
-use crate::ir::{Agent, Expr, Program, ToolId};
+use crate::ir::{Agent, Expr, ExprKind, Part, Program, ToolId};
 use crate::tools::{self, ToolView, Toolbox};
 
 /// One agent run's fixed parts.
@@ -52,27 +54,71 @@ pub(crate) struct Run<'a> {
     pub(crate) chain: Vec<(Box<dyn ModelClient>, String)>,
 }
 
-/// Renders the agent's prompts from `inputs` (missing ones: default, else null).
+/// Renders the agent's prompts from `inputs` (missing ones: default, else
+/// null). The user prompt keeps its images and documents as [`Content::Media`]
+/// where it interpolates them (a media value, or an array of them); the
+/// system prompt is text.
 pub(crate) fn prompts(
     agent: &Agent,
     inputs: &Map<String, Value>,
-) -> Result<(Option<String>, String), LlmError> {
+) -> Result<(Option<String>, Vec<Content>), LlmError> {
     let scope: Vec<eval::Val> = agent
         .inputs
         .iter()
         .map(|p| inputs.get(&p.name).or(p.default.as_ref()).map_or(eval::Val::Null, Into::into))
         .collect();
-    let render = |expr: &Expr| {
+    let value = |expr: &Expr| {
         eval::eval(expr, scope.as_slice())
-            .map(|v| {
-                let mut text = String::new();
-                eval::push_display(&mut text, &v);
-                text
-            })
             .map_err(|e| LlmError::Prompt { agent: agent.name.clone(), message: e.message })
     };
-    let system = agent.system_prompt.as_ref().map(render).transpose()?;
-    Ok((system, render(&agent.prompt)?))
+    let system = match &agent.system_prompt {
+        Some(expr) => {
+            let mut text = String::new();
+            eval::push_display(&mut text, &value(expr)?);
+            Some(text)
+        }
+        None => None,
+    };
+    let mut content = Vec::new();
+    match &agent.prompt.kind {
+        ExprKind::Interpolate(parts) => {
+            for part in parts {
+                match part {
+                    Part::Text(text) => push_text(&mut content, text),
+                    Part::Expr(expr) => push_value(&mut content, &value(expr)?),
+                }
+            }
+        }
+        _ => push_value(&mut content, &value(&agent.prompt)?),
+    }
+    Ok((system, content))
+}
+
+/// Appends `text` to a message's pieces, joined to the text before it.
+fn push_text(content: &mut Vec<Content>, text: &str) {
+    match content.last_mut() {
+        Some(Content::Text(last)) => last.push_str(text),
+        _ => content.push(Content::Text(text.to_owned())),
+    }
+}
+
+/// Appends an interpolated value: a media value (or an array of them) as
+/// its own pieces, anything else as interpolation shows it.
+fn push_value(content: &mut Vec<Content>, value: &eval::Val) {
+    if let Some(media) = Media::of(value) {
+        content.push(Content::Media(media));
+        return;
+    }
+    if let Some(items) = value.as_array().filter(|items| !items.is_empty()) {
+        let media: Option<Vec<Media>> = items.iter().map(Media::of).collect();
+        if let Some(media) = media {
+            content.extend(media.into_iter().map(Content::Media));
+            return;
+        }
+    }
+    let mut text = String::new();
+    eval::push_display(&mut text, value);
+    push_text(content, &text);
 }
 
 impl Run<'_> {
@@ -81,7 +127,7 @@ impl Run<'_> {
     pub(crate) async fn run(
         &self,
         system: Option<String>,
-        prompt: String,
+        prompt: Vec<Content>,
     ) -> Result<Value, LlmError> {
         let structured = self.agent.result.as_ref().map(Structured::new);
         let mut messages = vec![Message::User(prompt)];
@@ -154,7 +200,7 @@ impl Run<'_> {
                     tool_calls: Vec::new(),
                     echo: reply.echo,
                 });
-                messages.push(Message::User(repair));
+                messages.push(Message::user(repair));
                 continue;
             }
             if turns >= self.agent.max_tool_iterations {

@@ -13,12 +13,14 @@
 //! go back unchanged, signatures included, as the assistant turn of the
 //! next request), `stop_reason` (`refusal` is a block, `pause_turn` a turn
 //! to continue, unknown ones fail), `usage` (cache writes and reads count in
-//! the input total).
+//! the input total). A user message with images or documents is a list of
+//! blocks in the prompt's order: `text`, `image` and `document`, each with a
+//! `base64` source.
 
 use serde_json::{Map, Value, json};
 
 use super::message::{
-    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, Usage, count,
+    Content, Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, Usage, count,
 };
 use crate::tools::ToolView;
 
@@ -59,9 +61,27 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
     Value::Object(body)
 }
 
+/// A user message's content: its text alone as a string, else blocks in
+/// order (`text`, and `image` or `document` with a base64 source).
+fn user_content(content: &[Content]) -> Value {
+    if let [Content::Text(text)] = content {
+        return json!(text);
+    }
+    content
+        .iter()
+        .map(|piece| match piece {
+            Content::Text(text) => json!({"type": "text", "text": text}),
+            Content::Media(media) => json!({
+                "type": if media.is_image() { "image" } else { "document" },
+                "source": {"type": "base64", "media_type": media.format.media_type, "data": &*media.data},
+            }),
+        })
+        .collect()
+}
+
 fn message(message: &Message) -> Value {
     match message {
-        Message::User(text) => json!({"role": "user", "content": text}),
+        Message::User(content) => json!({"role": "user", "content": user_content(content)}),
         Message::Assistant { echo, .. } if Echo::for_kind(echo.as_ref(), NAME).is_some() => {
             json!({"role": "assistant", "content": Echo::for_kind(echo.as_ref(), NAME)})
         }

@@ -18,12 +18,15 @@
 //! `promptFeedback.blockReason` when the prompt itself was blocked. A model
 //! turn goes back verbatim in the next request (an [`Echo`]), so thought
 //! signatures and call ids reach the API unchanged; call ids the API did
-//! not send are generated as `call_N` and never sent back.
+//! not send are generated as `call_N` and never sent back. Images and
+//! documents of a user turn are `inlineData` parts (`mimeType`, base64
+//! `data`) in the prompt's order.
 
 use serde_json::{Map, Value, json};
 
 use super::message::{
-    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage, count,
+    Content, Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult,
+    Usage, count,
 };
 use crate::tools::ToolView;
 
@@ -49,8 +52,18 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
     let mut api_ids: Vec<String> = Vec::new();
     for message in &request.messages {
         match message {
-            Message::User(text) => {
-                contents.push(json!({"role": "user", "parts": [{"text": text}]}));
+            Message::User(content) => {
+                let parts: Vec<Value> = content
+                    .iter()
+                    .map(|piece| match piece {
+                        Content::Text(text) => json!({"text": text}),
+                        Content::Media(media) => json!({"inlineData": {
+                            "mimeType": media.format.media_type,
+                            "data": &*media.data,
+                        }}),
+                    })
+                    .collect();
+                contents.push(json!({"role": "user", "parts": parts}));
             }
             Message::Assistant { text, tool_calls, echo } => {
                 let content = match Echo::for_kind(echo.as_ref(), NAME) {

@@ -96,6 +96,17 @@ impl HttpModel {
         request: &ModelRequest,
         cx: CallContext<'_>,
     ) -> Result<ModelReply, LlmError> {
+        if let Some(kind) = request.media_kinds().find(|&k| !self.endpoint.kind.takes(k)) {
+            return Err(LlmError::config(format!(
+                "agent `{}` sends {} {} to provider `{}`, whose kind `{}` takes none: \
+                 use a provider kind that does (`anthropic`, `openai`, `gemini`)",
+                cx.agent,
+                if kind == crate::media::Kind::Image { "an" } else { "a" },
+                kind.name(),
+                self.endpoint.label,
+                self.endpoint.kind.name(),
+            )));
+        }
         let body = wire::request_body(self.endpoint.kind, request, self.endpoint.server());
         let url = self.endpoint.url(&request.model);
         let attempts = self.endpoint.retries.saturating_add(1);

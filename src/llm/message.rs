@@ -5,10 +5,14 @@
 //! prompt, assistant turns (text and tool calls) and tool-result turns
 //! (one per assistant turn with calls, results in call order).
 
-use serde_json::Value;
+use std::sync::Arc;
 
+use serde_json::{Value, json};
+
+use crate::media::{Format, Kind};
 use crate::tools::ToolView;
 pub use crate::usage::Usage;
+use crate::value::Val;
 
 /// Who a request goes to: the kind's official endpoint (the default base
 /// URL) or a compatible server at another base URL. A wire format may
@@ -24,8 +28,9 @@ pub enum Server {
 /// One turn of a conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
-    /// A user message.
-    User(String),
+    /// A user message: text with images and documents where the prompt
+    /// interpolates them, in order.
+    User(Vec<Content>),
     /// A model reply, possibly asking for tools.
     Assistant {
         /// Its text (may be empty when it only calls tools).
@@ -38,6 +43,93 @@ pub enum Message {
     },
     /// The results of every call of the previous assistant turn, in call order.
     ToolResults(Vec<ToolResult>),
+}
+
+impl Message {
+    /// A user message of text alone.
+    #[must_use]
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User(vec![Content::Text(text.into())])
+    }
+}
+
+/// A piece of a user message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// Text.
+    Text(String),
+    /// An image or a document, sent as the provider's own content block.
+    Media(Media),
+}
+
+/// An image or a document in a message: its format and its bytes in
+/// base64 (shared with the value it came from, never copied per turn).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Media {
+    /// What the bytes are.
+    pub format: &'static Format,
+    /// The bytes, in standard base64.
+    pub data: Arc<String>,
+}
+
+impl Media {
+    /// The media value `value` is (`{media_type, data}` of a known media
+    /// type, nothing else), else `None`.
+    #[must_use]
+    pub(crate) fn of(value: &Val) -> Option<Self> {
+        let fields = value.as_object().filter(|f| f.len() == 2)?;
+        let media_type = fields.get("media_type")?.as_str()?;
+        let format = crate::media::FORMATS.iter().find(|f| f.media_type == media_type)?;
+        match fields.get("data")? {
+            Val::String(data) => Some(Self { format, data: Arc::clone(data) }),
+            _ => None,
+        }
+    }
+
+    /// True for an image, false for a document.
+    #[must_use]
+    pub fn is_image(&self) -> bool {
+        self.format.kind == Kind::Image
+    }
+
+    /// The bytes as a `data:` URL (OpenAI's form).
+    #[must_use]
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.format.media_type, self.data)
+    }
+}
+
+/// The text of a user message's pieces, media left out.
+#[must_use]
+pub fn text_of(content: &[Content]) -> String {
+    content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text(text) => Some(text.as_str()),
+            Content::Media(_) => None,
+        })
+        .collect()
+}
+
+/// A user message's pieces as JSON that names media by their digest: a
+/// string when it is text alone (what cache keys held before media), else
+/// a list of strings and `{media_type, sha256, bytes}` objects.
+#[must_use]
+pub fn content_key(content: &[Content]) -> Value {
+    if content.iter().all(|c| matches!(c, Content::Text(_))) {
+        return Value::String(text_of(content));
+    }
+    content
+        .iter()
+        .map(|c| match c {
+            Content::Text(text) => Value::String(text.clone()),
+            Content::Media(m) => json!({
+                "media_type": m.format.media_type,
+                "sha256": crate::media::digest(&m.data),
+                "bytes": crate::media::decoded_len(&m.data),
+            }),
+        })
+        .collect()
 }
 
 /// A reply's content exactly as a provider sent it (thinking blocks and
@@ -104,6 +196,22 @@ pub struct ModelRequest {
     /// A structured answer to ask for with the provider's native mechanism
     /// (the agent's `result`); `None` for text.
     pub result: Option<super::structured::ResultSchema>,
+}
+
+impl ModelRequest {
+    /// The kinds of the media in the conversation's user messages.
+    pub fn media_kinds(&self) -> impl Iterator<Item = Kind> + '_ {
+        self.messages
+            .iter()
+            .flat_map(|m| match m {
+                Message::User(content) => content.as_slice(),
+                _ => &[],
+            })
+            .filter_map(|piece| match piece {
+                Content::Media(media) => Some(media.format.kind),
+                Content::Text(_) => None,
+            })
+    }
 }
 
 /// A model's reply, normalized.

@@ -57,7 +57,8 @@ use serde_json::{Map, Value, json};
 pub use client::{BoxFuture, CallContext, ModelClient};
 pub use error::LlmError;
 pub use message::{
-    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage,
+    Content, Echo, Media, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall,
+    ToolResult, Usage, content_key, text_of,
 };
 pub use providers::{Auth, KeyVar, PROVIDERS, ProviderSpec};
 pub use retry::{Backoff, parse_retry_after, retryable_status};
@@ -236,7 +237,12 @@ impl Llm {
                 json!([tool.tool_name, tool.description, crate::tools::parameters_schema(tool)])
             })
             .collect();
-        let request = json!({"chain": links, "system": system, "prompt": prompt, "tools": tools});
+        let request = json!({
+            "chain": links,
+            "system": system,
+            "prompt": content_key(&prompt),
+            "tools": tools,
+        });
         let key = scope.next_key();
         let definition = crate::effects::definition::agent(program, id, toolbox);
         let effect = Effect {

@@ -6,11 +6,14 @@
 //! shape, sampling settings under `options` (`num_predict` is the token
 //! limit), and for a structured `result` its JSON Schema as `format`. Reply: `message`, `done_reason`, `prompt_eval_count` and
 //! `eval_count`. Ollama has no call ids: missing ones become `call_N`.
+//! A user message's images go in its `images` (base64, in the prompt's
+//! order) beside its text; Ollama takes no documents (`check` reports
+//! one, and the agent fails before sending one that comes at run time).
 
 use serde_json::{Map, Value, json};
 
 use super::message::{
-    Echo, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage,
+    Content, Echo, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage,
 };
 use super::openai::chat_messages;
 use crate::tools::ToolView;
@@ -55,6 +58,23 @@ fn keep(value: &Value, keys: &[&str]) -> Map<String, Value> {
         .collect()
 }
 
+/// A user message: its text, and its images under `images` (documents
+/// never reach here: the HTTP client refuses them for this kind).
+fn user_message(content: &[Content]) -> Value {
+    let images: Vec<&str> = content
+        .iter()
+        .filter_map(|piece| match piece {
+            Content::Media(media) if media.is_image() => Some(media.data.as_str()),
+            _ => None,
+        })
+        .collect();
+    let text = super::message::text_of(content);
+    if images.is_empty() {
+        return json!({"role": "user", "content": text});
+    }
+    json!({"role": "user", "content": text, "images": images})
+}
+
 /// The request body for `request`.
 #[must_use]
 pub fn request_body(request: &ModelRequest, _: Server) -> Value {
@@ -69,7 +89,8 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
         |r: &ToolResult| json!({"role": "tool", "tool_name": r.name, "content": r.content});
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
-    body.insert("messages".into(), Value::Array(chat_messages(request, assistant, result)));
+    let messages = chat_messages(request, user_message, assistant, result);
+    body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
         body.insert("tools".into(), request.tools.iter().map(tool).collect());
     }

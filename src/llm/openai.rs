@@ -9,12 +9,15 @@
 //! `max_tokens` (the name compatible servers understand), and for a
 //! structured `result` a `response_format` of `type: "json_schema"` with the
 //! schema in strict form ([`strict_schema`]). Reply:
-//! `choices[0].message`, `finish_reason`, `usage`.
+//! `choices[0].message`, `finish_reason`, `usage`. A user message with
+//! images or documents is a list of parts in the prompt's order: `text`,
+//! `image_url` (a `data:` URL) and `file` (`file_data`, a `data:` URL).
 
 use serde_json::{Map, Value, json};
 
 use super::message::{
-    Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage, count,
+    Content, Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult,
+    Usage, count,
 };
 use crate::tools::{ToolView, strict_schema};
 
@@ -59,7 +62,8 @@ pub fn request_body(request: &ModelRequest, server: Server) -> Value {
         |r: &ToolResult| json!({"role": "tool", "tool_call_id": r.id, "content": r.content});
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
-    body.insert("messages".into(), Value::Array(chat_messages(request, assistant, result)));
+    let messages = chat_messages(request, user_message, assistant, result);
+    body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
         body.insert("tools".into(), request.tools.iter().map(tool).collect());
     }
@@ -106,6 +110,7 @@ fn reasoning_model(model: &str) -> bool {
 /// how an assistant turn with tool calls and how one tool result look.
 pub(super) fn chat_messages(
     request: &ModelRequest,
+    user: impl Fn(&[Content]) -> Value,
     assistant: impl Fn(&str, &[ToolCall], Option<&Echo>) -> Value,
     result: impl Fn(&ToolResult) -> Value,
 ) -> Vec<Value> {
@@ -115,7 +120,7 @@ pub(super) fn chat_messages(
     }
     for message in &request.messages {
         match message {
-            Message::User(text) => out.push(json!({"role": "user", "content": text})),
+            Message::User(content) => out.push(user(content)),
             Message::Assistant { text, tool_calls, .. } if tool_calls.is_empty() => {
                 out.push(json!({"role": "assistant", "content": text}));
             }
@@ -126,6 +131,31 @@ pub(super) fn chat_messages(
         }
     }
     out
+}
+
+/// A user message: its text alone as a string, else parts in order.
+fn user_message(content: &[Content]) -> Value {
+    if let [Content::Text(text)] = content {
+        return json!({"role": "user", "content": text});
+    }
+    let mut documents = 0;
+    let parts: Vec<Value> = content
+        .iter()
+        .map(|piece| match piece {
+            Content::Text(text) => json!({"type": "text", "text": text}),
+            Content::Media(media) if media.is_image() => {
+                json!({"type": "image_url", "image_url": {"url": media.data_url()}})
+            }
+            Content::Media(media) => {
+                documents += 1;
+                json!({"type": "file", "file": {
+                    "filename": format!("document-{documents}.pdf"),
+                    "file_data": media.data_url(),
+                }})
+            }
+        })
+        .collect();
+    json!({"role": "user", "content": parts})
 }
 
 /// Arguments as the string OpenAI expects: text the model sent as is, else JSON.

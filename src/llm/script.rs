@@ -118,11 +118,14 @@ impl ScriptModel {
         let started = Instant::now();
         let model = request.model.as_str();
         let said = request.messages.iter().rev().find_map(|m| match m {
-            Message::User(text) => Some(text.as_str()),
+            Message::User(content) => Some(super::message::text_of(content)),
             _ => None,
         });
         let fits = |reply: &ScriptReply| {
-            reply.when.as_deref().is_none_or(|when| said.is_some_and(|s| s.contains(when)))
+            reply
+                .when
+                .as_deref()
+                .is_none_or(|when| said.as_deref().is_some_and(|s| s.contains(when)))
         };
         let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
         let found = self.replies.iter().enumerate().skip(*next).find(|(_, r)| fits(r));

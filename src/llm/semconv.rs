@@ -7,7 +7,7 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanKind;
 use serde_json::{Value, json};
 
-use super::message::{Message, ModelReply, ModelRequest, StopReason};
+use super::message::{Content, Message, ModelReply, ModelRequest, StopReason};
 use crate::telemetry::{self, Span, text_part};
 
 /// The span of one attempt of `request` to `url` of a `provider` kind,
@@ -92,7 +92,22 @@ fn finish_reason(stop: &StopReason) -> &str {
 /// One message in the conventions' format: a role and typed parts.
 fn message(message: &Message) -> Value {
     match message {
-        Message::User(text) => json!({"role": "user", "parts": [text_part(text)]}),
+        Message::User(content) => {
+            let parts: Vec<Value> = content
+                .iter()
+                .map(|piece| match piece {
+                    Content::Text(text) => text_part(text),
+                    // The bytes are named by their digest, never put in a span.
+                    Content::Media(media) => json!({
+                        "type": "file",
+                        "modality": media.format.kind.name(),
+                        "mime_type": media.format.media_type,
+                        "file_id": crate::media::digest(&media.data),
+                    }),
+                })
+                .collect();
+            json!({"role": "user", "parts": parts})
+        }
         Message::Assistant { text, tool_calls, .. } => {
             let mut parts = Vec::with_capacity(tool_calls.len() + 1);
             if !text.is_empty() {

@@ -12,6 +12,7 @@ use super::names::Decl;
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, ExprKind, ProviderChoice, ProviderId, ProviderKind, ToolId};
+use crate::media::Kind;
 use crate::suggest::{did_you_mean, list};
 
 /// Tool turns allowed when `max_tool_iterations` is not written.
@@ -84,6 +85,7 @@ impl Lowerer<'_> {
             .single(&agent.max_tokens, |s| s.span, "max_tokens")
             .and_then(|s| self.whole_number(&s.value, "max_tokens", 1));
         let inputs = self.lower_params(&agent.inputs, "input");
+        self.unsent_media(&providers_chosen, providers, &inputs);
         let scope = Scope::new(
             inputs.iter().map(|p| p.name.as_str()).collect(),
             "input",
@@ -154,6 +156,52 @@ impl Lowerer<'_> {
             .label("ignored for this provider kind")
             .help(format!("remove `{setting}`, or use a kind that takes it")),
         );
+    }
+
+    /// Reports each input holding media (an `image`, a `document`, at any
+    /// depth) that a provider kind among `chosen` does not take.
+    fn unsent_media(
+        &mut self,
+        chosen: &[ProviderChoice],
+        providers: &[ir::Provider],
+        inputs: &[ir::Param],
+    ) {
+        for input in inputs {
+            let mut kinds = Vec::new();
+            media_in(&input.ty, &mut kinds);
+            for choice in chosen {
+                let kind = match choice {
+                    ProviderChoice::Kind(kind) => *kind,
+                    ProviderChoice::Declared(id) => providers[id.index()].kind,
+                    ProviderChoice::Script(_) => continue,
+                };
+                if let Some(media) = kinds.iter().find(|&&m| !kind.takes(m)) {
+                    let takes: Vec<&str> = [Kind::Image, Kind::Document]
+                        .into_iter()
+                        .filter(|&m| kind.takes(m))
+                        .map(Kind::name)
+                        .collect();
+                    self.push(
+                        Diagnostic::error(
+                            Code::UnsentMedia,
+                            input.span,
+                            format!(
+                                "input `{}` holds a `{}`, which provider kind `{kind}` does not take",
+                                input.name,
+                                media.name()
+                            ),
+                        )
+                        .label(format!("`{}` here", input.ty))
+                        .help(format!(
+                            "`{kind}` takes {}; use `anthropic`, `openai` or `gemini` for a `{}`",
+                            list(&takes),
+                            media.name()
+                        )),
+                    );
+                    break;
+                }
+            }
+        }
     }
 
     fn missing_setting(&mut self, agent: &ast::Agent, what: &str, example: &str) {
@@ -320,5 +368,15 @@ impl Lowerer<'_> {
             )),
         };
         self.push(diagnostic);
+    }
+}
+
+/// Pushes the media kinds a value of type `ty` may hold, once each.
+fn media_in(ty: &ir::Type, out: &mut Vec<Kind>) {
+    match &ty.kind {
+        ir::TypeKind::Media(kind) if !out.contains(kind) => out.push(*kind),
+        ir::TypeKind::Array(Some(item)) => media_in(item, out),
+        ir::TypeKind::Record(record) => record.fields.iter().for_each(|f| media_in(&f.ty, out)),
+        _ => {}
     }
 }

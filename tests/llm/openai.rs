@@ -98,7 +98,7 @@ async fn token_limit_field_follows_the_server() {
     let request = igniter::llm::ModelRequest {
         model: "gpt-4o".into(),
         system: None,
-        messages: vec![igniter::llm::Message::User("hi".into())],
+        messages: vec![igniter::llm::Message::user("hi")],
         tools: Vec::new(),
         temperature: None,
         max_tokens: Some(64),

@@ -17,7 +17,7 @@ fn conversation() -> ModelRequest {
         model: "model-1".into(),
         system: Some("You are a product assistant.".into()),
         messages: vec![
-            Message::User("What is 2+2 and 1/0?".into()),
+            Message::user("What is 2+2 and 1/0?"),
             Message::Assistant {
                 text: "Let me compute.".into(),
                 tool_calls: vec![
@@ -69,7 +69,7 @@ fn structured_result_request_bodies() {
     let request = ModelRequest {
         model: "m".into(),
         system: None,
-        messages: vec![Message::User("Triage: the printer is on fire".into())],
+        messages: vec![Message::user("Triage: the printer is on fire")],
         tools: vec![],
         temperature: None,
         max_tokens: None,

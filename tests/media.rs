@@ -1,0 +1,308 @@
+//! Images and documents sent to models, from the outside: real `ignite`
+//! processes read real files and talk to a local fake provider of each
+//! kind, whose request bodies are snapshot-tested (the provider's own
+//! content blocks, in the prompt's order); fallbacks rebuild the blocks for
+//! the next kind, tools and `result T` work beside them, a recording
+//! replays offline, and Ollama is never sent a document.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use support::ignite;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The media files the tests read, copied into `dir`.
+fn media(dir: &Path) {
+    for name in ["tiny.png", "tiny.pdf"] {
+        std::fs::copy(Path::new("tests/corpus/media").join(name), dir.join(name)).unwrap();
+    }
+}
+
+/// A provider of `kind` at `base` and an agent reading a document and a
+/// photo (the photo alone for Ollama, which takes no documents).
+fn program(kind: &str, base: &str) -> String {
+    let (inputs, prompt, args) = if kind == "ollama" {
+        ("  input photo: image\n", "Receipt: {photo} What is the total?", "photo: photo")
+    } else {
+        (
+            "  input scan: document\n  input photo: image\n",
+            "Invoice: {scan} Receipt: {photo} Do they match?",
+            "scan: scan, photo: photo",
+        )
+    };
+    format!(
+        r#"
+provider Fake {{
+  kind {kind}
+  base_url "{base}"
+  api_key env("FAKE_KEY")
+  retries 0
+}}
+
+agent Reader {{
+  provider Fake
+  model "m"
+{inputs}  prompt "{prompt}"
+}}
+
+contract Read {{
+{inputs}  compute answer = Reader({args})
+  output answer
+}}
+"#
+    )
+}
+
+/// A reply of `kind` whose text is `text`.
+fn text_reply(kind: &str, text: &str) -> Value {
+    match kind {
+        "anthropic" => json!({"content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}),
+        "openai" => json!({"choices": [{"message": {"role": "assistant", "content": text},
+            "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+        "ollama" => json!({"message": {"role": "assistant", "content": text}, "done": true,
+            "done_reason": "stop", "prompt_eval_count": 10, "eval_count": 5}),
+        _ => json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+            "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 10,
+            "candidatesTokenCount": 5}}),
+    }
+}
+
+/// The base URL of a fake server for `kind` (OpenAI's has `/v1` in it).
+fn base(kind: &str, server: &MockServer) -> String {
+    if kind == "openai" { format!("{}/v1", server.uri()) } else { server.uri() }
+}
+
+/// The JSON bodies the server received, in order.
+async fn bodies(server: &MockServer) -> Vec<Value> {
+    let requests = server.received_requests().await.unwrap_or_default();
+    requests.iter().map(|r| serde_json::from_slice(&r.body).unwrap()).collect()
+}
+
+/// `ignite run FILE` with the photo, and the scan when `scan`.
+fn run(dir: &Path, file: &str, scan: bool, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run", file, "--input", "photo=@tiny.png"];
+    if scan {
+        args.extend(["--input", "scan=@tiny.pdf"]);
+    }
+    args.extend(extra);
+    ignite(dir).args(&args).output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_provider_gets_its_own_content_blocks() {
+    let mut sent = serde_json::Map::new();
+    for kind in ["anthropic", "openai", "gemini", "ollama"] {
+        let dir = tempfile::tempdir().unwrap();
+        media(dir.path());
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(kind, "they match")))
+            .mount(&server)
+            .await;
+        std::fs::write(dir.path().join("read.ign"), program(kind, &base(kind, &server))).unwrap();
+        let output = run(dir.path(), "read.ign", kind != "ollama", &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{kind}: {stderr}");
+        let outputs: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(outputs, json!({"answer": "they match"}), "{kind}");
+        let mut received = bodies(&server).await;
+        assert_eq!(received.len(), 1, "{kind}");
+        sent.insert(kind.to_owned(), received.remove(0));
+    }
+    insta::assert_json_snapshot!(sent);
+}
+
+/// The first link fails; the second kind gets the same media in its own blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fallback_rebuilds_the_blocks_for_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    media(dir.path());
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/messages"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("down"))
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(text_reply("openai", "read")))
+        .mount(&server)
+        .await;
+    let text = format!(
+        r#"
+provider First {{
+  kind anthropic
+  base_url "{uri}"
+  api_key env("FAKE_KEY")
+  retries 0
+}}
+
+provider Second {{
+  kind openai
+  base_url "{uri}/v1"
+  api_key env("FAKE_KEY")
+  retries 0
+}}
+
+agent Reader {{
+  provider First fallback Second
+  model "m" fallback "n"
+  input scan: document
+  input photo: image
+  prompt "{{scan}} and {{photo}}"
+}}
+
+contract Read {{
+  input scan: document
+  input photo: image
+  compute answer = Reader(scan: scan, photo: photo)
+  output answer
+}}
+"#,
+        uri = server.uri()
+    );
+    std::fs::write(dir.path().join("read.ign"), text).unwrap();
+    let output = run(dir.path(), "read.ign", true, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let received = bodies(&server).await;
+    assert_eq!(received.len(), 2);
+    let first = &received[0]["messages"][0]["content"];
+    assert_eq!(first[0]["type"], "document");
+    assert_eq!(first[0]["source"]["media_type"], "application/pdf");
+    assert_eq!(first[2]["type"], "image");
+    let second = &received[1]["messages"][0]["content"];
+    assert_eq!(second[0]["type"], "file");
+    assert!(
+        second[0]["file"]["file_data"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:application/pdf;base64,JVBER")
+    );
+    assert_eq!(second[1], json!({"type": "text", "text": " and "}));
+    assert!(
+        second[2]["image_url"]["url"].as_str().unwrap().starts_with("data:image/png;base64,iVBOR")
+    );
+}
+
+/// A tool turn and a structured answer beside the media; the run
+/// recorded replays offline with the same answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_results_and_replay_work_with_media() {
+    let dir = tempfile::tempdir().unwrap();
+    media(dir.path());
+    let server = MockServer::start().await;
+    let call = json!({"choices": [{"message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "Rate", "arguments": "{\"currency\": \"EUR\"}"}}]},
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}});
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::body_string_contains("\"role\":\"tool\""))
+        .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(
+            "openai",
+            r#"{"total": 8.5, "currency": "EUR", "in_dollars": 9.35}"#,
+        )))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(call))
+        .mount(&server)
+        .await;
+    let text = format!(
+        r#"
+provider Fake {{
+  kind openai
+  base_url "{uri}/v1"
+  api_key env("FAKE_KEY")
+  retries 0
+}}
+
+tool Rate {{
+  description "Dollars per unit of a currency"
+  param currency: string
+  exec "sh" "-c" "cat > /dev/null; echo 1.1"
+}}
+
+type Total {{
+  total: float
+  currency: string
+  in_dollars: float
+}}
+
+agent Reader {{
+  provider Fake
+  model "m"
+  tools Rate
+  input photo: image
+  prompt "Total of {{photo}} in dollars"
+  result Total
+}}
+
+contract Read {{
+  input photo: image
+  compute total = Reader(photo: photo)
+  output total
+}}
+"#,
+        uri = server.uri()
+    );
+    std::fs::write(dir.path().join("read.ign"), text).unwrap();
+    let live = run(dir.path(), "read.ign", false, &["--record", "read.jsonl"]);
+    assert!(live.status.success(), "{}", String::from_utf8_lossy(&live.stderr));
+    let expected = json!({"total": {"total": 8.5, "currency": "EUR", "in_dollars": 9.35}});
+    assert_eq!(serde_json::from_slice::<Value>(&live.stdout).unwrap(), expected);
+    let received = bodies(&server).await;
+    assert_eq!(received.len(), 2);
+    for body in &received {
+        let parts = &body["messages"][0]["content"];
+        assert_eq!(parts[1]["type"], "image_url", "{body}");
+    }
+    drop(server);
+    let replayed = run(dir.path(), "read.ign", false, &["--replay", "read.jsonl"]);
+    assert!(replayed.status.success(), "{}", String::from_utf8_lossy(&replayed.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&replayed.stdout).unwrap(), expected);
+}
+
+/// A document that reaches an Ollama agent at run time (through an `any`
+/// input, which `check` cannot see) fails the agent before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ollama_is_never_sent_a_document() {
+    let dir = tempfile::tempdir().unwrap();
+    media(dir.path());
+    let server = MockServer::start().await;
+    let text = format!(
+        r#"
+agent Reader {{
+  provider Fake
+  model "m"
+  input page: any
+  prompt "Read {{page}}"
+}}
+
+provider Fake {{
+  kind ollama
+  base_url "{uri}"
+}}
+
+contract Read {{
+  input scan: document
+  compute answer = Reader(page: scan)
+  output answer
+}}
+"#,
+        uri = server.uri()
+    );
+    std::fs::write(dir.path().join("read.ign"), text).unwrap();
+    let output =
+        ignite(dir.path()).args(["run", "read.ign", "--input", "scan=@tiny.pdf"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("agent `Reader` sends a document to provider `Fake`, whose kind `ollama`"),
+        "{stderr}"
+    );
+    assert!(bodies(&server).await.is_empty());
+}
