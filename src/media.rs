@@ -275,25 +275,43 @@ pub fn read_file(
     from_bytes(kind, &bytes).map_err(|e| format!("`{shown}`: {e}"))
 }
 
-/// The SHA-256 of base64 `data`'s bytes, in hex (`sha256:` first); `None`
-/// when `data` is not base64.
+/// The SHA-256 of base64 `data`'s bytes, in hex; `None` when `data` is
+/// not base64.
 #[must_use]
 pub fn digest(data: &str) -> Option<String> {
     let bytes = STANDARD.decode(data).ok()?;
-    Some(format!("sha256:{:x}", Sha256::digest(&bytes)))
+    Some(format!("{:x}", Sha256::digest(&bytes)))
 }
 
-/// The media type and data of a JSON-shaped value that is a media value
-/// (a known media type beside a `data` string, nothing else), else `None`.
+/// The media value `value` is (`{media_type, data}` of a known media type,
+/// nothing else): its format and data, else `None`.
 #[must_use]
-pub fn fields<'a>(
-    media_type: Option<&'a str>,
-    data: Option<&'a str>,
-    field_count: usize,
-) -> Option<(&'static Format, &'a str)> {
-    let format = FORMATS.iter().find(|f| Some(f.media_type) == media_type)?;
-    (field_count == 2).then_some(())?;
-    Some((format, data?))
+pub fn of_json(value: &serde_json::Value) -> Option<(&'static Format, &str)> {
+    let fields = value.as_object().filter(|f| f.len() == 2)?;
+    let media_type = fields.get("media_type")?.as_str()?;
+    let format = FORMATS.iter().find(|f| f.media_type == media_type)?;
+    Some((format, fields.get("data")?.as_str()?))
+}
+
+/// `value` with every media value in it (at any depth) shown by its digest
+/// and size instead of its bytes: `{media_type, bytes, sha256}`, for
+/// snapshots and reports that should not hold the bytes.
+pub fn summarize(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    if let Some((format, data)) = of_json(value) {
+        let summary = serde_json::json!({
+            "media_type": format.media_type,
+            "bytes": decoded_len(data),
+            "sha256": digest(data),
+        });
+        *value = summary;
+        return;
+    }
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(summarize),
+        Value::Object(fields) => fields.values_mut().for_each(summarize),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -356,7 +374,7 @@ mod tests {
         let data = STANDARD.encode(b"abc");
         assert_eq!(
             digest(&data).as_deref(),
-            Some("sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         );
     }
 }

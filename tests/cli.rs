@@ -619,3 +619,34 @@ fn run_media_inputs_refused() {
         assert!(stderr.contains(expected), "{args:?}: expected {expected:?} in\n{stderr}");
     }
 }
+
+/// `--batch` rows read `{"path": ...}` media from the rows file's folder;
+/// a row whose file is missing fails alone, as an input error.
+#[test]
+fn run_batch_media_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy("tests/corpus/media/tiny.png", dir.path().join("tiny.png")).unwrap();
+    let rows = dir.path().join("rows.jsonl");
+    std::fs::write(
+        &rows,
+        "{\"photo\": {\"path\": \"tiny.png\"}}\n{\"photo\": {\"path\": \"gone.png\"}}\n",
+    )
+    .unwrap();
+    let output = ignite()
+        .args(["run", "tests/corpus/media/files.ign", "--batch"])
+        .arg(&rows)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["outputs"]["photo_type"], "image/png");
+    assert_eq!(lines[1]["error"]["code"], "ignite::run::input");
+    let message = lines[1]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("input `photo`: cannot read `") && message.contains("gone.png"),
+        "{message}"
+    );
+}

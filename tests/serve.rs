@@ -325,3 +325,40 @@ async fn runs_report_usage_in_headers_and_the_access_log() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Images and documents are JSON `{media_type, data}` (base64) in requests
+/// and answers, declared so in the OpenAPI document; a request's
+/// `{"path": ...}` is never read from the server's disk.
+#[tokio::test]
+async fn media_inputs_are_base64_json() {
+    let server = Server::start(&["tests/corpus/media/files.ign"]);
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAAAAABX3VL4AAAADElEQVR42mNg+A+EAAYAAf+tLDclAAAAAElFTkSuQmCC";
+    let (status, outputs) =
+        server.post("MediaFiles", json!({"photo": {"media_type": "image/png", "data": png}})).await;
+    assert_eq!(status, 200, "{outputs}");
+    assert_eq!(outputs, json!({"photo_type": "image/png", "page_types": []}));
+    for (photo, expected) in [
+        (
+            json!({"path": "/etc/passwd"}),
+            "input `photo`: expected an image as `{media_type, data}`",
+        ),
+        (
+            json!({"media_type": "image/png", "data": &png[..40]}),
+            "input `photo`: a PNG image is truncated",
+        ),
+    ] {
+        let (status, body) = server.post("MediaFiles", json!({"photo": photo})).await;
+        assert_eq!(status, 422, "{body}");
+        let message = body["error"]["diagnostics"][0]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with(expected), "{message}");
+    }
+    let document = server.get("/openapi.json").await;
+    let photo = &document["paths"]["/contracts/MediaFiles"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"]["properties"]["photo"];
+    assert_eq!(photo["required"], json!(["media_type", "data"]));
+    assert_eq!(
+        photo["properties"]["media_type"]["enum"],
+        json!(["image/png", "image/jpeg", "image/gif", "image/webp"])
+    );
+    assert_eq!(photo["properties"]["data"]["contentEncoding"], "base64");
+}

@@ -45,6 +45,8 @@ pub(super) struct Batch<'a> {
     pub keep_fields: bool,
     /// The result cache, when it is on (for its hit counts).
     pub cache: Option<&'a Arc<Cache>>,
+    /// The most bytes a media file of a row (`{"path": ...}`) may hold.
+    pub max_bytes: usize,
 }
 
 /// Runs the batch; 0 when every row succeeded, 3 when a row failed, 2 for
@@ -55,7 +57,11 @@ pub(super) fn run(
     batch: &Batch<'_>,
     options: &RunOptions,
 ) -> ExitCode {
-    let Batch { rows, out, jobs, keep_fields, cache } = *batch;
+    let Batch { rows, out, jobs, keep_fields, cache, max_bytes } = *batch;
+    // A row's `{"path": ...}` media are read from the rows file's folder.
+    let folder = Path::new(rows).parent().filter(|_| rows != "-").unwrap_or(Path::new("."));
+    let reach = super::media::Reach::new(folder, max_bytes);
+    let declared = &engine.program()[contract];
     let options = &RunOptions { inputs_from: InputsFrom::Row, ..options.clone() };
     // With `--keep-fields`, fields that are not inputs go to `row_data`.
     let input_names: Option<Vec<String>> = keep_fields
@@ -93,7 +99,10 @@ pub(super) fn run(
             !done.contains(*number) && line.as_ref().map_or(true, |l| !l.trim().is_empty())
         })
         .map(|(number, line)| {
-            let mut inputs = parse_row(line);
+            let mut inputs = parse_row(line).and_then(|mut given| {
+                reach.load(declared.inputs().map(|(_, p)| (&*p.name, &p.ty)), &mut given)?;
+                Ok(given)
+            });
             let mut row_data = serde_json::Map::new();
             if let (Some(names), Ok(given)) = (&input_names, &mut inputs) {
                 let (taken, kept) = std::mem::take(given)

@@ -183,6 +183,7 @@ impl RunArgs {
                 jobs,
                 keep_fields: self.keep_fields,
                 cache: cache.as_ref(),
+                max_bytes: self.max_bytes,
             };
             let code = super::batch::run(&engine, chosen, &batch, &options);
             return match engine.effects().finish() {

@@ -8,7 +8,9 @@
 //! alone (`check` refuses two tests of a file that would share one). The
 //! text is stable: object keys keep their order (outputs in declaration
 //! order), calls are sorted by node (the calls of one agent run in the
-//! order the model made them), and the file ends with one newline.
+//! order the model made them), images and documents show their media type,
+//! size and SHA-256 instead of their bytes, and the file ends with one
+//! newline.
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +41,7 @@ pub(crate) fn render(name: &str, outputs: &Map<String, Value>, calls: Option<&[V
     if let (Some(calls), Value::Object(map)) = (calls, &mut document) {
         map.insert("calls".to_owned(), Value::Array(calls.to_vec()));
     }
+    crate::media::summarize(&mut document);
     let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
     text.push('\n');
     text

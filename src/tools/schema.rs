@@ -9,7 +9,9 @@
 //! Each property carries its JSON type (none for `any`; `["T", "null"]` for `T?`),
 //! `items` for `array<T>`, `enum` for enums, the object schema of a record
 //! (`properties` with descriptions, `required`, `additionalProperties: false`), then
-//! `description` and `default` when declared. [`strict_schema`] rewrites any of
+//! `description` and `default` when declared. An `image` or `document` is the
+//! object `{media_type, data}`: `media_type` one of the kind's types, `data` a
+//! base64 string (`contentEncoding: base64`). [`strict_schema`] rewrites any of
 //! these for OpenAI's strict mode.
 
 use serde_json::{Map, Value, json};
@@ -125,6 +127,19 @@ pub fn type_schema(ty: &ir::Type) -> Map<String, Value> {
             if !required.is_empty() {
                 schema.insert("required".into(), Value::Array(required));
             }
+            schema.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        ir::TypeKind::Media(kind) => {
+            let types: Vec<&str> = kind.formats().map(|f| f.media_type).collect();
+            schema.insert(
+                "properties".into(),
+                json!({
+                    "media_type": {"type": "string", "enum": types},
+                    "data": {"type": "string", "contentEncoding": "base64",
+                        "description": format!("the bytes of the {}, in base64", kind.name())},
+                }),
+            );
+            schema.insert("required".into(), json!(["media_type", "data"]));
             schema.insert("additionalProperties".into(), Value::Bool(false));
         }
         _ => {}
