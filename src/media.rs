@@ -161,6 +161,21 @@ pub fn decoded_len(data: &str) -> usize {
     (data.len() / 4 * 3).saturating_sub(pads)
 }
 
+/// The first bytes of valid base64 `data`.
+fn head_of(data: &str) -> Vec<u8> {
+    STANDARD.decode(&data[..data.len().min(HEAD / 3 * 4)]).unwrap_or_default()
+}
+
+/// The format of the bytes of `data` when it is base64 of an image or a
+/// document (by its first bytes).
+#[must_use]
+pub fn sniff_base64(data: &str) -> Option<&'static Format> {
+    if !is_base64(data) {
+        return None;
+    }
+    sniff(&head_of(data))
+}
+
 /// What is wrong with a media value said to be `kind`: its `media_type`
 /// and `data` fields (`None` when missing or not strings) and whether it
 /// has other fields. `None` when it is right.
@@ -183,8 +198,7 @@ pub fn problem(
     if !is_base64(data) {
         return Some("`data` is not base64 (the standard alphabet, padded with `=`)".to_owned());
     }
-    let head_chars = data.len().min(HEAD / 3 * 4);
-    let head = STANDARD.decode(&data[..head_chars]).unwrap_or_default();
+    let head = head_of(data);
     let Some(format) = sniff(&head) else {
         let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
         return Some(format!(

@@ -306,3 +306,159 @@ contract Read {{
     );
     assert!(bodies(&server).await.is_empty());
 }
+
+/// A 5 MB document read over six model turns is stored once: the
+/// recording names it by its SHA-256 and its bytes are one blob beside it;
+/// the replay puts them back, and a blob that is altered or gone is a
+/// clear error. A journal keeps its inputs' media the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn media_is_stored_once_however_many_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    pdf.resize(5 << 20, b' ');
+    pdf.extend_from_slice(b"\n%%EOF\n");
+    std::fs::write(dir.path().join("scan.pdf"), &pdf).unwrap();
+    let server = MockServer::start().await;
+    let call = json!({"choices": [{"message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "Page", "arguments": "{\"n\": 1}"}}]},
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(call))
+        .up_to_n_times(5)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(text_reply("openai", "done")))
+        .mount(&server)
+        .await;
+    let text = format!(
+        r#"
+provider Fake {{
+  kind openai
+  base_url "{uri}/v1"
+  api_key env("FAKE_KEY")
+  retries 0
+}}
+
+tool Page {{
+  description "Looks at one page"
+  param n: integer
+  exec "sh" "-c" "cat > /dev/null; echo seen"
+}}
+
+agent Reader {{
+  provider Fake
+  model "m"
+  tools Page
+  max_tool_iterations 10
+  input scan: document
+  prompt "Read {{scan}} page by page"
+}}
+
+contract Read {{
+  input scan: document
+  compute answer = Reader(scan: scan)
+  output answer
+}}
+"#,
+        uri = server.uri()
+    );
+    std::fs::write(dir.path().join("read.ign"), text).unwrap();
+    let args = ["run", "read.ign", "--input", "scan=@scan.pdf", "--max-bytes", "16M"];
+    let live = ignite(dir.path())
+        .args(args)
+        .args(["--record", "read.jsonl", "--journal"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&live.stderr);
+    assert!(live.status.success(), "{stderr}");
+    assert_eq!(bodies(&server).await.len(), 6);
+    let size = |path: &Path| std::fs::metadata(path).unwrap().len();
+    let files = |dir: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
+    };
+    let id = stderr.split("run ID ").nth(1).and_then(|s| s.split(' ').next()).unwrap().to_owned();
+    let runs = dir.path().join(".ignite/runs");
+    for (file, blobs) in [
+        (dir.path().join("read.jsonl"), dir.path().join("read.blobs")),
+        (runs.join(format!("{id}.jsonl")), runs.join(format!("{id}.blobs"))),
+    ] {
+        assert!(size(&file) < 100_000, "{} is {} bytes", file.display(), size(&file));
+        let blobs = files(&blobs);
+        assert_eq!(blobs.len(), 1, "{blobs:?}");
+        assert_eq!(std::fs::read(&blobs[0]).unwrap(), pdf);
+    }
+    drop(server);
+    // Resumed with no provider: every effect (and the inputs) from the journal.
+    let resumed = ignite(dir.path()).args(["run", "read.ign", "--resume", &id]).output().unwrap();
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&resumed.stdout).unwrap(),
+        json!({"answer": "done"})
+    );
+    let blobs = files(&dir.path().join("read.blobs"));
+
+    let replay = ["--replay", "read.jsonl"];
+    let replayed = ignite(dir.path()).args(args).args(replay).output().unwrap();
+    assert!(replayed.status.success(), "{}", String::from_utf8_lossy(&replayed.stderr));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&replayed.stdout).unwrap(),
+        json!({"answer": "done"})
+    );
+
+    let mut altered = pdf.clone();
+    altered[100] = b'x';
+    std::fs::write(&blobs[0], &altered).unwrap();
+    let refused = ignite(dir.path()).args(args).args(replay).output().unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("was altered (its SHA-256 is not its name)"), "{stderr}");
+    std::fs::remove_file(&blobs[0]).unwrap();
+    let refused = ignite(dir.path()).args(args).args(replay).output().unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("names media stored in `read.blobs/"), "{stderr}");
+    assert!(stderr.contains("which cannot be read"), "{stderr}");
+}
+
+/// The result cache keeps each image of its values once: two cached calls
+/// that return the same picture share one blob, and a second run is
+/// answered from the cache with the bytes back in place.
+#[test]
+fn the_cache_keeps_each_image_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy("contracts/invoices/receipt.png", dir.path().join("receipt.png")).unwrap();
+    let text = r#"
+tool Load {
+  description "Loads the receipt, counting its calls"
+  param copy: integer
+  result image
+  cache 1h
+  exec "sh" "load.sh"
+}
+
+contract Twice {
+  compute a = Load(copy: 1)
+  compute b = Load(copy: 2)
+  compute same = a == b
+  output same
+  output a
+}
+"#;
+    std::fs::write(dir.path().join("twice.ign"), text).unwrap();
+    let script = "cat > /dev/null\necho load >> calls.log\n\
+        printf '{\"media_type\": \"image/png\", \"data\": \"%s\"}' \"$(base64 -w0 receipt.png)\"\n";
+    std::fs::write(dir.path().join("load.sh"), script).unwrap();
+    for _ in 0..2 {
+        let output = ignite(dir.path()).args(["run", "twice.ign"]).output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let outputs: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(outputs["same"], true);
+        assert!(outputs["a"]["data"].as_str().unwrap().starts_with("iVBOR"));
+    }
+    let calls = std::fs::read_to_string(dir.path().join("calls.log")).unwrap();
+    assert_eq!(calls.lines().count(), 2, "the second run is answered by the cache");
+    let blobs = std::fs::read_dir(dir.path().join(".ignite/cache/blobs")).unwrap().count();
+    assert_eq!(blobs, 1);
+}

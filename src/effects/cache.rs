@@ -6,7 +6,10 @@
 //! kind and name, its definition (see `definition.rs`: the declaration, its
 //! resolved types, the bytes of an `exec` tool's scripts, an agent's tools)
 //! and the request — for a tool its arguments, for an agent its provider
-//! chain, models, rendered prompts and tools' schemas. Only successes are stored. An entry
+//! chain, models, rendered prompts (images and documents by their SHA-256)
+//! and tools' schemas; a tool's arguments hold the bytes of any media they
+//! pass. Only successes are stored, each image or document in them once, in
+//! `blobs/` (see `blobs.rs`). An entry
 //! older than the declaration's duration is a miss (and is overwritten).
 //!
 //! cacache writes content to a temporary file and renames it, and appends
@@ -20,6 +23,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+use super::blobs::Blobs;
 use super::{Effect, EffectStore, Lookup, Outcome};
 
 /// Bumped when the key layout changes, so old entries stop matching.
@@ -85,6 +89,11 @@ impl Cache {
             .map_err(|e| format!("cannot clear the cache `{}`: {e}", dir.display()))
     }
 
+    /// Where the media of cached values are kept.
+    fn blobs(&self) -> Blobs {
+        Blobs::in_dir(self.dir.join("blobs"))
+    }
+
     fn key(effect: &Effect<'_>) -> String {
         let material = json!({
             "v": KEY_VERSION,
@@ -113,7 +122,11 @@ impl EffectStore for Cache {
         });
         let value = found
             .and_then(|entry| cacache::read_hash_sync(&self.dir, &entry.integrity).ok())
-            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .and_then(|mut value| {
+                self.blobs().restore(&mut value, &self.dir).ok()?;
+                Some(value)
+            });
         match value {
             Some(value) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -129,7 +142,10 @@ impl EffectStore for Cache {
     fn record(&self, effect: &Effect<'_>, outcome: &Outcome) -> Result<(), String> {
         let (Some(_), Outcome::Value(value)) = (effect.cache, outcome) else { return Ok(()) };
         let key = Self::key(effect);
-        let text = value.to_string();
+        let text = match self.blobs().stow(value)? {
+            Some(stowed) => stowed.to_string(),
+            None => value.to_string(),
+        };
         let write = || -> cacache::Result<()> {
             let mut writer =
                 cacache::WriteOpts::new().size(text.len()).open_sync(&self.dir, &key)?;

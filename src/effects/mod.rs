@@ -51,6 +51,7 @@
 //! inputs gives every effect the same key.
 
 mod activity;
+mod blobs;
 mod cache;
 pub(crate) mod definition;
 mod lines;

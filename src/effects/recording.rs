@@ -13,6 +13,10 @@
 //!  "failed": {"message": "`./save.sh` exited with status 1 (no stderr)", "code": "ignite::tools::failed"}}
 //! ```
 //!
+//! Images and documents in a line (inputs, requests, values) are stored
+//! once each, by SHA-256, in `FILE.blobs/` beside the file (see
+//! `blobs.rs`): the line holds a mark where the bytes were.
+//!
 //! A line is appended (one `write`, see [`LineFile`]) as soon as its
 //! effect completes, so a killed run leaves every finished
 //! effect in the file; what a kill cut short is ignored when the file is
@@ -39,6 +43,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::blobs::Blobs;
 use super::lines::{LineFile, exclusive, json_line, whole_lines};
 use super::{Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome};
 
@@ -99,6 +104,8 @@ pub struct Recording {
     /// new journal): lookups take no lock.
     answers: bool,
     file: Option<LineFile>,
+    /// Where its images and documents are kept, once each.
+    blobs: Blobs,
 }
 
 impl Recording {
@@ -158,6 +165,7 @@ impl Recording {
         exclusive(&file, &path)?;
         let bytes = read(&path)?;
         let (header, entries) = parse(&path, &bytes)?;
+        let (header, entries) = restored(&path, header, entries)?;
         // What a kill left unfinished goes, so the next line starts clean:
         // cut off at the end, or (a line cut short before others that
         // ended) the whole lines written afresh.
@@ -187,6 +195,7 @@ impl Recording {
             answers: mode == Mode::Replay || !entries.is_empty(),
             unused: Mutex::new(entries.into_iter().map(Some).collect()),
             file,
+            blobs: Blobs::beside(path),
         }
     }
 
@@ -250,14 +259,22 @@ impl EffectStore for Recording {
         let Some(file) = self.file.as_ref().filter(|_| effect.kind != EffectKind::Agent) else {
             return Ok(());
         };
+        let request =
+            self.blobs.stow(effect.request)?.map_or(Cow::Borrowed(effect.request), Cow::Owned);
+        let (Outcome::Value(value) | Outcome::Failed(value)) = outcome;
+        let outcome = match (self.blobs.stow(value)?, outcome) {
+            (Some(stowed), Outcome::Value(_)) => Cow::Owned(Outcome::Value(stowed)),
+            (Some(stowed), Outcome::Failed(_)) => Cow::Owned(Outcome::Failed(stowed)),
+            (None, _) => Cow::Borrowed(outcome),
+        };
         file.append_json(&Entry {
             key: Cow::Borrowed(effect.key),
             kind: effect.kind,
             name: Cow::Borrowed(effect.name),
             route: Cow::Borrowed(effect.route),
-            request: Cow::Borrowed(effect.request),
+            request,
             definition: effect.definition.filter(|_| self.mode == Mode::Journal).map(Cow::Borrowed),
-            outcome: Cow::Borrowed(outcome),
+            outcome,
         })
     }
 
@@ -279,7 +296,7 @@ impl EffectStore for Recording {
         if self.mode != Mode::Record {
             return Ok(());
         }
-        let (header, mut entries) = load(&self.path)?;
+        let (header, mut entries) = parse(&self.path, &read(&self.path)?)?;
         entries.sort_by_cached_key(|e| (e.key.clone(), e.request.to_string()));
         let mut text = Vec::new();
         let header = Header { version: VERSION, run: Cow::Owned(header) };
@@ -305,7 +322,12 @@ fn create(path: &Path, header: &RunHeader) -> Result<LineFile, String> {
         .open(path)
         .map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
     let file = LineFile::open(path, file, 0)?;
-    file.append_json(&Header { version: VERSION, run: Cow::Borrowed(header) })?;
+    let inputs = Value::Object(header.inputs.clone());
+    let run = match Blobs::beside(path).stow(&inputs)? {
+        Some(Value::Object(inputs)) => Cow::Owned(RunHeader { inputs, ..header.clone() }),
+        _ => Cow::Borrowed(header),
+    };
+    file.append_json(&Header { version: VERSION, run })?;
     Ok(file)
 }
 
@@ -331,9 +353,30 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))
 }
 
-/// The header and the entries of `path`.
+/// The header and the entries of `path`, their media back from the blobs.
 fn load(path: &Path) -> Result<(RunHeader, Vec<Entry<'static>>), String> {
-    parse(path, &read(path)?)
+    let (header, entries) = parse(path, &read(path)?)?;
+    restored(path, header, entries)
+}
+
+/// `header` and `entries` of `path` with their media back from its blobs.
+fn restored(
+    path: &Path,
+    mut header: RunHeader,
+    mut entries: Vec<Entry<'static>>,
+) -> Result<(RunHeader, Vec<Entry<'static>>), String> {
+    let blobs = Blobs::beside(path);
+    let mut inputs = Value::Object(std::mem::take(&mut header.inputs));
+    blobs.restore(&mut inputs, path)?;
+    if let Value::Object(inputs) = inputs {
+        header.inputs = inputs;
+    }
+    for entry in &mut entries {
+        blobs.restore(entry.request.to_mut(), path)?;
+        let (Outcome::Value(value) | Outcome::Failed(value)) = entry.outcome.to_mut();
+        blobs.restore(value, path)?;
+    }
+    Ok((header, entries))
 }
 
 /// The header and the entries in `bytes`, the text of `path`: its whole

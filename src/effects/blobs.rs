@@ -1,0 +1,199 @@
+//! [`Blobs`]: images and documents of a recording or journal stored once.
+//!
+//! A media value's bytes go into every request that sends it: a 5 MB scan
+//! an agent reads over six model turns is in six request bodies. Before a
+//! line is written, every large base64 string whose bytes are an image or
+//! a document (alone, or after a `data:...;base64,` prefix, as OpenAI
+//! sends them) becomes a mark, `ignite-blob:sha256:HEX`, and its bytes go
+//! once into `FILE.blobs/HEX` beside the file (`run.jsonl` →
+//! `run.blobs/`). Reading a line puts the bytes back, after checking that
+//! the blob is there and still has the SHA-256 its name says: a missing or
+//! altered blob is an error naming both files. The result cache keeps its
+//! values' media the same way, in its folder's `blobs/` (a blob that is
+//! gone there is a miss: the call runs again).
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+/// What a string holding media becomes (before its digest).
+const MARK: &str = "ignite-blob:sha256:";
+
+/// The shortest base64 string moved to a blob: small ones stay readable in
+/// the line.
+const SMALLEST: usize = 1024;
+
+/// The blob folder of one recording or journal.
+#[derive(Debug, Clone)]
+pub(super) struct Blobs {
+    dir: PathBuf,
+}
+
+impl Blobs {
+    /// The folder beside `file`: `run.jsonl` → `run.blobs`.
+    pub(super) fn beside(file: &Path) -> Self {
+        Self::in_dir(file.with_extension("blobs"))
+    }
+
+    /// The folder `dir` (the result cache's `blobs`).
+    pub(super) fn in_dir(dir: PathBuf) -> Self {
+        Self { dir }
+    }
+
+    /// `value` with its media strings as marks, each blob written once;
+    /// `None` when it holds no media (nothing to change).
+    ///
+    /// # Errors
+    /// A blob cannot be written.
+    pub(super) fn stow(&self, value: &Value) -> Result<Option<Value>, String> {
+        if !holds_media(value) {
+            return Ok(None);
+        }
+        let mut value = value.clone();
+        self.stow_in(&mut value)?;
+        Ok(Some(value))
+    }
+
+    fn stow_in(&self, value: &mut Value) -> Result<(), String> {
+        match value {
+            Value::String(text) => {
+                if let Some((prefix, data)) = media_string(text) {
+                    let bytes = STANDARD.decode(data).map_err(|e| e.to_string())?;
+                    let hex = format!("{:x}", Sha256::digest(&bytes));
+                    self.write(&hex, &bytes)?;
+                    *text = format!("{prefix}{MARK}{hex}");
+                }
+                Ok(())
+            }
+            Value::Array(items) => items.iter_mut().try_for_each(|v| self.stow_in(v)),
+            Value::Object(fields) => fields.values_mut().try_for_each(|v| self.stow_in(v)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes blob `hex` unless it is there (written through a temporary
+    /// file, so a blob is whole or absent).
+    fn write(&self, hex: &str, bytes: &[u8]) -> Result<(), String> {
+        let path = self.dir.join(hex);
+        if path.is_file() {
+            return Ok(());
+        }
+        let failed = |e: std::io::Error| format!("cannot write `{}`: {e}", path.display());
+        std::fs::create_dir_all(&self.dir).map_err(failed)?;
+        let temp = self.dir.join(format!("{hex}.{}.tmp", std::process::id()));
+        std::fs::write(&temp, bytes).map_err(failed)?;
+        std::fs::rename(&temp, &path).map_err(failed)
+    }
+
+    /// Puts the bytes of every mark in `value` back, `file` naming the
+    /// recording in errors.
+    ///
+    /// # Errors
+    /// A blob is missing or does not have the SHA-256 its name says.
+    pub(super) fn restore(&self, value: &mut Value, file: &Path) -> Result<(), String> {
+        match value {
+            Value::String(text) => {
+                let Some(at) = text.find(MARK) else { return Ok(()) };
+                let hex = &text[at + MARK.len()..];
+                if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Ok(());
+                }
+                let path = self.dir.join(hex);
+                let bytes = std::fs::read(&path).map_err(|e| {
+                    format!(
+                        "`{}` names media stored in `{}`, which cannot be read ({e}): \
+                         keep the `.blobs` folder beside the file, or record it again",
+                        file.display(),
+                        path.display()
+                    )
+                })?;
+                if format!("{:x}", Sha256::digest(&bytes)) != hex {
+                    return Err(format!(
+                        "the media blob `{}` of `{}` was altered (its SHA-256 is not its name): \
+                         record it again",
+                        path.display(),
+                        file.display()
+                    ));
+                }
+                *text = format!("{}{}", &text[..at], STANDARD.encode(&bytes));
+                Ok(())
+            }
+            Value::Array(items) => items.iter_mut().try_for_each(|v| self.restore(v, file)),
+            Value::Object(fields) => fields.values_mut().try_for_each(|v| self.restore(v, file)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// True when a string of `value` holds media.
+fn holds_media(value: &Value) -> bool {
+    match value {
+        Value::String(text) => media_string(text).is_some(),
+        Value::Array(items) => items.iter().any(holds_media),
+        Value::Object(fields) => fields.values().any(holds_media),
+        _ => false,
+    }
+}
+
+/// The prefix (`data:TYPE;base64,` or none) and the base64 of a large
+/// string whose bytes are an image or a document.
+fn media_string(text: &str) -> Option<(&str, &str)> {
+    if text.len() < SMALLEST {
+        return None;
+    }
+    let (prefix, data) = match text.strip_prefix("data:") {
+        Some(rest) => {
+            let comma = rest.find(";base64,")? + ";base64,".len();
+            text.split_at("data:".len() + comma)
+        }
+        None => ("", text),
+    };
+    crate::media::sniff_base64(data).map(|_| (prefix, data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pdf(size: usize) -> String {
+        let mut bytes = b"%PDF-1.4\n".to_vec();
+        bytes.resize(size, b' ');
+        bytes.extend_from_slice(b"%%EOF\n");
+        STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn media_goes_out_once_and_comes_back() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let file = dir.path().join("run.jsonl");
+        let blobs = Blobs::beside(&file);
+        let data = pdf(5000);
+        let url = format!("data:application/pdf;base64,{data}");
+        let value = serde_json::json!({"a": data, "b": [url, "short"], "c": "x".repeat(2000)});
+        let stowed = blobs.stow(&value).expect("written").expect("changed");
+        assert!(stowed["a"].as_str().is_some_and(|s| s.starts_with(MARK)));
+        assert!(
+            stowed["b"][0]
+                .as_str()
+                .is_some_and(|s| s.starts_with("data:application/pdf;base64,ignite-blob:"))
+        );
+        assert_eq!(stowed["c"], value["c"]);
+        assert_eq!(std::fs::read_dir(dir.path().join("run.blobs")).expect("blobs").count(), 1);
+        let mut back = stowed.clone();
+        blobs.restore(&mut back, &file).expect("restored");
+        assert_eq!(back, value);
+        assert_eq!(blobs.stow(&serde_json::json!({"x": 1})).expect("nothing to write"), None);
+        // Altered, then missing.
+        let blob = std::fs::read_dir(dir.path().join("run.blobs")).expect("blobs").next();
+        let blob = blob.expect("one").expect("an entry").path();
+        std::fs::write(&blob, b"%PDF-1.4 changed").expect("altered");
+        let altered = blobs.restore(&mut stowed.clone(), &file).expect_err("altered");
+        assert!(altered.contains("was altered"), "{altered}");
+        std::fs::remove_file(&blob).expect("removed");
+        let missing = blobs.restore(&mut stowed.clone(), &file).expect_err("missing");
+        assert!(missing.contains("cannot be read"), "{missing}");
+    }
+}
