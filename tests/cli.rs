@@ -650,3 +650,17 @@ fn run_batch_media_rows() {
         "{message}"
     );
 }
+
+/// The invoice example runs offline from its cassette, the files read from
+/// `{"path": ...}` inputs beside it.
+#[test]
+fn run_invoice_example_offline() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "contracts/invoices/invoices.ign",
+        "--inputs",
+        "contracts/invoices/invoices.inputs.json",
+        "--replay",
+        "contracts/invoices/invoices.jsonl",
+    ]));
+}
