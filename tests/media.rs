@@ -462,3 +462,59 @@ contract Twice {
     let blobs = std::fs::read_dir(dir.path().join(".ignite/cache/blobs")).unwrap().count();
     assert_eq!(blobs, 1);
 }
+
+/// An `http post` tool sends a media argument as `{media_type, data}` in
+/// its JSON body and may answer one (`result image`), which is checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_tools_send_and_answer_media() {
+    let dir = tempfile::tempdir().unwrap();
+    media(dir.path());
+    let server = MockServer::start().await;
+    let gif = json!({"media_type": "image/gif", "data": "R0lGODlhAQABAIAAAP///wAAACwAAAAAAQABAAACAkQBADs="});
+    Mock::given(path("/thumb"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(gif.clone()))
+        .mount(&server)
+        .await;
+    Mock::given(path("/broken"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"media_type": "image/png", "data": "R0lGODlhAQABAIAAAP///wAAACwAAAAAAQABAAACAkQBADs="})))
+        .mount(&server)
+        .await;
+    let text = format!(
+        r#"
+tool Thumb {{
+  description "A thumbnail"
+  param photo: image
+  result image
+  http post "{uri}/thumb"
+}}
+
+tool Broken {{
+  description "Says PNG, sends a GIF"
+  param photo: image
+  result image
+  http post "{uri}/broken"
+}}
+
+contract Thumbs {{
+  input photo: image
+  compute small = Thumb(photo: photo)
+  compute bad = try Broken(photo: photo)
+  output small
+  output bad.error as bad
+}}
+"#,
+        uri = server.uri()
+    );
+    std::fs::write(dir.path().join("thumbs.ign"), text).unwrap();
+    let output = run(dir.path(), "thumbs.ign", false, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let outputs: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(outputs["small"], gif);
+    let bad = outputs["bad"].as_str().unwrap();
+    assert!(bad.contains("`media_type` is `image/png` but the bytes are a GIF image"), "{bad}");
+    let sent = bodies(&server).await;
+    let png = std::fs::read("tests/corpus/media/tiny.png").unwrap();
+    use base64::Engine as _;
+    let data = base64::engine::general_purpose::STANDARD.encode(png);
+    assert_eq!(sent[0], json!({"photo": {"media_type": "image/png", "data": data}}));
+}
