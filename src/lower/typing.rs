@@ -116,9 +116,8 @@ fn function_type(function: Function, args: &[Type]) -> Type {
 /// The type of `file("...")`: `image` or `document` by the first bytes of
 /// the file when it is there at check time, else `any`.
 fn file_type(args: &[Expr]) -> Type {
-    let path = match args.first().map(|a| &a.kind) {
-        Some(ExprKind::Literal(Val::String(path))) => path,
-        _ => return Type::any(),
+    let Some(ExprKind::Literal(Val::String(path))) = args.first().map(|a| &a.kind) else {
+        return Type::any();
     };
     let mut head = [0u8; 16];
     let read = std::fs::File::open(path.as_str())
