@@ -94,6 +94,12 @@ pub const FORMATS: [Format; 5] = [
     Format { media_type: "application/pdf", name: "PDF", kind: Kind::Document },
 ];
 
+/// The format whose media type is `media_type`.
+#[must_use]
+pub fn format_of(media_type: &str) -> Option<&'static Format> {
+    FORMATS.iter().find(|f| f.media_type == media_type)
+}
+
 /// The format of bytes that start with `head`.
 #[must_use]
 pub fn sniff(head: &[u8]) -> Option<&'static Format> {
@@ -303,8 +309,7 @@ pub fn digest(data: &str) -> Option<String> {
 pub fn of_json(value: &serde_json::Value) -> Option<(&'static Format, &str)> {
     let fields = value.as_object().filter(|f| f.len() == 2)?;
     let media_type = fields.get("media_type")?.as_str()?;
-    let format = FORMATS.iter().find(|f| f.media_type == media_type)?;
-    Some((format, fields.get("data")?.as_str()?))
+    Some((format_of(media_type)?, fields.get("data")?.as_str()?))
 }
 
 /// `value` with every media value in it (at any depth) shown by its digest

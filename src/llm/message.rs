@@ -79,7 +79,7 @@ impl Media {
     pub(crate) fn of(value: &Val) -> Option<Self> {
         let fields = value.as_object().filter(|f| f.len() == 2)?;
         let media_type = fields.get("media_type")?.as_str()?;
-        let format = crate::media::FORMATS.iter().find(|f| f.media_type == media_type)?;
+        let format = crate::media::format_of(media_type)?;
         match fields.get("data")? {
             Val::String(data) => Some(Self { format, data: Arc::clone(data) }),
             _ => None,

@@ -14,6 +14,7 @@ use super::names::Decl;
 use crate::ast::{self, ExprKind, UnaryOp};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Json, Type, TypeKind, value_kind};
+use crate::media::Kind;
 use crate::source::Span;
 use crate::suggest::did_you_mean;
 
@@ -91,12 +92,11 @@ impl Lowerer<'_> {
             }
             "object" => TypeKind::Object,
             "any" => TypeKind::Any,
-            "image" => TypeKind::Media(crate::media::Kind::Image),
-            "document" => TypeKind::Media(crate::media::Kind::Document),
-            name => match self.decls.get(name) {
-                Some(Decl::Type(i)) => self.record(i, &ty.name),
-                Some(Decl::Enum(i)) => self.enum_type(i),
-                found => {
+            name => match (Kind::from_name(name), self.decls.get(name)) {
+                (Some(media), _) => TypeKind::Media(media),
+                (None, Some(Decl::Type(i))) => self.record(i, &ty.name),
+                (None, Some(Decl::Enum(i))) => self.enum_type(i),
+                (None, found) => {
                     self.unknown_type(&ty.name, found);
                     TypeKind::Any
                 }
