@@ -314,6 +314,7 @@ pub(crate) fn run_error(program: &Program, error: &RunError) -> (StatusCode, Val
         RunError::Inputs { .. } | RunError::Output { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         RunError::Contract { .. } => StatusCode::NOT_FOUND,
         RunError::Deadline => StatusCode::GATEWAY_TIMEOUT,
+        RunError::Paused { .. } => StatusCode::ACCEPTED,
         RunError::Node { code: Code::GuardFailed, .. } => StatusCode::UNPROCESSABLE_ENTITY,
         RunError::Node { .. } => StatusCode::INTERNAL_SERVER_ERROR,
     };

@@ -51,7 +51,9 @@
 //! inputs gives every effect the same key.
 
 mod activity;
+pub mod approval;
 mod cache;
+mod decisions;
 pub(crate) mod definition;
 mod lines;
 mod recording;
@@ -77,7 +79,9 @@ use crate::trace::Trace;
 
 pub use activity::Activity;
 pub(crate) use activity::track;
+pub use approval::{Approver, Verdict};
 pub use cache::{Cache, CacheStats};
+pub use decisions::Decision;
 pub use recording::{Recording, RunHeader};
 
 /// The stable name of one effect of a run.
@@ -305,6 +309,7 @@ impl EffectError<NodeError> {
 pub struct Effects {
     stores: Arc<Vec<Arc<dyn EffectStore>>>,
     journal: Option<(Arc<dyn Journal>, Arc<Activity>)>,
+    approver: Option<Arc<dyn Approver>>,
 }
 
 impl std::fmt::Debug for Effects {
@@ -312,6 +317,7 @@ impl std::fmt::Debug for Effects {
         f.debug_struct("Effects")
             .field("stores", &self.stores.len())
             .field("journal", &self.journal.is_some())
+            .field("approver", &self.approver.is_some())
             .finish()
     }
 }
@@ -336,6 +342,14 @@ impl Effects {
     #[must_use]
     pub fn with_journal(mut self, journal: Arc<dyn Journal>, activity: Arc<Activity>) -> Self {
         self.journal = Some((journal, activity));
+        self
+    }
+
+    /// Calls that need approval are decided by `approver`; without one they
+    /// fail before they start ([`NodeError::ApprovalRequired`]).
+    #[must_use]
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
         self
     }
 
@@ -617,15 +631,26 @@ impl Scope {
         let pure = matches!(declared.implementation, crate::ir::Implementation::Returns(_))
             && declared.cache.is_none()
             && !self.effects.answers_pure();
+        let approval = match crate::tools::Toolbox::needs_approval(declared, &args) {
+            Ok(true) => Some(approval::pending_call(program, tool, key, &self.path, &args)),
+            Ok(false) => None,
+            Err(error) => {
+                span.fail(error.code().as_str());
+                span.end(None);
+                return Err(error);
+            }
+        };
         let result = if pure {
-            let outcome = tool_work(toolbox, program, tool, args, false).await;
+            let outcome = self
+                .gated(approval, program, tool, tool_work(toolbox, program, tool, args, false))
+                .await;
             span.set(|| vec![KeyValue::new("ignite.effect.source", "live")]);
             if let Ok(Outcome::Failed(failure)) = &outcome {
                 span.fail(&telemetry::failure_type(failure));
             }
             outcome.map_err(EffectError::Live)
         } else {
-            self.effect_call(key, &span, toolbox, program, tool, args).await
+            self.effect_call(key, &span, toolbox, program, tool, args, approval).await
         };
         match &result {
             Ok(Outcome::Value(value)) if telemetry::capture_content() => {
@@ -644,6 +669,7 @@ impl Scope {
 
     /// A call of `tool` as an effect: through the stores (or the journal),
     /// a stored value checked as the toolbox checks a live one.
+    #[allow(clippy::too_many_arguments)]
     async fn effect_call(
         &self,
         key: &EffectKey,
@@ -652,10 +678,16 @@ impl Scope {
         program: &crate::ir::Program,
         tool: crate::ir::ToolId,
         args: Value,
+        approval: Option<crate::failure::PendingCall>,
     ) -> Result<Outcome, EffectError<NodeError>> {
         let declared = &program[tool];
-        let definition = self.effects.stored().then(|| definition::tool(program, tool));
         let journaled = self.effects.journaled();
+        // A durable journal's steps do not run the live work, where the
+        // gate is: such a call is refused rather than run unapproved.
+        if let (true, Some(call)) = (journaled, &approval) {
+            return Err(EffectError::Live(NodeError::ApprovalRequired(call.clone())));
+        }
+        let definition = self.effects.stored().then(|| definition::tool(program, tool));
         let work = journaled.then(|| Work::Tool {
             tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
             args: args.clone(),
@@ -670,7 +702,12 @@ impl Scope {
             cache: declared.cache.map(|ttl| CachePolicy { ttl }),
             work: work.as_ref(),
         };
-        let live = tool_work(toolbox, program, tool, args.clone(), false);
+        let live = self.gated(
+            approval,
+            program,
+            tool,
+            tool_work(toolbox, program, tool, args.clone(), false),
+        );
         match self.perform_retried(&effect, span, declared.retries, live).await {
             // A stored value gets the check a live one got in the toolbox.
             Ok((Outcome::Value(mut value), true)) => {
@@ -685,6 +722,25 @@ impl Scope {
             }
             other => other.map(|(outcome, _)| outcome),
         }
+    }
+}
+
+impl Scope {
+    /// `work`, once the run's approver approved `approval` (when the call
+    /// needs one), with the approval's `Idempotency-Key` on its requests.
+    /// Being the live work, this runs only when no store holds the call's
+    /// outcome: a finished approved call is never asked or run again.
+    async fn gated(
+        &self,
+        approval: Option<crate::failure::PendingCall>,
+        program: &crate::ir::Program,
+        tool: crate::ir::ToolId,
+        work: impl Future<Output = Result<Outcome, NodeError>>,
+    ) -> Result<Outcome, NodeError> {
+        let Some(call) = approval else { return work.await };
+        let approver = self.effects.approver.as_deref();
+        let key = approval::gate(approver, program, tool, call)?;
+        crate::tools::http::IDEMPOTENCY_KEY.scope(key, work).await
     }
 }
 
