@@ -412,3 +412,86 @@ async fn bad_input_is_a_clear_error_and_runs_nothing() {
     assert!(text.contains(&call) && text.contains("pay-"), "{text}");
     assert_eq!(paid(dir.path()), 0);
 }
+
+/// An OpenAI-style reply that calls `refund` with `amount`.
+fn tool_call(amount: f64) -> ResponseTemplate {
+    let arguments = json!({"order_id": "A7", "amount": amount}).to_string();
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "refund", "arguments": arguments}}
+        ]}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1}
+    }))
+}
+
+fn text_reply(text: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1}
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_tool_call_waits_and_a_denial_is_its_tool_result() {
+    use wiremock::matchers::body_string_contains;
+    let dir = tempfile::tempdir().unwrap();
+    let server = payments(Duration::ZERO).await;
+    let text = r#"
+provider Fake {
+  kind openai
+  base_url "BASE/v1"
+  api_key env("FAKE_KEY")
+  retries 0
+}
+tool Refund {
+  param order_id: string
+  param amount: float
+  requires_approval when amount > 100
+  http post "BASE/refunds"
+}
+agent Support {
+  provider Fake
+  model "m"
+  tools Refund
+  input message: string
+  prompt "{message}"
+}
+contract Desk {
+  input message: string
+  compute reply = Support(message: message)
+  output reply
+}
+"#
+    .replace("BASE", &server.uri());
+    std::fs::write(dir.path().join("desk.ign"), text).unwrap();
+    let denied_result = "Error: denied: over the limit";
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_string_contains(denied_result))
+        .respond_with(text_reply("sorry, a person said no"))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(tool_call(250.0))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let paused = run(dir.path(), &["run", "desk.ign", "--journal", "--input", "message=refund A7"]);
+    assert_eq!(paused.status.code(), Some(4), "{}", stderr(&paused));
+    assert!(stderr(&paused).contains("at Desk > reply"), "{}", stderr(&paused));
+    let (_, id) = journal(dir.path());
+    let call = waiting_call(dir.path(), &id);
+    assert!(run(dir.path(), &["deny", &id, &call, "--reason", "over the limit"]).status.success());
+    let done = run(dir.path(), &["run", "desk.ign", "--resume", &id]);
+    assert_eq!(outputs(&done), json!({"reply": "sorry, a person said no"}));
+    let requests = server.received_requests().await.unwrap_or_default();
+    assert!(requests.iter().all(|r| r.url.path() != "/refunds"), "a denied refund was sent");
+    // The first model exchange came from the journal on resume: two
+    // requests in all, the second carrying the denial.
+    let models: Vec<_> =
+        requests.iter().filter(|r| r.url.path() == "/v1/chat/completions").collect();
+    assert_eq!(models.len(), 2);
+    assert!(String::from_utf8_lossy(&models[1].body).contains(denied_result));
+}

@@ -172,7 +172,7 @@ fn junit_report_is_xml() {
     assert!(output.status.success(), "not XML:\n{stdout}");
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
-        "testsuites 30 19 30 19\nexpect price == 85\n"
+        "testsuites 35 20 35 20\nexpect price == 85\n"
     );
 }
 
