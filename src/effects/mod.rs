@@ -240,6 +240,14 @@ pub trait EffectStore: Send + Sync {
         false
     }
 
+    /// True when the store stands in for the tools themselves (a test's
+    /// mocks): a call that needs approval is decided before the store is
+    /// asked. Other stores keep what happened (a journal's finished call is
+    /// not asked again).
+    fn stands_in(&self) -> bool {
+        false
+    }
+
     /// Called once when the run ends (a recording sorts its file).
     ///
     /// # Errors
@@ -375,6 +383,12 @@ impl Effects {
     #[must_use]
     pub fn answers_pure(&self) -> bool {
         self.stores.iter().any(|s| s.answers_pure())
+    }
+
+    /// True when a store stands in for the tools (mocks): approvals come first.
+    #[must_use]
+    pub fn stands_in(&self) -> bool {
+        self.stores.iter().any(|s| s.stands_in())
     }
 
     /// True when a store may answer whole agent calls (mocks).
@@ -639,6 +653,19 @@ impl Scope {
                 span.end(None);
                 return Err(error);
             }
+        };
+        // Stores that stand in for the tools (mocks) answer only decided calls.
+        let approval = match approval {
+            Some(call) if self.effects.stands_in() => {
+                let approver = self.effects.approver.as_deref();
+                if let Err(error) = approval::gate(approver, program, tool, call) {
+                    span.fail(error.code().as_str());
+                    span.end(None);
+                    return Err(error);
+                }
+                None
+            }
+            approval => approval,
         };
         let result = if pure {
             let outcome = self
