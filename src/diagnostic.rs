@@ -136,6 +136,7 @@ codes! {
     ServeTooLarge => "ignite::serve::too_large",
     ServeInternal => "ignite::serve::internal",
     ServeShuttingDown => "ignite::serve::shutting_down",
+    ServeApproval => "ignite::serve::approval",
 }
 
 impl fmt::Display for Code {

@@ -495,3 +495,91 @@ contract Desk {
     assert_eq!(models.len(), 2);
     assert!(String::from_utf8_lossy(&models[1].body).contains(denied_result));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_run_answers_202_and_resumes_by_itself_once_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = payments(Duration::ZERO).await;
+    program(dir.path(), &server.uri());
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let mut child = ignite(dir.path())
+        .args(["serve", "refunds.ign", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (base, lines) = support::listening(child.stderr.take().unwrap());
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    let client = reqwest::Client::new();
+    let post = |path: String, body: Value| {
+        let request = client.post(format!("{base}{path}")).json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        }
+    };
+    let get = |path: String| {
+        let request = client.get(format!("{base}{path}"));
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, paused) =
+        post("/contracts/Returns".into(), json!({"order_id": "A7", "amount": 250.0})).await;
+    assert_eq!(status, 202, "{paused}");
+    assert_eq!(paused["status"], "waiting");
+    let id = paused["run"].as_str().unwrap().to_owned();
+    let call = paused["pending"][0]["call"].as_str().unwrap().to_owned();
+    assert_eq!(paused["pending"][0]["node"], "Returns > refund");
+    assert_eq!(get(format!("/runs/{id}")).await, (200, paused.clone()));
+    assert_eq!(refunds(&server).await.0, 0);
+    // A call that is not waiting, a body that is not a decision: refused.
+    let (status, wrong) =
+        post(format!("/runs/{id}/approvals/refund-0000000000"), json!({"approve": true})).await;
+    assert_eq!(status, 409, "{wrong}");
+    assert_eq!(wrong["error"]["code"], "ignite::serve::approval");
+    let (status, _) = post(format!("/runs/{id}/approvals/{call}"), json!({"yes": 1})).await;
+    assert_eq!(status, 400);
+    let (status, _) = get("/runs/nope".into()).await;
+    assert_eq!(status, 404);
+    // Approved: the run resumes by itself and finishes.
+    let (status, _) =
+        post(format!("/runs/{id}/approvals/{call}"), json!({"approve": true, "note": "ok"})).await;
+    assert_eq!(status, 202);
+    let mut state = Value::Null;
+    for _ in 0..500 {
+        state = get(format!("/runs/{id}")).await.1;
+        if state["status"] == "done" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(state["outputs"], json!({"refund": {"refunded": true}, "held": true}), "{state}");
+    assert_eq!(refunds(&server).await.0, 1);
+    let (status, _) = post(format!("/runs/{id}/approvals/{call}"), json!({"approve": false})).await;
+    assert_eq!(status, 409);
+    // A denial over HTTP: the node fails with `ignite::run::denied`.
+    let (_, paused) =
+        post("/contracts/Returns".into(), json!({"order_id": "B9", "amount": 900.0})).await;
+    let (id, call) =
+        (paused["run"].as_str().unwrap(), paused["pending"][0]["call"].as_str().unwrap());
+    let (status, _) =
+        post(format!("/runs/{id}/approvals/{call}"), json!({"approve": false, "note": "no"})).await;
+    assert_eq!(status, 202);
+    for _ in 0..500 {
+        state = get(format!("/runs/{id}")).await.1;
+        if state["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(state["error"]["code"], "ignite::run::denied", "{state}");
+    assert_eq!(refunds(&server).await.0, 1);
+    let (_, document) = get("/openapi.json".into()).await;
+    assert!(document["paths"]["/runs/{id}/approvals/{call}"]["post"].is_object());
+    assert!(document["paths"]["/contracts/Returns"]["post"]["responses"]["202"].is_object());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

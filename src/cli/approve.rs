@@ -10,11 +10,8 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use super::{GlobalArgs, usage};
-use crate::effects::{Approver, Decision, Recording, Verdict};
+use crate::effects::{Approver, Decision, JOURNAL_DIR, Recording, Verdict};
 use crate::failure::PendingCall;
-
-/// Where `--journal` keeps its files, from the current folder.
-pub(super) const JOURNAL_DIR: &str = ".ignite/runs";
 
 /// Exit code of a run that paused for approvals.
 pub(super) const PAUSED: u8 = 4;

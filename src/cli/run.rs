@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{GlobalArgs, WIDTH, usage};
-use crate::effects::{Cache, Effects, Recording, RunHeader};
+use crate::effects::{Cache, Effects, JOURNAL_DIR, Recording, RunHeader};
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::trace::Trace;
 
@@ -99,7 +99,7 @@ pub(super) fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{text}` is not a usable size (more than 0 bytes)"))
 }
 
-use super::approve::{JOURNAL_DIR, PAUSED, Prompt};
+use super::approve::{PAUSED, Prompt};
 
 /// The cache folder without `--cache-dir`, from the current folder.
 pub(super) const DEFAULT_CACHE_DIR: &str = ".ignite/cache";

@@ -47,6 +47,9 @@ use super::lines::{LineFile, exclusive, json_line, whole_lines};
 use super::{Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome};
 use crate::failure::PendingCall;
 
+/// Where `--journal` keeps its files, from the current folder.
+pub const JOURNAL_DIR: &str = ".ignite/runs";
+
 /// The file format version.
 const VERSION: u32 = 2;
 
