@@ -260,7 +260,7 @@ pub enum NodeError {
     /// A call needs approval and nobody can be asked (no `--journal`, no
     /// terminal): it did not start.
     #[error("tool `{}` at `{}` needs approval and nobody can be asked here", .0.tool, .0.node)]
-    ApprovalRequired(PendingCall),
+    ApprovalRequired(Box<PendingCall>),
     /// Calls wait for a person's decision: the run pauses (with
     /// `--journal`) and they did not start.
     #[error("{}", awaiting(.0))]

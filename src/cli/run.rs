@@ -101,6 +101,9 @@ pub(super) fn parse_size(text: &str) -> Result<usize, String> {
 
 use super::approve::{PAUSED, Prompt};
 
+/// A run's effects, its cache when it is on, and its journal's run ID.
+type RunEffects = (Effects, Option<Arc<Cache>>, Option<String>);
+
 /// The cache folder without `--cache-dir`, from the current folder.
 pub(super) const DEFAULT_CACHE_DIR: &str = ".ignite/cache";
 
@@ -210,7 +213,7 @@ impl RunArgs {
         &self,
         header: RunHeader,
         resumed: Option<Recording>,
-    ) -> Result<(Effects, Option<Arc<Cache>>, Option<String>), String> {
+    ) -> Result<RunEffects, String> {
         let mut effects = Effects::live();
         let mut stop_note = String::new();
         if let Some(path) = &self.replay {

@@ -131,7 +131,7 @@ pub(crate) fn gate(
     call: PendingCall,
 ) -> Result<String, NodeError> {
     let Some(approver) = approver else {
-        return Err(NodeError::ApprovalRequired(call));
+        return Err(NodeError::ApprovalRequired(Box::new(call)));
     };
     let store = |message: String| NodeError::Store { message };
     match approver.decide(&call, resend_safe(program, tool)).map_err(store)? {

@@ -712,7 +712,7 @@ impl Scope {
         // A durable journal's steps do not run the live work, where the
         // gate is: such a call is refused rather than run unapproved.
         if let (true, Some(call)) = (journaled, &approval) {
-            return Err(EffectError::Live(NodeError::ApprovalRequired(call.clone())));
+            return Err(EffectError::Live(NodeError::ApprovalRequired(Box::new(call.clone()))));
         }
         let definition = self.effects.stored().then(|| definition::tool(program, tool));
         let work = journaled.then(|| Work::Tool {

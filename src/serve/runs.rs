@@ -38,6 +38,9 @@ pub(super) struct Runs {
     states: Mutex<HashMap<String, (ContractId, State)>>,
 }
 
+/// A run to resume: the engine through its journal, its contract, its inputs.
+pub(super) type Resume = (Engine, ContractId, Map<String, Value>);
+
 /// Why a decision was not taken: a status and the error's code and message.
 pub(super) type Refusal = (StatusCode, &'static str, String);
 
@@ -119,7 +122,7 @@ impl Runs {
         id: &str,
         call: &str,
         decision: &Decision,
-    ) -> Result<Option<(Engine, ContractId, Map<String, Value>)>, Refusal> {
+    ) -> Result<Option<Resume>, Refusal> {
         let Some((contract, State::Waiting(_))) = self.get(id) else {
             let message = match self.get(id) {
                 None => format!("this server has no run `{id}`"),
