@@ -209,11 +209,7 @@ impl RunArgs {
     /// the cache when it is on, and who decides approvals (the journal, else
     /// the person at the terminal); installs the signal handler that names
     /// the journal. Also the journal's run ID.
-    fn effects(
-        &self,
-        header: RunHeader,
-        resumed: Option<Recording>,
-    ) -> Result<RunEffects, String> {
+    fn effects(&self, header: RunHeader, resumed: Option<Recording>) -> Result<RunEffects, String> {
         let mut effects = Effects::live();
         let mut stop_note = String::new();
         if let Some(path) = &self.replay {

@@ -19,6 +19,12 @@
 //! After live work every store records the outcome. A test runner's mocks
 //! are further [`EffectStore`]s, not new code paths.
 //!
+//! A call of a tool that `requires_approval` passes the run's
+//! [`Approver`] first ([`approval`]), inside the live work: a call a store
+//! already holds the outcome of (a journal's finished call) is not asked
+//! again; stores that stand in for the tools (a test's mocks,
+//! [`EffectStore::stands_in`]) answer only decided calls.
+//!
 //! A call of a pure `returns` tool is a computation, not an effect: it
 //! skips the stores and the journal (nothing records or answers it) unless
 //! the tool is declared `cache` or a store answers such calls (a test's

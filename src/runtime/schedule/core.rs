@@ -590,7 +590,7 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
     /// The run's pause: every call waiting for approval, in node order.
     fn pause(&mut self) -> RunError {
         self.paused.sort_by_key(|f| f.job);
-        let calls = self.paused.iter().filter_map(Failure::awaiting).flatten().cloned().collect();
+        let calls = self.paused.iter().filter_map(Failure::waits_for).flatten().cloned().collect();
         RunError::Paused { calls }
     }
 

@@ -78,9 +78,22 @@ impl Failure {
         Failure { job, message, span, code, cause }
     }
 
+    /// A pause of the call at `job` for `calls` (the core's tests).
+    #[cfg(test)]
+    pub(super) fn awaiting(job: Job, calls: Vec<PendingCall>, span: SourceSpan) -> Self {
+        let cause = NodeError::AwaitingApproval(calls);
+        Failure {
+            job,
+            message: cause.to_string(),
+            span,
+            code: cause.code(),
+            cause: Box::new(cause),
+        }
+    }
+
     /// The calls it waits for, when it is no failure but a pause for
     /// approvals ([`NodeError::AwaitingApproval`]).
-    pub(super) fn awaiting(&self) -> Option<&[PendingCall]> {
+    pub(super) fn waits_for(&self) -> Option<&[PendingCall]> {
         match &*self.cause {
             NodeError::AwaitingApproval(calls) => Some(calls),
             _ => None,

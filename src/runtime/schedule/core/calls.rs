@@ -70,7 +70,7 @@ impl<N: Nodes, O: Observer<Call = N::Watch>> Core<'_, N, O> {
         // A call waiting for approval is no failure: the node stays undone
         // (what needs it waits too) and the rest of the run goes on.
         let result = match result {
-            Err(failure) if failure.awaiting().is_some() => return self.paused.push(failure),
+            Err(failure) if failure.waits_for().is_some() => return self.paused.push(failure),
             result => result,
         };
         let catch = self.call_of(job).is_some_and(|call| call.catch);
