@@ -530,6 +530,7 @@ async fn a_served_run_answers_202_and_resumes_by_itself_once_approved() {
         post("/contracts/Returns".into(), json!({"order_id": "A7", "amount": 250.0})).await;
     assert_eq!(status, 202, "{paused}");
     assert_eq!(paused["status"], "waiting");
+    assert_eq!(paused["code"], "ignite::run::awaiting_approval");
     let id = paused["run"].as_str().unwrap().to_owned();
     let call = paused["pending"][0]["call"].as_str().unwrap().to_owned();
     assert_eq!(paused["pending"][0]["node"], "Returns > refund");

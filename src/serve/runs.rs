@@ -155,6 +155,7 @@ pub(super) fn schema() -> Value {
         "properties": {
             "run": {"type": "string"},
             "status": {"enum": ["running", "waiting", "done", "failed"]},
+            "code": {"const": "ignite::run::awaiting_approval"},
             "pending": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
@@ -216,7 +217,8 @@ pub(super) fn document(paths: &mut Map<String, Value>, errors: &Map<String, Valu
 
 /// The body of a paused run: `202` with the run ID and the waiting calls.
 pub(super) fn waiting(id: &str, calls: &[PendingCall]) -> Value {
-    json!({"run": id, "status": "waiting", "pending": calls})
+    let code = crate::diagnostic::Code::RunAwaitingApproval.as_str();
+    json!({"run": id, "status": "waiting", "code": code, "pending": calls})
 }
 
 /// `engine` with its effects going through `journal`, which decides
