@@ -114,6 +114,9 @@ pub struct Tool {
     pub params: Vec<Param>,
     /// `requires_capability` names, all statements joined.
     pub capabilities: Vec<Ident>,
+    /// `requires_approval` / `requires_approval when COND` statements
+    /// (more than one is reported): the condition, if any.
+    pub approvals: Vec<Setting<Option<Expr>>>,
     /// `timeout N` statements.
     pub timeouts: Vec<Expr>,
     /// `retries N` statements.
@@ -139,6 +142,7 @@ impl Tool {
             descriptions: Vec::new(),
             params: Vec::new(),
             capabilities: Vec::new(),
+            approvals: Vec::new(),
             timeouts: Vec::new(),
             retries: Vec::new(),
             headers: Vec::new(),
@@ -411,6 +415,16 @@ pub enum TestStmt {
         /// The statement.
         span: Span,
     },
+    /// `approve Tool` or `deny Tool "reason"`: the test's decision for
+    /// every call of the tool that needs approval.
+    Decide {
+        /// The tool.
+        tool: Ident,
+        /// `deny`'s reason; `None` for `approve`.
+        denial: Option<Expr>,
+        /// The statement.
+        span: Span,
+    },
 }
 
 impl TestStmt {
@@ -424,7 +438,8 @@ impl TestStmt {
             | TestStmt::Replay(_, span)
             | TestStmt::Expect(_, span)
             | TestStmt::ExpectError(_, span)
-            | TestStmt::Snapshot { span, .. } => *span,
+            | TestStmt::Snapshot { span, .. }
+            | TestStmt::Decide { span, .. } => *span,
         }
     }
 }
@@ -653,6 +668,8 @@ keywords! {
     Description "description" Statement,
     Param "param" Statement,
     RequiresCapability "requires_capability" Statement,
+    RequiresApproval "requires_approval" Statement,
+    When "when" Part,
     Returns "returns" Statement,
     Exec "exec" Statement,
     Http "http" Statement,
@@ -698,6 +715,8 @@ keywords! {
     ExpectError "expect_error" Test,
     ExpectCalls "expect_calls" Test,
     Snapshot "snapshot" Test,
+    Approve "approve" Test,
+    Deny "deny" Test,
     Calls "calls" Part,
     If "if" Expression,
     Then "then" Expression,

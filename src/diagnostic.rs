@@ -108,6 +108,9 @@ codes! {
     ToolFailed => "ignite::run::tool_failed",
     AgentFailed => "ignite::run::agent_failed",
     RunDeadline => "ignite::run::deadline",
+    RunDenied => "ignite::run::denied",
+    RunApprovalRequired => "ignite::run::approval_required",
+    RunAwaitingApproval => "ignite::run::awaiting_approval",
     ToolInvalidArguments => "ignite::tools::invalid_arguments",
     ToolFailedRun => "ignite::tools::failed",
     ToolUnreachable => "ignite::tools::unreachable",
@@ -134,6 +137,7 @@ codes! {
     ServeTooLarge => "ignite::serve::too_large",
     ServeInternal => "ignite::serve::internal",
     ServeShuttingDown => "ignite::serve::shutting_down",
+    ServeApproval => "ignite::serve::approval",
 }
 
 impl fmt::Display for Code {

@@ -21,6 +21,40 @@ use serde_json::Value;
 
 use crate::diagnostic::Code;
 
+/// A call of a tool that `requires_approval`, waiting for a decision:
+/// bound to the tool, the node path and a hash of the canonical JSON of
+/// its arguments (its [`PendingCall::call`] ID).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// The call's ID: `TOOL-HASH`, what `ignite approve` names.
+    pub call: String,
+    /// The tool, as models call it.
+    pub tool: String,
+    /// The node path: `Root.child > node`, `[item]` for an item of a `for`.
+    pub node: String,
+    /// The arguments (defaults not filled in).
+    pub args: Value,
+    /// True when an approved run of this call was cut off (the process
+    /// died) and it may have reached its program or server: it is asked
+    /// again rather than resent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+impl std::fmt::Display for PendingCall {
+    /// `refund(order_id: "A7", amount: 250.0) at Returns > refund`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}(", self.tool)?;
+        if let Value::Object(args) = &self.args {
+            for (i, (name, value)) in args.iter().enumerate() {
+                let sep = if i == 0 { "" } else { ", " };
+                write!(f, "{sep}{name}: {value}")?;
+            }
+        }
+        write!(f, ") at {}", self.node)
+    }
+}
+
 /// Why a tool call, an agent, a model exchange or a node failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
@@ -213,6 +247,24 @@ pub enum NodeError {
     /// A guard's condition was false.
     #[error("{0}")]
     Guard(String),
+    /// A person denied the call (`ignite deny`, the inline prompt, a
+    /// test's `deny`): an agent gets `Error: denied: REASON` as the tool
+    /// result; a node fails with `ignite::run::denied`.
+    #[error("denied: {reason}")]
+    Denied {
+        /// The tool, as models call it.
+        tool: String,
+        /// Why, as the person gave it.
+        reason: String,
+    },
+    /// A call needs approval and nobody can be asked (no `--journal`, no
+    /// terminal): it did not start.
+    #[error("tool `{}` at `{}` needs approval and nobody can be asked here", .0.tool, .0.node)]
+    ApprovalRequired(Box<PendingCall>),
+    /// Calls wait for a person's decision: the run pauses (with
+    /// `--journal`) and they did not start.
+    #[error("{}", awaiting(.0))]
+    AwaitingApproval(Vec<PendingCall>),
     /// A failure kept by an earlier version of ignite, as
     /// `{message, code, help}`: replayed as it was recorded.
     #[error("{message}")]
@@ -254,6 +306,9 @@ impl NodeError {
             NodeError::Journal { .. } => Code::EffectJournal,
             NodeError::Eval(_) => Code::NodeFailed,
             NodeError::Guard(_) => Code::GuardFailed,
+            NodeError::Denied { .. } => Code::RunDenied,
+            NodeError::ApprovalRequired(_) => Code::RunApprovalRequired,
+            NodeError::AwaitingApproval(_) => Code::RunAwaitingApproval,
             NodeError::Kept { code, .. } => {
                 code.as_deref().and_then(Code::parse).unwrap_or(Code::ToolFailedRun)
             }
@@ -288,6 +343,9 @@ impl NodeError {
             NodeError::Journal { .. } => "journal",
             NodeError::Eval(_) => "eval",
             NodeError::Guard(_) => "guard",
+            NodeError::Denied { .. } => "denied",
+            NodeError::ApprovalRequired(_) => "approval_required",
+            NodeError::AwaitingApproval(_) => "awaiting_approval",
             NodeError::Kept { .. } => "kept",
         }
     }
@@ -316,6 +374,14 @@ impl NodeError {
             NodeError::Replay { .. } => "record the run again with `--record`",
             NodeError::Journal { attempts, .. } => {
                 return Some(format!("the call failed {attempts} time(s)"));
+            }
+            NodeError::ApprovalRequired(_) => {
+                "run with `--journal` to pause for the decision (`ignite approve`), or on a terminal to be asked"
+            }
+            NodeError::AwaitingApproval(calls) => {
+                return calls
+                    .first()
+                    .map(|c| format!("decide with `ignite approve RUN_ID {}`", c.call));
             }
             NodeError::Kept { help, .. } => return help.clone(),
             _ => return None,
@@ -448,6 +514,11 @@ fn replay_message(agent: Option<&str>, provider: Option<&str>, hint: &str) -> St
         ),
         _ => format!("no recorded call matches: {hint}"),
     }
+}
+
+fn awaiting(calls: &[PendingCall]) -> String {
+    let list: Vec<String> = calls.iter().map(|c| format!("`{}` ({c})", c.call)).collect();
+    format!("waiting for approval: {}", list.join(", "))
 }
 
 fn humanize(d: Duration) -> String {

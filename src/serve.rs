@@ -8,6 +8,8 @@
 //! | `GET /contracts` | every top-level contract with its input and output JSON Schemas |
 //! | `GET /openapi.json` | an OpenAPI 3.1 document of the above |
 //! | `GET /health` | `{"status": "ok", ...}` |
+//! | `GET /runs/ID` | where a run of a program with approvals stands (see `runs.rs`) |
+//! | `POST /runs/ID/approvals/CALL` | `{"approve": true\|false, "note": ".."}`: a decision; the run resumes by itself |
 //!
 //! Runs go through [`Engine::run_traced`] exactly as `ignite run` does; errors are
 //! JSON objects carrying the CLI's diagnostic codes (`docs/serve.md`). A
@@ -19,6 +21,8 @@
 //! calls in flight are cancelled (their child processes killed), which
 //! gives its turn back. When the shutdown future resolves, new requests are answered 503,
 //! the server waits for every run in flight, then stops.
+
+mod runs;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -63,6 +67,8 @@ pub(crate) struct Service {
     limits: Limits,
     turns: Arc<Semaphore>,
     draining: AtomicBool,
+    /// The journaled runs, when a tool of the program `requires_approval`.
+    runs: Option<runs::Runs>,
 }
 
 impl Service {
@@ -71,7 +77,10 @@ impl Service {
     pub(crate) fn new(engine: Engine, limits: Limits) -> Self {
         let contracts =
             engine.roots().into_iter().map(|id| (engine.program()[id].name.clone(), id)).collect();
+        let approvals = engine.program().tools.iter().any(|t| t.approval.is_some());
+        let runs = approvals.then(|| runs::Runs::new(crate::effects::JOURNAL_DIR.into()));
         Self {
+            runs,
             engine: Arc::new(engine),
             contracts,
             turns: Arc::new(Semaphore::new(limits.max_runs)),
@@ -139,6 +148,12 @@ impl Service {
                 }),
             );
             responses.extend(errors(&["400", "413", "422", "500", "503", "504"]));
+            if self.runs.is_some() {
+                responses.insert("202".into(), json!({
+                    "description": "The run paused: calls wait for approval",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Run"}}},
+                }));
+            }
             paths.insert(
                 format!("/contracts/{name}"),
                 json!({"post": {
@@ -200,14 +215,10 @@ impl Service {
                 }},
             }}),
         );
-        json!({
-            "openapi": "3.1.0",
-            "info": {
-                "title": "ignite contracts",
-                "version": env!("CARGO_PKG_VERSION"),
-            },
-            "paths": paths,
-            "components": {"schemas": {"Error": {
+        let mut schemas = Map::new();
+        schemas.insert(
+            "Error".into(),
+            json!({
                 "type": "object",
                 "properties": {"error": {
                     "type": "object",
@@ -223,7 +234,20 @@ impl Service {
                     "required": ["code", "message"],
                 }},
                 "required": ["error"],
-            }}},
+            }),
+        );
+        if self.runs.is_some() {
+            runs::document(&mut paths, &errors(&["400", "404", "409"]));
+            schemas.insert("Run".into(), runs::schema());
+        }
+        json!({
+            "openapi": "3.1.0",
+            "info": {
+                "title": "ignite contracts",
+                "version": env!("CARGO_PKG_VERSION"),
+            },
+            "paths": paths,
+            "components": {"schemas": schemas},
         })
     }
 
@@ -260,8 +284,20 @@ impl Service {
             Ok(Err(_)) => return shutting_down(),
             Err(_) => return timed_out(),
         };
-        let engine = Arc::clone(&self.engine);
-        let run_id = format!("{:016x}", fastrand::u64(..));
+        let name = name.to_owned();
+        let (engine, run_id) = match &self.runs {
+            Some(runs) => match runs.start(&self.engine, contract, &name, &inputs) {
+                Ok((engine, id)) => (Arc::new(engine), id),
+                Err(message) => {
+                    return failure(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        Code::ServeInternal.as_str(),
+                        message,
+                    );
+                }
+            },
+            None => (Arc::clone(&self.engine), format!("{:016x}", fastrand::u64(..))),
+        };
         let trace = Arc::new(Trace::new(false));
         let spent = Arc::clone(&trace);
         let run = tokio::task::spawn_blocking(move || {
@@ -279,8 +315,15 @@ impl Service {
             drop(turn);
             result
         });
-        let response = match tokio::time::timeout_at(deadline, run).await {
+        let result = tokio::time::timeout_at(deadline, run).await;
+        if let (Some(runs), Ok(Ok(result))) = (&self.runs, &result) {
+            runs.ended(&run_id, contract, result, |e| run_error(self.engine.program(), e));
+        }
+        let response = match result {
             Err(_) | Ok(Ok(Err(RunError::Deadline))) => timed_out(),
+            Ok(Ok(Err(RunError::Paused { calls }))) => {
+                (StatusCode::ACCEPTED, axum::Json(runs::waiting(&run_id, &calls))).into_response()
+            }
             Ok(Err(join)) => failure(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Code::ServeInternal.as_str(),
@@ -292,6 +335,56 @@ impl Service {
             Ok(Ok(Err(error))) => self.run_error(&error),
         };
         with_usage(response, &run_id, &trace.usage())
+    }
+
+    /// `GET /runs/ID`.
+    fn show_run(&self, id: &str) -> Response {
+        match self.runs.as_ref().and_then(|runs| runs.show(id)) {
+            Some(body) => (StatusCode::OK, axum::Json(body)).into_response(),
+            None => failure(
+                StatusCode::NOT_FOUND,
+                Code::ServeApproval.as_str(),
+                format!("this server has no run `{id}` waiting or journaled"),
+            ),
+        }
+    }
+
+    /// `POST /runs/ID/approvals/CALL`: records the decision; once no call
+    /// of the run waits, resumes it in the background.
+    fn decide(self: Arc<Self>, id: &str, call: &str, body: &[u8]) -> Response {
+        let decision = match parse_decision(body) {
+            Ok(decision) => decision,
+            Err(message) => {
+                return failure(StatusCode::BAD_REQUEST, Code::ServeBadBody.as_str(), message);
+            }
+        };
+        let Some(runs) = &self.runs else {
+            return failure(
+                StatusCode::NOT_FOUND,
+                Code::ServeApproval.as_str(),
+                format!("this server has no run `{id}`: no tool of its program requires approval"),
+            );
+        };
+        let resumed = match runs.decide(&self.engine, id, call, &decision) {
+            Ok(resumed) => resumed,
+            Err((status, code, message)) => return failure(status, code, message),
+        };
+        if let Some((engine, contract, inputs)) = resumed {
+            let service = Arc::clone(&self);
+            let run = id.to_owned();
+            tokio::task::spawn_blocking(move || {
+                let options = RunOptions { inputs_from: InputsFrom::Body, ..RunOptions::default() };
+                let result =
+                    engine.run_traced(contract, &inputs, &options, &Arc::new(Trace::new(false)));
+                if let Some(runs) = &service.runs {
+                    runs.ended(&run, contract, &result, |e| run_error(service.engine.program(), e));
+                }
+            });
+        }
+        match self.runs.as_ref().and_then(|runs| runs.show(id)) {
+            Some(body) => (StatusCode::ACCEPTED, axum::Json(body)).into_response(),
+            None => StatusCode::ACCEPTED.into_response(),
+        }
     }
 
     fn run_error(&self, error: &RunError) -> Response {
@@ -314,6 +407,7 @@ pub(crate) fn run_error(program: &Program, error: &RunError) -> (StatusCode, Val
         RunError::Inputs { .. } | RunError::Output { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         RunError::Contract { .. } => StatusCode::NOT_FOUND,
         RunError::Deadline => StatusCode::GATEWAY_TIMEOUT,
+        RunError::Paused { .. } => StatusCode::ACCEPTED,
         RunError::Node { code: Code::GuardFailed, .. } => StatusCode::UNPROCESSABLE_ENTITY,
         RunError::Node { .. } => StatusCode::INTERNAL_SERVER_ERROR,
     };
@@ -449,6 +543,21 @@ pub(crate) fn parse_inputs(body: &[u8]) -> Result<Map<String, Value>, String> {
     }
 }
 
+/// A decision's body: `{"approve": true|false, "note": ".."}` (the note
+/// is a denial's reason).
+fn parse_decision(body: &[u8]) -> Result<crate::effects::Decision, String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("the body is not valid JSON: {e}"))?;
+    let note = value.get("note").and_then(Value::as_str).map(str::to_owned);
+    match value.get("approve") {
+        Some(Value::Bool(true)) => Ok(crate::effects::Decision::Approve(note)),
+        Some(Value::Bool(false)) => Ok(crate::effects::Decision::Deny(
+            note.unwrap_or_else(|| "denied over HTTP".to_owned()),
+        )),
+        _ => Err("the body must be `{\"approve\": true|false, \"note\": \"..\"}`".to_owned()),
+    }
+}
+
 /// `{"error": {"code": .., "message": ..}}` with `status`.
 fn failure(status: StatusCode, code: &str, message: String) -> Response {
     (status, axum::Json(json!({"error": {"code": code, "message": message}}))).into_response()
@@ -471,6 +580,20 @@ pub(crate) fn router(service: Arc<Service>) -> Router {
             get(|State(s): State<Arc<Service>>| async move { axum::Json(s.catalog()) }),
         )
         .route("/contracts/{name}", post(run_contract))
+        .route(
+            "/runs/{id}",
+            get(|State(s): State<Arc<Service>>, Path(id): Path<String>| async move {
+                s.show_run(&id)
+            }),
+        )
+        .route(
+            "/runs/{id}/approvals/{call}",
+            post(
+                |State(s): State<Arc<Service>>,
+                 Path((id, call)): Path<(String, String)>,
+                 body: Bytes| async move { s.decide(&id, &call, &body) },
+            ),
+        )
         .route(
             "/openapi.json",
             get(|State(s): State<Arc<Service>>| async move { axum::Json(s.openapi()) }),

@@ -173,6 +173,10 @@ fn dump(program: &Program) -> String {
             tool.capabilities.join(", "),
             tool.timeout
         );
+        if let Some(approval) = &tool.approval {
+            let when = if approval.when.is_some() { " when (a condition)" } else { "" };
+            let _ = writeln!(out, "  requires_approval{when}");
+        }
     }
     for agent in &program.agents {
         let providers: Vec<String> = agent
@@ -336,6 +340,18 @@ fn syntax() {
         for item in &file.items {
             if let ast::Item::Provider(provider) = item {
                 dump_provider(&text, provider, &mut out);
+            }
+            if let ast::Item::Tool(tool) = item {
+                for approval in &tool.approvals {
+                    let when =
+                        approval.value.as_ref().map(|e| format!(" when {}", sexpr(&text, e)));
+                    let _ = writeln!(
+                        out,
+                        "tool {} requires_approval{}",
+                        tool.name.name,
+                        when.unwrap_or_default()
+                    );
+                }
             }
             let ast::Item::Contract(contract) = item else { continue };
             let _ = writeln!(out, "contract {}", contract.name.name);

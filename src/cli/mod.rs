@@ -7,6 +7,7 @@
 //! | 1 | the contracts have errors (or warnings with `--deny-warnings`); `test`: a test failed |
 //! | 2 | usage or I/O error (no such path, bad run inputs) |
 //! | 3 | a run failed (a node failed) |
+//! | 4 | a run paused: calls wait for approval (`ignite approvals`) |
 //!
 //! Each subcommand is a `*Args` struct in its own file with
 //! `fn run(self, &GlobalArgs) -> ExitCode`; adding one means a file and a
@@ -15,6 +16,7 @@
 // The CLI is where output goes to the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod approve;
 mod batch;
 mod cache;
 mod check;
@@ -35,6 +37,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub use approve::{ApprovalsArgs, ApproveArgs, DenyArgs};
 pub use cache::{CacheAction, CacheArgs};
 pub use check::{CheckArgs, Format};
 pub use fmt::FmtArgs;
@@ -129,6 +132,12 @@ pub enum Command {
     Mcp(McpArgs),
     /// Run the language server (LSP over standard input and output) for editors.
     Lsp(LspArgs),
+    /// List the calls journaled runs wait for approval on.
+    Approvals(ApprovalsArgs),
+    /// Approve calls a journaled run waits for (all of them when none is named).
+    Approve(ApproveArgs),
+    /// Deny a call a journaled run waits for.
+    Deny(DenyArgs),
 }
 
 /// Runs a parsed command line and returns the process exit code.
@@ -154,6 +163,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Fmt(args) => args.run(&global),
         Command::Mcp(args) => args.run(&global),
         Command::Lsp(args) => args.run(&global),
+        Command::Approvals(args) => args.run(&global),
+        Command::Approve(args) => args.run(&global),
+        Command::Deny(args) => args.run(&global),
     });
     // A signal halted the work (`signals::stop_on_signals`): its thread
     // reports, flushes and exits with the signal's code (130, 143). What the

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{GlobalArgs, WIDTH, usage};
-use crate::effects::{Cache, Effects, Recording, RunHeader};
+use crate::effects::{Cache, Effects, JOURNAL_DIR, Recording, RunHeader};
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::trace::Trace;
 
@@ -99,8 +99,10 @@ pub(super) fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{text}` is not a usable size (more than 0 bytes)"))
 }
 
-/// Where `--journal` keeps its files, from the current folder.
-const JOURNAL_DIR: &str = ".ignite/runs";
+use super::approve::{PAUSED, Prompt};
+
+/// A run's effects, its cache when it is on, and its journal's run ID.
+type RunEffects = (Effects, Option<Arc<Cache>>, Option<String>);
 
 /// The cache folder without `--cache-dir`, from the current folder.
 pub(super) const DEFAULT_CACHE_DIR: &str = ".ignite/cache";
@@ -167,8 +169,8 @@ impl RunArgs {
             }
         }
         let header = RunHeader { contract, inputs: given.clone() };
-        let (engine, cache) = match self.effects(header, resumed) {
-            Ok((effects, cache)) => (engine.with_effects(effects), cache),
+        let (engine, cache, run_id) = match self.effects(header, resumed) {
+            Ok((effects, cache, run_id)) => (engine.with_effects(effects), cache, run_id),
             Err(message) => return usage(&message),
         };
         if let Some(rows) = &self.batch {
@@ -204,7 +206,13 @@ impl RunArgs {
         } else {
             eprint!("{}{}", trace.usage().render(), super::cache_summary(cache.as_ref()));
         }
-        let code = report(result, &engine, global.color_stderr());
+        let code = match (result, run_id) {
+            (Err(RunError::Paused { calls }), Some(run)) => {
+                eprint!("{}", super::approve::paused(&run, &self.file, &calls));
+                ExitCode::from(PAUSED)
+            }
+            (result, _) => report(result, &engine, global.color_stderr()),
+        };
         if let Err(message) = saved {
             return usage(&message);
         }
@@ -212,13 +220,10 @@ impl RunArgs {
     }
 
     /// The stores of `--record`, `--replay`, `--journal` and `--resume`,
-    /// and the cache when it is on; installs the signal handler that names
-    /// the journal.
-    fn effects(
-        &self,
-        header: RunHeader,
-        resumed: Option<Recording>,
-    ) -> Result<(Effects, Option<Arc<Cache>>), String> {
+    /// the cache when it is on, and who decides approvals (the journal, else
+    /// the person at the terminal); installs the signal handler that names
+    /// the journal. Also the journal's run ID.
+    fn effects(&self, header: RunHeader, resumed: Option<Recording>) -> Result<RunEffects, String> {
         let mut effects = Effects::live();
         let mut stop_note = String::new();
         if let Some(path) = &self.replay {
@@ -232,6 +237,7 @@ impl RunArgs {
             None if self.journal => Some(Recording::journal(Path::new(JOURNAL_DIR), header)?),
             None => None,
         };
+        let run_id = journal.as_ref().map(|(_, id)| id.clone());
         if let Some((journal, id)) = journal {
             eprintln!("run ID {id} (journal `{}`)", journal.path().display());
             stop_note = format!(
@@ -239,7 +245,10 @@ impl RunArgs {
                 journal.path().display(),
                 self.file.display()
             );
-            effects = effects.with(Arc::new(journal));
+            let journal = Arc::new(journal);
+            effects = effects.with(Arc::clone(&journal) as _).with_approver(journal);
+        } else if let Some(prompt) = Prompt::on_terminal() {
+            effects = effects.with_approver(Arc::new(prompt));
         }
         let mut cache = None;
         if !(self.no_cache || self.record.is_some() || self.replay.is_some()) {
@@ -254,7 +263,7 @@ impl RunArgs {
             );
         }
         super::signals::stop_on_signals(stop_note);
-        Ok((effects, cache))
+        Ok((effects, cache, run_id))
     }
 
     /// The folder `{"path": ...}` inputs are read from: the `--inputs`
@@ -334,6 +343,8 @@ fn report(result: Result<Map<String, Value>, RunError>, engine: &Engine, color: 
                     ExitCode::from(2)
                 }
                 RunError::Node { .. } | RunError::Deadline => ExitCode::from(3),
+                // Without a journal nothing is kept to resume from.
+                RunError::Paused { .. } => ExitCode::from(PAUSED),
             }
         }
     }

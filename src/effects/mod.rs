@@ -19,6 +19,12 @@
 //! After live work every store records the outcome. A test runner's mocks
 //! are further [`EffectStore`]s, not new code paths.
 //!
+//! A call of a tool that `requires_approval` passes the run's
+//! [`Approver`] first ([`approval`]), inside the live work: a call a store
+//! already holds the outcome of (a journal's finished call) is not asked
+//! again; stores that stand in for the tools (a test's mocks,
+//! [`EffectStore::stands_in`]) answer only decided calls.
+//!
 //! A call of a pure `returns` tool is a computation, not an effect: it
 //! skips the stores and the journal (nothing records or answers it) unless
 //! the tool is declared `cache` or a store answers such calls (a test's
@@ -51,8 +57,10 @@
 //! inputs gives every effect the same key.
 
 mod activity;
+pub mod approval;
 mod blobs;
 mod cache;
+mod decisions;
 pub(crate) mod definition;
 mod lines;
 mod recording;
@@ -78,8 +86,10 @@ use crate::trace::Trace;
 
 pub use activity::Activity;
 pub(crate) use activity::track;
+pub use approval::{Approver, Verdict};
 pub use cache::{Cache, CacheStats};
-pub use recording::{Recording, RunHeader};
+pub use decisions::Decision;
+pub use recording::{JOURNAL_DIR, Recording, RunHeader};
 
 /// The stable name of one effect of a run.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -237,6 +247,14 @@ pub trait EffectStore: Send + Sync {
         false
     }
 
+    /// True when the store stands in for the tools themselves (a test's
+    /// mocks): a call that needs approval is decided before the store is
+    /// asked. Other stores keep what happened (a journal's finished call is
+    /// not asked again).
+    fn stands_in(&self) -> bool {
+        false
+    }
+
     /// Called once when the run ends (a recording sorts its file).
     ///
     /// # Errors
@@ -306,6 +324,7 @@ impl EffectError<NodeError> {
 pub struct Effects {
     stores: Arc<Vec<Arc<dyn EffectStore>>>,
     journal: Option<(Arc<dyn Journal>, Arc<Activity>)>,
+    approver: Option<Arc<dyn Approver>>,
 }
 
 impl std::fmt::Debug for Effects {
@@ -313,6 +332,7 @@ impl std::fmt::Debug for Effects {
         f.debug_struct("Effects")
             .field("stores", &self.stores.len())
             .field("journal", &self.journal.is_some())
+            .field("approver", &self.approver.is_some())
             .finish()
     }
 }
@@ -340,6 +360,14 @@ impl Effects {
         self
     }
 
+    /// Calls that need approval are decided by `approver`; without one they
+    /// fail before they start ([`NodeError::ApprovalRequired`]).
+    #[must_use]
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
     /// The run's activity, under a journal.
     #[must_use]
     pub fn activity(&self) -> Option<&Arc<Activity>> {
@@ -362,6 +390,12 @@ impl Effects {
     #[must_use]
     pub fn answers_pure(&self) -> bool {
         self.stores.iter().any(|s| s.answers_pure())
+    }
+
+    /// True when a store stands in for the tools (mocks): approvals come first.
+    #[must_use]
+    pub fn stands_in(&self) -> bool {
+        self.stores.iter().any(|s| s.stands_in())
     }
 
     /// True when a store may answer whole agent calls (mocks).
@@ -618,15 +652,39 @@ impl Scope {
         let pure = matches!(declared.implementation, crate::ir::Implementation::Returns(_))
             && declared.cache.is_none()
             && !self.effects.answers_pure();
+        let approval = match crate::tools::Toolbox::needs_approval(declared, &args) {
+            Ok(true) => Some(approval::pending_call(program, tool, key, &self.path, &args)),
+            Ok(false) => None,
+            Err(error) => {
+                span.fail(error.code().as_str());
+                span.end(None);
+                return Err(error);
+            }
+        };
+        // Stores that stand in for the tools (mocks) answer only decided calls.
+        let approval = match approval {
+            Some(call) if self.effects.stands_in() => {
+                let approver = self.effects.approver.as_deref();
+                if let Err(error) = approval::gate(approver, program, tool, call) {
+                    span.fail(error.code().as_str());
+                    span.end(None);
+                    return Err(error);
+                }
+                None
+            }
+            approval => approval,
+        };
         let result = if pure {
-            let outcome = tool_work(toolbox, program, tool, args, false).await;
+            let outcome = self
+                .gated(approval, program, tool, tool_work(toolbox, program, tool, args, false))
+                .await;
             span.set(|| vec![KeyValue::new("ignite.effect.source", "live")]);
             if let Ok(Outcome::Failed(failure)) = &outcome {
                 span.fail(&telemetry::failure_type(failure));
             }
             outcome.map_err(EffectError::Live)
         } else {
-            self.effect_call(key, &span, toolbox, program, tool, args).await
+            self.effect_call(key, &span, toolbox, program, tool, args, approval).await
         };
         match &result {
             Ok(Outcome::Value(value)) if telemetry::capture_content() => {
@@ -645,6 +703,7 @@ impl Scope {
 
     /// A call of `tool` as an effect: through the stores (or the journal),
     /// a stored value checked as the toolbox checks a live one.
+    #[allow(clippy::too_many_arguments)]
     async fn effect_call(
         &self,
         key: &EffectKey,
@@ -653,10 +712,16 @@ impl Scope {
         program: &crate::ir::Program,
         tool: crate::ir::ToolId,
         args: Value,
+        approval: Option<crate::failure::PendingCall>,
     ) -> Result<Outcome, EffectError<NodeError>> {
         let declared = &program[tool];
-        let definition = self.effects.stored().then(|| definition::tool(program, tool));
         let journaled = self.effects.journaled();
+        // A durable journal's steps do not run the live work, where the
+        // gate is: such a call is refused rather than run unapproved.
+        if let (true, Some(call)) = (journaled, &approval) {
+            return Err(EffectError::Live(NodeError::ApprovalRequired(Box::new(call.clone()))));
+        }
+        let definition = self.effects.stored().then(|| definition::tool(program, tool));
         let work = journaled.then(|| Work::Tool {
             tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
             args: args.clone(),
@@ -671,7 +736,12 @@ impl Scope {
             cache: declared.cache.map(|ttl| CachePolicy { ttl }),
             work: work.as_ref(),
         };
-        let live = tool_work(toolbox, program, tool, args.clone(), false);
+        let live = self.gated(
+            approval,
+            program,
+            tool,
+            tool_work(toolbox, program, tool, args.clone(), false),
+        );
         match self.perform_retried(&effect, span, declared.retries, live).await {
             // A stored value gets the check a live one got in the toolbox.
             Ok((Outcome::Value(mut value), true)) => {
@@ -686,6 +756,25 @@ impl Scope {
             }
             other => other.map(|(outcome, _)| outcome),
         }
+    }
+}
+
+impl Scope {
+    /// `work`, once the run's approver approved `approval` (when the call
+    /// needs one), with the approval's `Idempotency-Key` on its requests.
+    /// Being the live work, this runs only when no store holds the call's
+    /// outcome: a finished approved call is never asked or run again.
+    async fn gated(
+        &self,
+        approval: Option<crate::failure::PendingCall>,
+        program: &crate::ir::Program,
+        tool: crate::ir::ToolId,
+        work: impl Future<Output = Result<Outcome, NodeError>>,
+    ) -> Result<Outcome, NodeError> {
+        let Some(call) = approval else { return work.await };
+        let approver = self.effects.approver.as_deref();
+        let key = approval::gate(approver, program, tool, call)?;
+        crate::tools::http::IDEMPOTENCY_KEY.scope(key, work).await
     }
 }
 

@@ -35,6 +35,7 @@
 //! failures run again.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -43,9 +44,15 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::approval::{Approver, Verdict};
 use super::blobs::Blobs;
+use super::decisions::{self, Decision, Decisions, Mark, State};
 use super::lines::{LineFile, exclusive, json_line, whole_lines};
 use super::{Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome};
+use crate::failure::PendingCall;
+
+/// Where `--journal` keeps its files, from the current folder.
+pub const JOURNAL_DIR: &str = ".ignite/runs";
 
 /// The file format version.
 const VERSION: u32 = 2;
@@ -106,6 +113,10 @@ pub struct Recording {
     file: Option<LineFile>,
     /// Where its images and documents are kept, once each.
     blobs: Blobs,
+    /// A journal's run ID (what its idempotency keys are derived from).
+    run: String,
+    /// A journal's approvals, per call ID.
+    states: Mutex<HashMap<String, State>>,
 }
 
 impl Recording {
@@ -123,7 +134,7 @@ impl Recording {
     /// # Errors
     /// The file cannot be read or is not a recording.
     pub fn replay(path: &Path) -> Result<Self, String> {
-        let (header, entries) = load(path)?;
+        let (header, entries, _) = load(path)?;
         Ok(Self::new(path, Mode::Replay, header, entries, None))
     }
 
@@ -140,7 +151,8 @@ impl Recording {
         let id = format!("{seconds}-{:04x}", fastrand::u16(..));
         let path = journal_path(dir, &id);
         let file = create(&path, &header)?;
-        Ok((Self::new(&path, Mode::Journal, header, Vec::new(), Some(file)), id))
+        let journal = Self::new(&path, Mode::Journal, header, Vec::new(), Some(file));
+        Ok((journal.of_run(&id, HashMap::new()), id))
     }
 
     /// `--resume ID`: the journal `ID.jsonl` in `dir`; its successful
@@ -149,13 +161,7 @@ impl Recording {
     /// # Errors
     /// No such journal, or it cannot be read or appended to.
     pub fn resume(dir: &Path, id: &str) -> Result<Self, String> {
-        let path = journal_path(dir, id);
-        if !path.is_file() {
-            return Err(format!(
-                "no journal for run `{id}` (looked for `{}`); runs started with `--journal` are kept there",
-                path.display()
-            ));
-        }
+        let path = existing_journal(dir, id)?;
         let file = File::options()
             .append(true)
             .open(&path)
@@ -164,8 +170,9 @@ impl Recording {
         // appending to it.
         exclusive(&file, &path)?;
         let bytes = read(&path)?;
-        let (header, entries) = parse(&path, &bytes)?;
+        let (header, entries, marks) = parse(&path, &bytes)?;
         let (header, entries) = restored(&path, header, entries)?;
+        let states = decisions::fold(marks).map_err(|e| not_recording(&path, &e))?;
         // What a kill left unfinished goes, so the next line starts clean:
         // cut off at the end, or (a line cut short before others that
         // ended) the whole lines written afresh.
@@ -178,7 +185,52 @@ impl Recording {
         let file = LineFile::open(&path, file, kept.len() as u64)?;
         let entries =
             entries.into_iter().filter(|e| matches!(*e.outcome, Outcome::Value(_))).collect();
-        Ok(Self::new(&path, Mode::Journal, header, entries, Some(file)))
+        Ok(Self::new(&path, Mode::Journal, header, entries, Some(file)).of_run(id, states))
+    }
+
+    /// The calls of run `id` (journal in `dir`) waiting for approval.
+    ///
+    /// # Errors
+    /// No such journal, or it cannot be read.
+    pub fn waiting(dir: &Path, id: &str) -> Result<Vec<PendingCall>, String> {
+        let path = existing_journal(dir, id)?;
+        let (_, _, marks) = load(&path)?;
+        let states = decisions::fold(marks).map_err(|e| not_recording(&path, &e))?;
+        Ok(decisions::waiting(&states))
+    }
+
+    /// Records `decision` for `calls` of run `id` (every waiting call when
+    /// empty) in its journal, holding it as a run does (a second `approve`
+    /// or a running run is refused). Returns the calls decided.
+    ///
+    /// # Errors
+    /// No such journal, another process holds it, or a call is not waiting.
+    pub fn decide(
+        dir: &Path,
+        id: &str,
+        calls: &[String],
+        decision: &Decision,
+    ) -> Result<Vec<PendingCall>, String> {
+        let journal = Self::resume(dir, id)?;
+        let states = lock(&journal.states);
+        let (marks, decided) = decisions::decide(&states, id, calls, decision)?;
+        let file = journal.file.as_ref().ok_or_else(|| journal.error(&"not open"))?;
+        for mark in marks {
+            file.append_json(&decisions::Line { approval: Cow::Owned(mark) })?;
+        }
+        Ok(decided)
+    }
+
+    fn of_run(mut self, id: &str, states: HashMap<String, State>) -> Self {
+        self.run = id.to_owned();
+        self.states = Mutex::new(states);
+        self
+    }
+
+    fn decisions(&self) -> Result<Decisions<'_>, String> {
+        let file = self.file.as_ref().filter(|_| self.mode == Mode::Journal);
+        let file = file.ok_or_else(|| format!("`{}` is no journal", self.path.display()))?;
+        Ok(Decisions { states: &self.states, file })
     }
 
     fn new(
@@ -196,6 +248,8 @@ impl Recording {
             unused: Mutex::new(entries.into_iter().map(Some).collect()),
             file,
             blobs: Blobs::beside(path),
+            run: String::new(),
+            states: Mutex::new(HashMap::new()),
         }
     }
 
@@ -296,7 +350,7 @@ impl EffectStore for Recording {
         if self.mode != Mode::Record {
             return Ok(());
         }
-        let (header, mut entries) = parse(&self.path, &read(&self.path)?)?;
+        let (header, mut entries, _) = parse(&self.path, &read(&self.path)?)?;
         entries.sort_by_cached_key(|e| (e.key.clone(), e.request.to_string()));
         let mut text = Vec::new();
         let header = Header { version: VERSION, run: Cow::Owned(header) };
@@ -305,6 +359,37 @@ impl EffectStore for Recording {
             json_line(entry, &mut text).map_err(|e| self.error(&e))?;
         }
         replace(&self.path, &text).map(drop)
+    }
+}
+
+/// The journal of run `id` in `dir`, which must exist.
+fn existing_journal(dir: &Path, id: &str) -> Result<PathBuf, String> {
+    let path = journal_path(dir, id);
+    if id.contains(['/', '\\']) || !path.is_file() {
+        return Err(format!(
+            "no journal for run `{id}` (looked for `{}`); runs started with `--journal` are kept there",
+            path.display()
+        ));
+    }
+    Ok(path)
+}
+
+fn not_recording(path: &Path, what: &dyn std::fmt::Display) -> String {
+    format!("`{}` is not a recording: {what}", path.display())
+}
+
+/// A journal decides the calls that need approval in its run.
+impl Approver for Recording {
+    fn decide(&self, call: &PendingCall, resend_safe: bool) -> Result<Verdict, String> {
+        self.decisions()?.decide(call, resend_safe)
+    }
+
+    fn starting(&self, call: &PendingCall) -> Result<(), String> {
+        self.decisions()?.starting(call)
+    }
+
+    fn salt(&self) -> &str {
+        &self.run
     }
 }
 
@@ -353,10 +438,12 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))
 }
 
-/// The header and the entries of `path`, their media back from the blobs.
-fn load(path: &Path) -> Result<(RunHeader, Vec<Entry<'static>>), String> {
-    let (header, entries) = parse(path, &read(path)?)?;
-    restored(path, header, entries)
+/// The header, the entries (their media back from the blobs) and the
+/// approval marks of `path`.
+fn load(path: &Path) -> Result<Parsed, String> {
+    let (header, entries, marks) = parse(path, &read(path)?)?;
+    let (header, entries) = restored(path, header, entries)?;
+    Ok((header, entries, marks))
 }
 
 /// `header` and `entries` of `path` with their media back from its blobs.
@@ -379,10 +466,13 @@ fn restored(
     Ok((header, entries))
 }
 
+/// A file's header, effect entries and approval marks (with their line numbers).
+type Parsed = (RunHeader, Vec<Entry<'static>>, Vec<(usize, Mark)>);
+
 /// The header and the entries in `bytes`, the text of `path`: its whole
 /// lines (what a kill cut short is not there).
-fn parse(path: &Path, bytes: &[u8]) -> Result<(RunHeader, Vec<Entry<'static>>), String> {
-    let bad = |what: String| format!("`{}` is not a recording: {what}", path.display());
+fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, String> {
+    let bad = |what: String| not_recording(path, &what);
     let mut lines = whole_lines(bytes);
     let header = match lines.next() {
         Some((n, line)) => match serde_json::from_slice::<Header>(line) {
@@ -401,10 +491,17 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<(RunHeader, Vec<Entry<'static>>), 
         },
         None => return Err(bad("the file is empty".to_owned())),
     };
-    let entries = lines
-        .map(|(n, line)| serde_json::from_slice(line).map_err(|e| bad(format!("line {n}: {e}"))))
-        .collect::<Result<_, _>>()?;
-    Ok((header, entries))
+    let (mut entries, mut marks) = (Vec::new(), Vec::new());
+    for (n, line) in lines {
+        let error = |e: serde_json::Error| bad(format!("line {n}: {e}"));
+        if line.starts_with(br#"{"approval":"#) {
+            let mark: decisions::Line<'static> = serde_json::from_slice(line).map_err(error)?;
+            marks.push((n, mark.approval.into_owned()));
+        } else {
+            entries.push(serde_json::from_slice(line).map_err(error)?);
+        }
+    }
+    Ok((header, entries, marks))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

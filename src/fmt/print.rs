@@ -46,6 +46,8 @@ enum Stmt<'a> {
     Result(&'a TypeExpr),
     /// `cache 7d`.
     Cache(Option<&'a str>),
+    /// `requires_approval`, `requires_approval when COND`.
+    Approval(Option<&'a Expr>),
     /// `provider a fallback b`.
     Providers(&'a [ast::ProviderRef]),
     /// `model "a" fallback "b"`.
@@ -282,6 +284,7 @@ impl Printer<'_> {
         for names in self.statements_of(&t.capabilities) {
             stmts.push((start(names[0].span), Stmt::Names("requires_capability", names)));
         }
+        stmts.extend(t.approvals.iter().map(|a| (start(a.span), Stmt::Approval(a.value.as_ref()))));
         stmts.extend(t.headers.iter().map(|(n, v)| (start(n.span), Stmt::Header(n, v))));
         stmts.extend(t.implementations.iter().map(|i| (start(i.span()), Stmt::Implementation(i))));
         stmts.extend(t.results.iter().map(|r| (start(r.span), Stmt::Result(&r.value))));
@@ -376,6 +379,8 @@ impl Printer<'_> {
             Stmt::Result(ty) => Doc::text(format!("result {}", type_text(ty))),
             Stmt::Cache(None) => Doc::text("cache"),
             Stmt::Cache(Some(duration)) => Doc::text(format!("cache {duration}")),
+            Stmt::Approval(None) => Doc::text("requires_approval"),
+            Stmt::Approval(Some(condition)) => self.keyed("requires_approval when", condition),
             Stmt::Providers(refs) => {
                 let mut parts = vec![Doc::text("provider ")];
                 for (i, r) in refs.iter().enumerate() {
@@ -544,6 +549,12 @@ impl Printer<'_> {
             TestStmt::ExpectError(e, _) => self.keyed("expect_error", e),
             TestStmt::Snapshot { calls, .. } => {
                 Doc::text(if *calls { "snapshot calls" } else { "snapshot" })
+            }
+            TestStmt::Decide { tool, denial: None, .. } => {
+                Doc::text(format!("approve {}", tool.name))
+            }
+            TestStmt::Decide { tool, denial: Some(reason), .. } => {
+                concat([Doc::text(format!("deny {} ", tool.name)), self.expr(reason)])
             }
         }
     }

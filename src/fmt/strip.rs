@@ -55,6 +55,10 @@ impl Strip<'_> {
                 self.exprs(&mut t.descriptions);
                 self.params(&mut t.params);
                 idents(&mut t.capabilities);
+                for approval in &mut t.approvals {
+                    approval.value.iter_mut().for_each(|e| self.expr(e));
+                    approval.span = NOWHERE;
+                }
                 self.exprs(&mut t.timeouts);
                 self.exprs(&mut t.retries);
                 for (name, value) in &mut t.headers {
@@ -226,6 +230,11 @@ impl Strip<'_> {
                 *span = NOWHERE;
             }
             TestStmt::Snapshot { span, .. } => *span = NOWHERE,
+            TestStmt::Decide { tool, denial, span } => {
+                ident(tool);
+                denial.iter_mut().for_each(|e| self.expr(e));
+                *span = NOWHERE;
+            }
         }
     }
 

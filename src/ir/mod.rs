@@ -29,7 +29,7 @@ pub use graph::{Deps, Graph};
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
 pub use json::{Json, describe, value_kind};
 pub use provider_kind::ProviderKind;
-pub use test_block::{AgentMock, ExpectCalls, Mock, MockAnswer, Snapshot, Test, slug};
+pub use test_block::{AgentMock, Decision, ExpectCalls, Mock, MockAnswer, Snapshot, Test, slug};
 pub use types::{Enum, Record, Type, TypeKind, field_problems, fill_fields};
 
 use crate::source::{Sources, Span};
@@ -119,6 +119,8 @@ pub struct Tool {
     pub params: Vec<Param>,
     /// Capabilities a calling agent must hold.
     pub capabilities: Vec<String>,
+    /// `requires_approval`: a call waits for a person's decision.
+    pub approval: Option<Approval>,
     /// How it runs.
     pub implementation: Implementation,
     /// `result Type`: what it returns, validated at run time; `None` is `any`.
@@ -133,6 +135,16 @@ pub struct Tool {
     /// The folder of the declaring file: `exec` runs there, relative paths resolve from it.
     pub dir: PathBuf,
     /// The declaration.
+    pub span: Span,
+}
+
+/// `requires_approval [when COND]` of a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// `when COND` over the params (`Var(i)` is param `i`); `None`: every
+    /// call needs approval.
+    pub when: Option<Expr>,
+    /// The statement.
     pub span: Span,
 }
 

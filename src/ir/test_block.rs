@@ -45,9 +45,23 @@ pub struct Test {
     /// `expect_calls` statements: how often tools must have been called
     /// (checked whether the run succeeded or failed).
     pub expect_calls: Vec<ExpectCalls>,
+    /// `approve Tool` / `deny Tool "reason"`: the decision for every call
+    /// of the tool that needs approval (an undecided one fails the test).
+    pub decisions: Vec<Decision>,
     /// `snapshot` / `snapshot calls`.
     pub snapshot: Snapshot,
     /// The whole block.
+    pub span: Span,
+}
+
+/// `approve Tool` or `deny Tool "reason"` in a test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The tool whose calls are decided.
+    pub tool: ToolId,
+    /// `deny`'s reason; `None` approves.
+    pub denial: Option<String>,
+    /// The statement.
     pub span: Span,
 }
 

@@ -287,10 +287,24 @@ impl Run<'_> {
         let keys: Vec<_> = calls.iter().map(|_| self.cx.scope.next_key()).collect();
         let runs: Vec<_> =
             calls.iter().zip(&keys).map(|(call, key)| self.run_tool(key, call)).collect();
-        Ok(stream::iter(runs).buffered(at_once).collect().await)
+        let results: Vec<Result<ToolResult, LlmError>> =
+            stream::iter(runs).buffered(at_once).collect().await;
+        // A call waiting for approval (or that nobody can approve) stops
+        // the agent: the others of the turn ran and are journaled, and the
+        // waiting ones are reported together.
+        let mut waiting = Vec::new();
+        let mut done = Vec::with_capacity(results.len());
+        for result in results {
+            match result {
+                Ok(result) => done.push(result),
+                Err(LlmError::AwaitingApproval(calls)) => waiting.extend(calls),
+                Err(error) => return Err(error),
+            }
+        }
+        if waiting.is_empty() { Ok(done) } else { Err(LlmError::AwaitingApproval(waiting)) }
     }
 
-    async fn run_tool(&self, key: &EffectKey, call: &ToolCall) -> ToolResult {
+    async fn run_tool(&self, key: &EffectKey, call: &ToolCall) -> Result<ToolResult, LlmError> {
         let started = Instant::now();
         let path = format!("{} > tool {}", self.cx.path, call.name);
         let outcome = match self.tool(&call.name) {
@@ -299,24 +313,32 @@ impl Run<'_> {
                 "Error: arguments must be a JSON object, got {}",
                 eval::describe(&call.arguments)
             )),
-            Some(id) => self
-                .cx
-                .scope
-                .call_tool(
-                    key,
-                    Some(&call.id),
-                    self.toolbox,
-                    self.program,
-                    id,
-                    call.arguments.clone(),
-                )
-                .await
-                .map(|value| {
-                    let mut text = String::new();
-                    eval::push_display(&mut text, &value);
-                    text
-                })
-                .map_err(|e| format!("Error: {e}")),
+            Some(id) => {
+                let result = self
+                    .cx
+                    .scope
+                    .call_tool(
+                        key,
+                        Some(&call.id),
+                        self.toolbox,
+                        self.program,
+                        id,
+                        call.arguments.clone(),
+                    )
+                    .await;
+                match result {
+                    Ok(value) => {
+                        let mut text = String::new();
+                        eval::push_display(&mut text, &value);
+                        Ok(text)
+                    }
+                    // Not the model's to recover from: the call never started.
+                    Err(e @ (LlmError::AwaitingApproval(_) | LlmError::ApprovalRequired(_))) => {
+                        return Err(e);
+                    }
+                    Err(e) => Err(format!("Error: {e}")),
+                }
+            }
         };
         let (content, is_error) = match outcome {
             Ok(text) => {
@@ -328,6 +350,6 @@ impl Run<'_> {
                 (text, true)
             }
         };
-        ToolResult { id: call.id.clone(), name: call.name.clone(), content, is_error }
+        Ok(ToolResult { id: call.id.clone(), name: call.name.clone(), content, is_error })
     }
 }

@@ -11,7 +11,8 @@
 //! composed contract) is a warning: it would silently do nothing. Two
 //! tests of one file with a `snapshot` whose names give one snapshot file
 //! name ([`ir::slug`], ignoring case as macOS and Windows do) are an error:
-//! they would overwrite each other's snapshot.
+//! they would overwrite each other's snapshot. `approve Tool` and `deny
+//! Tool "reason"` name a tool that `requires_approval`, once per tool.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -111,7 +112,7 @@ impl Lowerer<'_> {
         let mut runs = Vec::new();
         let (mut replays, mut errors, mut snapshots, mut expects) =
             (vec![], vec![], vec![], vec![]);
-        let (mut mocks, mut counts) = (Vec::new(), Vec::new());
+        let (mut mocks, mut counts, mut decisions) = (Vec::new(), Vec::new(), Vec::new());
         for stmt in &test.statements {
             match stmt {
                 TestStmt::Run { .. } => runs.push(stmt),
@@ -121,8 +122,10 @@ impl Lowerer<'_> {
                 TestStmt::Expect(..) => expects.push(stmt),
                 TestStmt::Mock { .. } => mocks.push(stmt),
                 TestStmt::ExpectCalls { .. } => counts.push(stmt),
+                TestStmt::Decide { .. } => decisions.push(stmt),
             }
         }
+        let decisions = self.lower_decisions(&decisions);
         let none = Scope::new(Vec::new(), "name", format!("test `{name}`"));
         let (mut agent_mocks, mut tool_mocks) = (Vec::new(), Vec::new());
         for stmt in &mocks {
@@ -208,9 +211,59 @@ impl Lowerer<'_> {
             expects,
             expect_error,
             expect_calls,
+            decisions,
             snapshot,
             span: test.span,
         })
+    }
+
+    /// `approve Tool` / `deny Tool "reason"`: each of a tool that requires
+    /// approval, at most one per tool.
+    fn lower_decisions(&mut self, statements: &[&TestStmt]) -> Vec<ir::Decision> {
+        let none = Scope::new(Vec::new(), "name", String::new());
+        let mut decisions: Vec<ir::Decision> = Vec::new();
+        for stmt in statements {
+            let TestStmt::Decide { tool, denial, span } = stmt else { continue };
+            let verb = if denial.is_some() { "deny" } else { "approve" };
+            let Some((id, _)) = self.tool_and_args(tool, None, verb, &none) else { continue };
+            let denial = match denial {
+                Some(reason) => match self.expect_plain_string(reason, "a denial's reason") {
+                    Some(reason) => Some(reason),
+                    None => continue,
+                },
+                None => None,
+            };
+            if self.tools[id.index()].approval.is_none() {
+                self.push(
+                    Diagnostic::error(
+                        Code::TestStatement,
+                        tool.span,
+                        format!(
+                            "`{verb} {}`: tool `{}` does not require approval",
+                            tool.name, tool.name
+                        ),
+                    )
+                    .label("its calls never wait for a decision")
+                    .help("remove the statement, or add `requires_approval` to the tool"),
+                );
+                continue;
+            }
+            if let Some(first) = decisions.iter().find(|d| d.tool == id) {
+                self.push(
+                    Diagnostic::error(
+                        Code::Duplicate,
+                        *span,
+                        format!("the calls of `{}` are decided twice", tool.name),
+                    )
+                    .label("decided again here")
+                    .note(first.span, "first decided here")
+                    .help("keep one `approve` or `deny` per tool"),
+                );
+                continue;
+            }
+            decisions.push(ir::Decision { tool: id, denial, span: *span });
+        }
+        decisions
     }
 
     /// The contract `run` names, reported when it is not one.

@@ -1,5 +1,7 @@
-//! Tools: params, description, capabilities, timeout and exactly one
-//! implementation; the `tool_name` models see, unique across the program.
+//! Tools: params, description, capabilities, approval, timeout and exactly
+//! one implementation; the `tool_name` models see, unique across the
+//! program. A `requires_approval when COND` condition reads the params and
+//! must be boolean.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -122,12 +124,21 @@ impl Lowerer<'_> {
         }
         let result =
             self.single(&tool.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
+        let approval = self.single(&tool.approvals, |s| s.span, "requires_approval").map(|s| {
+            let when = s.value.as_ref().map(|condition| {
+                let condition = self.lower_expr(condition, &scope);
+                self.check_approval_condition(&condition, &params);
+                condition
+            });
+            ir::Approval { when, span: s.span }
+        });
         ir::Tool {
             name: tool.name.name.to_string(),
             tool_name: name,
             description,
             params,
             capabilities,
+            approval,
             implementation,
             result,
             timeout,

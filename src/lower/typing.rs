@@ -322,6 +322,12 @@ impl Lowerer<'_> {
         }
     }
 
+    /// A tool's `requires_approval when COND`: boolean, over its params.
+    pub(super) fn check_approval_condition(&mut self, condition: &Expr, params: &[ir::Param]) {
+        let types: Vec<Type> = params.iter().map(|p| p.ty.clone()).collect();
+        self.expect_boolean(condition, &types, "an approval condition");
+    }
+
     /// Infers a condition's type, reporting it when it is known and not boolean.
     fn expect_boolean(&mut self, expr: &Expr, types: &[Type], what: &str) {
         let ty = self.infer(expr, types);

@@ -403,6 +403,9 @@ impl Builder<'_> {
             self.expr(name, &mut scope);
             self.expr(value, &mut scope);
         }
+        for condition in tool.approvals.iter().filter_map(|a| a.value.as_ref()) {
+            self.expr(condition, &mut scope);
+        }
         for implementation in &tool.implementations {
             match implementation {
                 ast::Implementation::Returns(e, _) => self.expr(e, &mut scope),
@@ -528,6 +531,10 @@ impl Builder<'_> {
                         })
                         .unwrap_or_default();
                     self.expr(e, &mut Scope { base: &outputs, locals: Vec::new() });
+                }
+                TestStmt::Decide { tool, .. } => {
+                    let target = self.global_of(&tool.name, &[Kind::Tool]);
+                    self.reference(tool.span, target);
                 }
                 TestStmt::Replay(..) | TestStmt::ExpectError(..) | TestStmt::Snapshot { .. } => {}
             }

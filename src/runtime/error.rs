@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
-use crate::failure::NodeError;
+use crate::failure::{NodeError, PendingCall};
 use crate::runtime::inputs::InputProblem;
 use crate::source::Span;
 
@@ -40,6 +40,13 @@ pub enum RunError {
     /// and was stopped.
     #[error("the run did not finish by its deadline and was stopped")]
     Deadline,
+    /// Calls wait for a person's approval: the run did what it could and
+    /// paused (`ignite run --journal` exits with code 4).
+    #[error("{}", NodeError::AwaitingApproval(calls.clone()))]
+    Paused {
+        /// The waiting calls, in node order.
+        calls: Vec<PendingCall>,
+    },
     /// A node failed.
     #[error("{path}: {message}")]
     Node {
@@ -66,6 +73,7 @@ impl RunError {
             RunError::Inputs { .. } | RunError::Contract { .. } => Code::RunInput,
             RunError::Deadline => Code::RunDeadline,
             RunError::Output { .. } => Code::RunOutput,
+            RunError::Paused { .. } => Code::RunAwaitingApproval,
             RunError::Node { code, .. } => *code,
         }
     }
@@ -88,6 +96,7 @@ impl RunError {
             RunError::Inputs { .. } | RunError::Contract { .. } => "input",
             RunError::Output { .. } => "output",
             RunError::Deadline => "deadline",
+            RunError::Paused { .. } => "awaiting_approval",
             RunError::Node { cause, .. } => cause.kind(),
         }
     }
@@ -107,6 +116,9 @@ impl RunError {
             body.insert("cause".into(), self.cause().map(Code::as_str).into());
             body.insert("help".into(), cause.help().into());
         }
+        if let RunError::Paused { calls } = self {
+            body.insert("pending".into(), serde_json::to_value(calls).unwrap_or_default());
+        }
         body
     }
 
@@ -124,7 +136,9 @@ impl RunError {
                     );
                 }
             }
-            RunError::Contract { .. } | RunError::Deadline => return None,
+            RunError::Contract { .. } | RunError::Deadline | RunError::Paused { .. } => {
+                return None;
+            }
             RunError::Output { output, suggestion, span, .. } => out.push(
                 Diagnostic::error(Code::RunOutput, *span, self.to_string())
                     .label("in this contract")

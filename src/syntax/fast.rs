@@ -356,6 +356,10 @@ impl<'t> Parser<'t> {
                 K::Description => tool.descriptions.push(p.string()?),
                 K::Param => tool.params.push(p.param(s)?),
                 K::RequiresCapability => tool.capabilities.extend(p.idents()?),
+                K::RequiresApproval => {
+                    let when = if p.keyword(K::When) { Some(p.expr()?) } else { None };
+                    tool.approvals.push(Setting { value: when, span: p.span_from(s) });
+                }
                 K::Timeout => tool.timeouts.push(p.number()?),
                 K::Retries => tool.retries.push(p.number()?),
                 K::Cache => tool.caches.push(p.setting(s, Self::cache)?),
@@ -608,6 +612,14 @@ impl<'t> Parser<'t> {
                 K::Snapshot => {
                     let calls = self.keyword(K::Calls);
                     TestStmt::Snapshot { calls, span: self.span_from(s) }
+                }
+                K::Approve => {
+                    TestStmt::Decide { tool: self.ident()?, denial: None, span: self.span_from(s) }
+                }
+                K::Deny => {
+                    let tool = self.ident()?;
+                    let denial = Some(self.string()?);
+                    TestStmt::Decide { tool, denial, span: self.span_from(s) }
                 }
                 _ => return None,
             };

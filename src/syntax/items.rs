@@ -203,6 +203,10 @@ impl<'t> Builder<'t> {
                     let list = Self::operands(stmt).next().unwrap_or_else(|| unreachable!("list"));
                     tool.capabilities.extend(self.idents(list));
                 }
+                Rule::approval_stmt => {
+                    let when = Self::operands(stmt).next().map(|p| self.expr(p));
+                    tool.approvals.push(Setting { value: when, span: stmt_span });
+                }
                 Rule::timeout_stmt => tool.timeouts.push(self.first_expr(stmt)),
                 Rule::retries_stmt => tool.retries.push(self.first_expr(stmt)),
                 Rule::cache_stmt => tool.caches.push(self.cache(stmt)),
@@ -409,6 +413,12 @@ impl<'t> Builder<'t> {
             Rule::expect_stmt => TestStmt::Expect(self.first_expr(stmt), span),
             Rule::expect_error_stmt => TestStmt::ExpectError(self.first_expr(stmt), span),
             Rule::snapshot_stmt => TestStmt::Snapshot { calls: stmt.into_inner().len() == 2, span },
+            Rule::approve_stmt | Rule::deny_stmt => {
+                let mut inner = Self::operands(stmt);
+                let tool = self.ident(inner.next().unwrap_or_else(|| unreachable!("decided tool")));
+                let denial = inner.next().map(|p| self.expr(p));
+                TestStmt::Decide { tool, denial, span }
+            }
             rule => unreachable!("test statement {rule:?}"),
         }
     }
@@ -456,6 +466,8 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_description
             | Rule::kw_param
             | Rule::kw_requires_capability
+            | Rule::kw_requires_approval
+            | Rule::kw_when
             | Rule::kw_returns
             | Rule::kw_exec
             | Rule::kw_http
@@ -497,5 +509,7 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_expect_error
             | Rule::kw_expect_calls
             | Rule::kw_snapshot
+            | Rule::kw_approve
+            | Rule::kw_deny
     )
 }

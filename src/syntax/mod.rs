@@ -169,6 +169,8 @@ provider Local {   # trailing
 }
 tool T {
   param a: array<integer>? = [1, -2, 3,] "the \"a\"\n\t{x}"
+  requires_approval when len(a) > 2 and a[0] != 1
+  requires_approval
   header "X-A" = "v{a[0] + 1}"
   timeout 30
   http post "http://h"
@@ -237,6 +239,8 @@ test "vip customers get the premium agent" {
   expect_calls CreateTicket()<=3
   expect_calls CreateTicket > 0
   snapshot calls
+  approve Refund
+  deny SendEmail "not today"
 }
 test """multi
   line""" {
@@ -466,6 +470,8 @@ test "empty" {}
                     " per ", " per minute", "\n  rate_limit 3 per second\n",
                     "\n  price input 1 output 2\n", " input ", " output ",
                     "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "\n  expect_calls T == 1\n", " expect_calls ", " <= ", "test ",
+                    "\n  requires_approval\n", " requires_approval when ", " when ",
+                    "\n  approve T\n", "\n  deny T \"no\"\n", " approve ", " deny ",
                     "é", "名前", " # caf\u{fffd}\n", "\"日本語 ✓\"", "\u{fffd}", "\u{1f525}",
                 ]).prop_map(str::to_owned),
             ],

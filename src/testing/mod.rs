@@ -153,6 +153,9 @@ pub(crate) enum Failure {
     },
     /// A call of a mocked tool that no mock matched.
     Unmatched(String),
+    /// A call that needs approval, which the test neither approves nor
+    /// denies: what it says.
+    Undecided(String),
     /// An `expect_calls` did not hold.
     Calls {
         /// The statement as written.
@@ -169,7 +172,7 @@ impl Failure {
     #[must_use]
     pub(crate) fn summary(&self) -> String {
         match self {
-            Failure::Setup(m) | Failure::Unmatched(m) => m.clone(),
+            Failure::Setup(m) | Failure::Unmatched(m) | Failure::Undecided(m) => m.clone(),
             Failure::Run(m) => format!("the run failed: {m}"),
             Failure::NoError { expected } => {
                 format!("expected an error containing \"{expected}\", but the run succeeded")
@@ -283,8 +286,15 @@ fn run_test<'a>(
                 result.failures.push(Failure::Setup(why));
             }
             let unmatched = store.mocks().unmatched();
-            if unmatched.is_empty() {
-                judge(suite, test, options, run.map(|o| o.outputs), &store, &mut result);
+            match run {
+                // The undecided calls are why the run did not end.
+                Err(RunError::Paused { calls }) => {
+                    result.failures.extend(calls.iter().map(|call| undecided(suite, call)));
+                }
+                run if unmatched.is_empty() => {
+                    judge(suite, test, options, run.map(|o| o.outputs), &store, &mut result);
+                }
+                _ => {}
             }
             // The unmatched call is the cause of whatever else went wrong.
             result.failures.extend(unmatched.into_iter().map(Failure::Unmatched));
@@ -292,6 +302,39 @@ fn run_test<'a>(
     }
     result.duration = started.elapsed();
     result
+}
+
+/// A call the test did not decide, named with the statement that would.
+fn undecided(suite: &Suite, call: &crate::failure::PendingCall) -> Failure {
+    let name = suite
+        .program()
+        .tools
+        .iter()
+        .find(|t| t.tool_name == call.tool)
+        .map_or(call.tool.as_str(), |t| t.name.as_str());
+    Failure::Undecided(format!(
+        "the call {call} needs approval, which the test does not give: add `approve {name}` or `deny {name} \"reason\"`"
+    ))
+}
+
+/// A test's `approve Tool` and `deny Tool "reason"`: calls of other tools
+/// that need approval wait, and the test fails naming them.
+#[derive(Debug)]
+struct Decisions(std::collections::BTreeMap<String, Option<String>>);
+
+impl crate::effects::Approver for Decisions {
+    fn decide(
+        &self,
+        call: &crate::failure::PendingCall,
+        _resend_safe: bool,
+    ) -> Result<crate::effects::Verdict, String> {
+        use crate::effects::Verdict;
+        Ok(match self.0.get(&call.tool) {
+            Some(None) => Verdict::Approved,
+            Some(Some(reason)) => Verdict::Denied(reason.clone()),
+            None => Verdict::Pending(call.clone()),
+        })
+    }
 }
 
 /// What a test run needs.
@@ -348,6 +391,12 @@ fn prepare<'a>(
     }
     let mocks = (mocks::Mocks::new(mocks), mocks::Mocks::of_agents(agents));
     let (store, effects) = store::TestStore::effects(suite, test, mocks, cassettes, options)?;
+    let decisions = test
+        .decisions
+        .iter()
+        .map(|d| (suite.program()[d.tool].tool_name.clone(), d.denial.clone()))
+        .collect();
+    let effects = effects.with_approver(Arc::new(Decisions(decisions)));
     let engine = store::TestStore::engine(suite, effects);
     Ok(Prepared { engine, inputs, store })
 }

@@ -212,6 +212,11 @@ impl EffectStore for TestStore {
         true
     }
 
+    /// Mocks stand in for the tools: a call is decided before they answer.
+    fn stands_in(&self) -> bool {
+        true
+    }
+
     fn lookup(&self, effect: &Effect<'_>) -> Lookup {
         match effect.kind {
             EffectKind::Tool => {

@@ -15,6 +15,8 @@
 //! Redirects are followed within the request's origin only (see [`redirect_policy`]):
 //! headers such as `x-api-key` or a custom token never travel to another host. The
 //! credentials of such headers are redacted from the answer (see [`fetch`]).
+//! An approved call's request carries its `Idempotency-Key`
+//! ([`IDEMPOTENCY_KEY`]), the same on every resend.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -24,6 +26,12 @@ use serde_json::{Map, Value};
 use super::ToolError;
 use crate::eval::{self, push_display};
 use crate::ir::{Expr, ExprKind, HttpMethod, Part};
+
+tokio::task_local! {
+    /// The `Idempotency-Key` of an approved call (see `effects::approval`),
+    /// sent with each of its requests so that a server acts on it once.
+    pub(crate) static IDEMPOTENCY_KEY: String;
+}
 
 /// Characters of a non-2xx body kept in the error.
 const BODY_EXCERPT: usize = 500;
@@ -66,6 +74,9 @@ pub(crate) async fn run(
             secrets.extend(secrets_of(&value));
         }
         request = request.header(name.as_str(), value);
+    }
+    if let Ok(key) = IDEMPOTENCY_KEY.try_with(Clone::clone) {
+        request = request.header("Idempotency-Key", key);
     }
     fetch(request, spec.timeout, spec.max_bytes, &secrets).await
 }

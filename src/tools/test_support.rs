@@ -19,6 +19,7 @@ pub(crate) fn tool(name: &str, description: &str) -> ir::Tool {
         description: description.to_owned(),
         params: Vec::new(),
         capabilities: Vec::new(),
+        approval: None,
         implementation: Implementation::Returns(lit(Value::Null)),
         result: None,
         timeout: None,

@@ -241,6 +241,31 @@ impl Toolbox {
         }
     }
 
+    /// True when this call of `tool` with `args` needs a person's approval:
+    /// the tool `requires_approval` and its `when` condition holds for the
+    /// arguments (defaults filled in). Arguments that do not fit need none:
+    /// the call fails before it starts.
+    ///
+    /// # Errors
+    /// The condition failed to evaluate (a missing field of a param).
+    pub(crate) fn needs_approval(tool: &ir::Tool, args: &Value) -> Result<bool, ToolError> {
+        let Some(approval) = &tool.approval else { return Ok(false) };
+        let Some(when) = &approval.when else { return Ok(true) };
+        let mut args = no_args_as_empty(args.clone());
+        ir::fill_fields(&tool.params, &mut args);
+        if validate_declared(tool, &args).is_err() {
+            return Ok(false);
+        }
+        match returns::run(when, fill_declared(&tool.params, object(args)))? {
+            Value::Bool(holds) => Ok(holds),
+            other => Err(ToolError::Failed(format!(
+                "the approval condition of tool `{}` gave {}, not a boolean",
+                tool.name,
+                crate::eval::describe(&other)
+            ))),
+        }
+    }
+
     /// Runs the tool, retrying (when `retry`) an `exec` or `http` tool up
     /// to its `retries` after a failure worth retrying, with [`TOOL_BACKOFF`].
     async fn run(

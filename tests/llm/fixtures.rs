@@ -48,6 +48,7 @@ fn tool(name: &str, params: Vec<Param>, caps: &[&str], body: ExprKind) -> Tool {
         description: format!("the {name} tool"),
         params,
         capabilities: caps.iter().map(|c| (*c).to_owned()).collect(),
+        approval: None,
         implementation: Implementation::Returns(expr(body)),
         result: None,
         timeout: None,

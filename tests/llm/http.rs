@@ -452,6 +452,7 @@ async fn native_tool_reaches_the_model_with_its_schemars_params() {
             description: String::new(),
             params: Vec::new(),
             capabilities: Vec::new(),
+            approval: None,
             implementation: Implementation::Native { name: "stock_level".into() },
             result: None,
             timeout: None,

@@ -25,6 +25,9 @@
 //! - a `for` node evaluates its array; a pure body runs per item on the
 //!   spot, a call body becomes one job per item, queued like any call (so
 //!   the limit bounds them and a failure stops new ones from starting).
+//! - a call waiting for approval is no failure: its node stays undone, the
+//!   rest of the run goes on, and once nothing else can run the run pauses
+//!   ([`RunError::Paused`] lists the calls).
 //! - under `try`, a call's failure (or its child execution's) becomes the
 //!   call's value; the abandoned child is marked dead, with everything it
 //!   started, and its late results are dropped.
@@ -87,6 +90,8 @@ pub(super) struct Core<'o, N: Nodes, O: Observer<Call = N::Watch>> {
     /// The calls started, stopped when the run ends.
     tasks: Vec<N::Task>,
     failures: Vec<Failure>,
+    /// Calls waiting for approval: the run pauses once nothing else can run.
+    paused: Vec<Failure>,
     result: Option<Fields>,
 }
 
@@ -105,6 +110,7 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
             rx,
             tasks: Vec::new(),
             failures: Vec::new(),
+            paused: Vec::new(),
             result: None,
         }
     }
@@ -151,6 +157,10 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
             if !held && !self.pure.is_empty() {
                 self.step();
                 continue;
+            }
+            // Nothing can run but what waits for approval: the run pauses.
+            if self.in_flight == 0 && !self.paused.is_empty() {
+                return Err(self.pause());
             }
             // Nothing to do here: wait for a task. A DAG always has one in
             // flight at this point; a closed channel would mean a lost task.
@@ -577,6 +587,13 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
 
     /// The first failed guard, else the failure of the earliest-declared
     /// node (and item) among those that failed.
+    /// The run's pause: every call waiting for approval, in node order.
+    fn pause(&mut self) -> RunError {
+        self.paused.sort_by_key(|f| f.job);
+        let calls = self.paused.iter().filter_map(Failure::waits_for).flatten().cloned().collect();
+        RunError::Paused { calls }
+    }
+
     fn first_failure(&mut self) -> RunError {
         while let Ok(done) = self.rx.try_recv() {
             if N::failed(&done.answer) {

@@ -11,7 +11,7 @@
 use super::job::Job;
 use crate::diagnostic::Code;
 use crate::eval::{Fields, Val};
-use crate::failure::NodeError;
+use crate::failure::{NodeError, PendingCall};
 use crate::ir::{Callee, Program};
 use crate::runtime::RunError;
 use crate::source::Span as SourceSpan;
@@ -29,7 +29,20 @@ pub(super) fn call_failure(
     span: SourceSpan,
 ) -> Failure {
     let message = cause.to_string();
-    let (code, message) = match callee {
+    let (code, message) = match (&cause, callee) {
+        // A person's answer, not a crash: its own code, which `try` catches.
+        (NodeError::Denied { tool, reason }, _) => {
+            (Code::RunDenied, format!("the call of tool `{tool}` was denied: {reason}"))
+        }
+        (NodeError::ApprovalRequired(_), _) => (Code::RunApprovalRequired, message),
+        (_, callee) => call_code(program, callee, message),
+    };
+    Failure { job, message, span, code, cause: Box::new(cause) }
+}
+
+/// A failed call's code and message, naming the tool or agent.
+fn call_code(program: &Program, callee: Option<Callee>, message: String) -> (Code, String) {
+    match callee {
         // Agent errors mostly name the agent already: no "agent `X`
         // failed: agent `X` exceeded ...".
         Some(Callee::Agent(agent)) => {
@@ -43,8 +56,7 @@ pub(super) fn call_failure(
             (Code::ToolFailed, format!("tool `{name}` failed: {message}"))
         }
         _ => (Code::NodeFailed, message),
-    };
-    Failure { job, message, span, code, cause: Box::new(cause) }
+    }
 }
 
 /// A node (or item) that failed.
@@ -64,6 +76,28 @@ impl Failure {
             _ => NodeError::Eval(message.clone()),
         });
         Failure { job, message, span, code, cause }
+    }
+
+    /// A pause of the call at `job` for `calls` (the core's tests).
+    #[cfg(test)]
+    pub(super) fn awaiting(job: Job, calls: Vec<PendingCall>, span: SourceSpan) -> Self {
+        let cause = NodeError::AwaitingApproval(calls);
+        Failure {
+            job,
+            message: cause.to_string(),
+            span,
+            code: cause.code(),
+            cause: Box::new(cause),
+        }
+    }
+
+    /// The calls it waits for, when it is no failure but a pause for
+    /// approvals ([`NodeError::AwaitingApproval`]).
+    pub(super) fn waits_for(&self) -> Option<&[PendingCall]> {
+        match &*self.cause {
+            NodeError::AwaitingApproval(calls) => Some(calls),
+            _ => None,
+        }
     }
 
     pub(super) fn at(mut self, job: Job) -> Self {

@@ -18,6 +18,7 @@ use super::nodes::{At, CallKind, Done, Kind, Nodes, NotStarted};
 use super::observer::{Observer, Site};
 use crate::diagnostic::Code;
 use crate::eval::{Fields, Val};
+use crate::failure::PendingCall;
 use crate::ir::NodeId;
 use crate::runtime::RunError;
 use crate::source::{FileId, Span};
@@ -31,6 +32,8 @@ enum Callee {
     /// Runs contract `.0` with the sum of what it reads (or its item) as
     /// its one input.
     Compose(usize),
+    /// Waits for an approval nobody gives.
+    Pause,
 }
 
 /// What a fake node does.
@@ -146,6 +149,9 @@ impl Fake {
     }
 }
 
+/// The answer of a [`Callee::Pause`].
+const PAUSE: &str = "pause";
+
 fn sum(deps: &[NodeId], values: &[Val]) -> i64 {
     deps.iter().map(|d| values[d.index()].as_i64().unwrap_or_default()).sum()
 }
@@ -218,8 +224,10 @@ impl Nodes for Fake {
         _: Option<usize>,
         item: bool,
     ) -> Option<CallKind> {
-        self.callee(contract, node, item)
-            .map(|(callee, catch)| CallKind { waits: matches!(callee, Callee::Wait { .. }), catch })
+        self.callee(contract, node, item).map(|(callee, catch)| CallKind {
+            waits: matches!(callee, Callee::Wait { .. } | Callee::Pause),
+            catch,
+        })
     }
 
     fn contract_name(&self, contract: usize) -> &str {
@@ -307,10 +315,12 @@ impl Nodes for Fake {
         tx: &Sender<Done<Self::Answer>>,
         watch: impl FnOnce(),
     ) -> Result<(), NotStarted> {
-        let Some((Callee::Wait { ms, fail }, _)) =
-            self.callee(at.contract, at.job.node, at.item.is_some())
-        else {
-            return Err(NotStarted::Machinery(failure(at.job, "not a wait", Code::NodeFailed)));
+        let (ms, fail) = match self.callee(at.contract, at.job.node, at.item.is_some()) {
+            Some((Callee::Wait { ms, fail }, _)) => (ms, fail.then_some("it broke")),
+            Some((Callee::Pause, _)) => (0, Some(PAUSE)),
+            _ => {
+                return Err(NotStarted::Machinery(failure(at.job, "not a wait", Code::NodeFailed)));
+            }
         };
         watch();
         let path = match at.job.item {
@@ -326,7 +336,7 @@ impl Nodes for Fake {
             let started = Instant::now();
             std::thread::sleep(Duration::from_millis(ms));
             calls.flying.fetch_sub(1, Ordering::SeqCst);
-            let answer = if fail { Err("it broke".to_owned()) } else { Ok(value) };
+            let answer = fail.map_or(Ok(value), |message| Err(message.to_owned()));
             let _ = tx.send(Done { job, started, answer });
         });
         Ok(())
@@ -337,7 +347,19 @@ impl Nodes for Fake {
     }
 
     fn answer(&self, at: &At<'_, usize>, answer: Self::Answer) -> Result<Val, Failure> {
-        answer.map(int).map_err(|message| failure(at.job, &message, Code::ToolFailed))
+        answer.map(int).map_err(|message| match message.as_str() {
+            PAUSE => {
+                let call = PendingCall {
+                    call: format!("tool-{}", at.job.node.index()),
+                    tool: "tool".to_owned(),
+                    node: self.node(at.contract, at.job.node).name.clone(),
+                    args: json!({}),
+                    interrupted: false,
+                };
+                Failure::awaiting(at.job, vec![call], Span { file: FileId(0), start: 0, end: 0 })
+            }
+            _ => failure(at.job, &message, Code::ToolFailed),
+        })
     }
 
     fn collect(
@@ -473,6 +495,36 @@ fn a_fan_out_runs_in_one_parallel_batch() {
     assert_eq!(out(&outputs, "f1"), json!(6));
     assert_eq!(out(&outputs, "f100"), json!(105));
     assert!(log.has("compute Wide > f77 ok"), "each node is observed");
+}
+
+#[test]
+fn a_call_waiting_for_approval_pauses_the_run_after_the_rest() {
+    // `refund` waits for approval; `note` does not depend on it and runs;
+    // `told` reads `refund` and never runs; `safe` is `try refund`: a
+    // pause is no failure for `try` to catch.
+    let fake = Fake::new(vec![contract(
+        "Returns",
+        vec![
+            ("x", Op::Input, &[]),
+            ("refund", Op::Call(Callee::Pause, false), &[0]),
+            ("note", Op::Call(Callee::Wait { ms: 20, fail: false }, false), &[0]),
+            ("told", Op::Add(1), &[1]),
+            ("safe", Op::Call(Callee::Pause, true), &[0]),
+        ],
+        &[3, 2, 4],
+    )]);
+    let log = Log::default();
+    let calls = Arc::clone(&fake.calls);
+    match run(fake, vec![int(1)], bounds(usize::MAX), &log) {
+        Err(RunError::Paused { calls: waiting }) => {
+            let nodes: Vec<&str> = waiting.iter().map(|c| c.node.as_str()).collect();
+            assert_eq!(nodes, ["refund", "safe"]);
+        }
+        other => panic!("expected a pause, got {other:?}"),
+    }
+    assert!(calls.started().iter().any(|c| c.ends_with("note")), "{:?}", calls.started());
+    assert!(log.has("answer Returns > note true"), "the independent call finished");
+    assert!(!log.has("compute Returns > told"), "what reads the waiting call never ran");
 }
 
 #[test]

@@ -67,6 +67,12 @@ impl<N: Nodes, O: Observer<Call = N::Watch>> Core<'_, N, O> {
         if self.is_dead(job.exec) {
             return;
         }
+        // A call waiting for approval is no failure: the node stays undone
+        // (what needs it waits too) and the rest of the run goes on.
+        let result = match result {
+            Err(failure) if failure.waits_for().is_some() => return self.paused.push(failure),
+            result => result,
+        };
         let catch = self.call_of(job).is_some_and(|call| call.catch);
         let value = match (catch, result) {
             (true, result) => try_value(result),
