@@ -22,6 +22,7 @@ mod fmt;
 mod graph;
 mod lsp;
 mod mcp;
+mod mcp_lock;
 mod run;
 mod schema;
 mod serve;

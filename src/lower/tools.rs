@@ -100,6 +100,18 @@ impl Lowerer<'_> {
         );
         let name = tool_name(&tool.name.name);
         let implementation = self.lower_implementation(tool, &scope, &name);
+        let result =
+            self.single(&tool.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
+        let mut description = description;
+        let (params, result) = match &implementation {
+            Implementation::Mcp(mcp) => {
+                if tool.descriptions.is_empty() {
+                    description = mcp.locked.description.clone().unwrap_or_default();
+                }
+                self.mcp_signature(tool, mcp, params, result)
+            }
+            _ => (params, result),
+        };
         if let Implementation::Builtin { builtin, config } = &implementation {
             self.check_builtin(tool, *builtin, config, &params);
         }
@@ -120,8 +132,6 @@ impl Lowerer<'_> {
                 );
             }
         }
-        let result =
-            self.single(&tool.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
         ir::Tool {
             name: tool.name.name.to_string(),
             tool_name: name,
@@ -264,6 +274,9 @@ impl Lowerer<'_> {
                     .and_then(|n| self.expect_plain_string(n, "a native name"))
                     .unwrap_or_else(|| name.to_owned()),
             },
+            ast::Implementation::Mcp { server, tool: remote, .. } => self
+                .lower_mcp_implementation(server, remote)
+                .map_or_else(|| Implementation::Native { name: name.to_owned() }, Implementation::Mcp),
         }
     }
 
