@@ -156,7 +156,11 @@ fn dump(program: &Program) -> String {
             Implementation::Native { name } => format!("native {name}"),
             Implementation::Mcp(mcp) => format!(
                 "mcp {} ({}, timeout {:?}) {} {}",
-                mcp.server.name, mcp.server.transport, mcp.server.timeout, mcp.tool, mcp.locked.hash
+                mcp.server.name,
+                mcp.server.transport,
+                mcp.server.timeout,
+                mcp.tool,
+                mcp.locked.hash
             ),
         };
         let params: Vec<String> = tool

@@ -166,13 +166,8 @@ impl LockedTool {
         output_schema: Option<Value>,
         annotations: Option<Value>,
     ) -> Self {
-        let mut tool = Self {
-            description,
-            input_schema,
-            output_schema,
-            annotations,
-            hash: String::new(),
-        };
+        let mut tool =
+            Self { description, input_schema, output_schema, annotations, hash: String::new() };
         tool.hash = tool.digest();
         tool
     }

@@ -76,7 +76,9 @@ impl Lowerer<'_> {
                         let span = server.urls[0].value.span;
                         self.push(
                             self.bad_value(span, format!("`url` of `{name}` is not an HTTP URL"))
-                                .help("write the endpoint, e.g. `url \"http://127.0.0.1:8090/mcp\"`"),
+                                .help(
+                                    "write the endpoint, e.g. `url \"http://127.0.0.1:8090/mcp\"`",
+                                ),
                         );
                     }
                     McpTransport::Url(url)
@@ -303,9 +305,10 @@ impl Lowerer<'_> {
                     "tool `{}` does not declare `{}`, a required param of MCP tool `{}`",
                     tool.name.name, remote.name, mcp.tool
                 );
-                let diagnostic = self
-                    .disagreement(tool.name.span, mcp, message)
-                    .help(format!("add `param {}: {}`, or declare no params", remote.name, remote.ty));
+                let diagnostic = self.disagreement(tool.name.span, mcp, message).help(format!(
+                    "add `param {}: {}`, or declare no params",
+                    remote.name, remote.ty
+                ));
                 self.push(diagnostic);
             }
         }

@@ -274,9 +274,12 @@ impl Lowerer<'_> {
                     .and_then(|n| self.expect_plain_string(n, "a native name"))
                     .unwrap_or_else(|| name.to_owned()),
             },
-            ast::Implementation::Mcp { server, tool: remote, .. } => self
-                .lower_mcp_implementation(server, remote)
-                .map_or_else(|| Implementation::Native { name: name.to_owned() }, Implementation::Mcp),
+            ast::Implementation::Mcp { server, tool: remote, .. } => {
+                self.lower_mcp_implementation(server, remote).map_or_else(
+                    || Implementation::Native { name: name.to_owned() },
+                    Implementation::Mcp,
+                )
+            }
         }
     }
 

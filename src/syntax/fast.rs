@@ -24,10 +24,10 @@ use std::vec::IntoIter;
 use super::expr::{dedent, push_text, raw_parts};
 use crate::ast::{
     Agent, Arg, BinaryOp, Call, Contract, EnumDecl, Expr, ExprKind, File, For, Guard, Ident,
-    Implementation, Item, Keyword as K, KeywordRole, MatchArm, McpServer, MockAnswer, NEG_PRECEDENCE,
-    NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param, Pattern, PatternKind, Price, Provider,
-    ProviderRef, RESERVED, Rate, Runner, Setting, StringPart, Test, TestStmt, Tool, TypeDecl,
-    TypeExpr, UnaryOp, Use,
+    Implementation, Item, Keyword as K, KeywordRole, MatchArm, McpServer, MockAnswer,
+    NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param, Pattern, PatternKind,
+    Price, Provider, ProviderRef, RESERVED, Rate, Runner, Setting, StringPart, Test, TestStmt,
+    Tool, TypeDecl, TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
 

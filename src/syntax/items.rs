@@ -5,9 +5,8 @@ use pest::iterators::Pair;
 use super::{Rule, span};
 use crate::ast::{
     Agent, Contract, EnumDecl, File, Guard, Ident, Implementation, Item, McpServer, MockAnswer,
-    Node, Output,
-    Param, Price, Provider, ProviderRef, Rate, Runner, Setting, Test, TestStmt, Tool, TypeDecl,
-    TypeExpr, Use,
+    Node, Output, Param, Price, Provider, ProviderRef, Rate, Runner, Setting, Test, TestStmt, Tool,
+    TypeDecl, TypeExpr, Use,
 };
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
@@ -348,7 +347,8 @@ impl<'t> Builder<'t> {
                 Rule::env_stmt => {
                     let mut inner = Self::operands(stmt);
                     let var = self.ident(inner.next().unwrap_or_else(|| unreachable!("env name")));
-                    let value = self.expr(inner.next().unwrap_or_else(|| unreachable!("env value")));
+                    let value =
+                        self.expr(inner.next().unwrap_or_else(|| unreachable!("env value")));
                     server.envs.push((var, value));
                 }
                 Rule::header_stmt => {

@@ -28,6 +28,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -46,7 +47,8 @@ use crate::ir::{self, LockedTool, McpServer, McpTransport};
 
 /// The variables of ignite's environment a server child gets (what the
 /// official SDKs pass), besides its declared `env`.
-pub(crate) const PASSED_VARS: [&str; 7] = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG"];
+pub(crate) const PASSED_VARS: [&str; 7] =
+    ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG"];
 
 /// How much of a child's stderr is kept for messages.
 const STDERR_KEPT: usize = 2048;
@@ -54,8 +56,11 @@ const STDERR_KEPT: usize = 2048;
 /// The MCP connections of a toolbox, by server name.
 #[derive(Default)]
 pub(crate) struct Clients {
-    servers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>>>,
+    servers: Mutex<HashMap<String, Slot>>,
 }
+
+/// A server's connection, when there is one; locked while it starts.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
 
 /// One live connection.
 struct Connection {
@@ -64,6 +69,11 @@ struct Connection {
     tools: BTreeMap<String, LockedTool>,
     /// The child's stderr tail (empty for HTTP).
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// Set when the child sent a message over the line limit (which ends
+    /// the connection).
+    oversized: Arc<AtomicBool>,
+    /// The size limit the connection was made with.
+    max_bytes: usize,
     /// Kills the child's process group when the connection goes.
     _group: Option<Group>,
 }
@@ -78,7 +88,7 @@ impl Clients {
         timeout: Duration,
         max_bytes: usize,
     ) -> Result<Value, ToolError> {
-        let connection = self.connection(&mcp.server).await?;
+        let connection = self.connection(&mcp.server, max_bytes).await?;
         check_tool(&connection, mcp)?;
         let mut params = CallToolRequestParams::new(mcp.tool.clone());
         params.arguments = Some(args);
@@ -89,7 +99,11 @@ impl Clients {
                 if matches!(error, ServiceError::TransportClosed) {
                     self.forget(&mcp.server.name, &connection).await;
                 }
-                return Err(failed(&mcp.server, &connection, &format!("the call of `{}` failed: {error}", mcp.tool)));
+                return Err(failed(
+                    &mcp.server,
+                    &connection,
+                    &format!("the call of `{}` failed: {error}", mcp.tool),
+                ));
             }
             Ok(Ok(result)) => result,
         };
@@ -98,8 +112,8 @@ impl Clients {
 
     /// Fails when the live tool list of `mcp`'s server lacks the tool or
     /// lists it differently from the lock (connecting first if needed).
-    pub(crate) async fn check(&self, mcp: &ir::McpTool) -> Result<(), ToolError> {
-        let connection = self.connection(&mcp.server).await?;
+    pub(crate) async fn check(&self, mcp: &ir::McpTool, max_bytes: usize) -> Result<(), ToolError> {
+        let connection = self.connection(&mcp.server, max_bytes).await?;
         check_tool(&connection, mcp)
     }
 
@@ -108,12 +122,17 @@ impl Clients {
     pub(crate) async fn list(
         &self,
         server: &Arc<McpServer>,
+        max_bytes: usize,
     ) -> Result<BTreeMap<String, LockedTool>, ToolError> {
-        Ok(self.connection(server).await?.tools.clone())
+        Ok(self.connection(server, max_bytes).await?.tools.clone())
     }
 
     /// The connection to `server`, started when there is none.
-    async fn connection(&self, server: &Arc<McpServer>) -> Result<Arc<Connection>, ToolError> {
+    async fn connection(
+        &self,
+        server: &Arc<McpServer>,
+        max_bytes: usize,
+    ) -> Result<Arc<Connection>, ToolError> {
         let slot = {
             let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
             Arc::clone(servers.entry(server.name.clone()).or_default())
@@ -122,7 +141,7 @@ impl Clients {
         if let Some(connection) = slot.as_ref() {
             return Ok(Arc::clone(connection));
         }
-        let connection = Arc::new(connect(server).await?);
+        let connection = Arc::new(connect(server, max_bytes).await?);
         *slot = Some(Arc::clone(&connection));
         Ok(connection)
     }
@@ -153,21 +172,22 @@ fn check_tool(connection: &Connection, mcp: &ir::McpTool) -> Result<(), ToolErro
     if changes.is_empty() {
         return Ok(());
     }
-    let changed: Vec<String> = changes.iter().map(|c| format!("`{c}`")).collect();
     Err(ToolError::McpDrift(format!(
         "tool `{}` of MCP server `{server}` changed since `{}`: its {} changed; nothing was called (review the change, then run `ignite mcp lock FILE`)",
         mcp.tool,
         ir::LOCK_FILE,
-        crate::suggest::list(&changed)
+        crate::suggest::list(&changes)
     )))
 }
 
 /// Connects to `server` and lists its tools, within its timeout.
-async fn connect(server: &Arc<McpServer>) -> Result<Connection, ToolError> {
+async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection, ToolError> {
     let stderr = Arc::new(Mutex::new(Vec::new()));
+    let oversized = Arc::new(AtomicBool::new(false));
     let (service, group) = match &server.transport {
         McpTransport::Command { program, args } => {
-            let (child, group) = spawn(server, program, args, &stderr)?;
+            let limit = line_limit(max_bytes);
+            let (child, group) = spawn(server, program, args, &stderr, limit, &oversized)?;
             let started = tokio::time::timeout(server.timeout, ().serve(child)).await;
             (started, Some(group))
         }
@@ -184,7 +204,10 @@ async fn connect(server: &Arc<McpServer>) -> Result<Connection, ToolError> {
         } else {
             format!("\nstderr of `{}`:\n{connection_stderr}", server.name)
         };
-        ToolError::Unreachable(format!("MCP server `{}` ({}): {message}{detail}", server.name, server.transport))
+        ToolError::Unreachable(format!(
+            "MCP server `{}` ({}): {message}{detail}",
+            server.name, server.transport
+        ))
     };
     let service = match service {
         Err(_) => {
@@ -219,7 +242,7 @@ async fn connect(server: &Arc<McpServer>) -> Result<Connection, ToolError> {
             (tool.name.to_string(), locked)
         })
         .collect();
-    Ok(Connection { service, tools, stderr, _group: group })
+    Ok(Connection { service, tools, stderr, oversized, max_bytes, _group: group })
 }
 
 /// Starts `server`'s child: stdout and stdin for JSON-RPC, stderr kept.
@@ -228,10 +251,9 @@ fn spawn(
     program: &str,
     args: &[String],
     stderr: &Arc<Mutex<Vec<u8>>>,
-) -> Result<
-    (AsyncRwTransport<RoleClient, tokio::process::ChildStdout, tokio::process::ChildStdin>, Group),
-    ToolError,
-> {
+    limit: usize,
+    oversized: &Arc<AtomicBool>,
+) -> Result<(AsyncRwTransport<RoleClient, Lines, tokio::process::ChildStdin>, Group), ToolError> {
     let dir = std::path::absolute(&server.dir).unwrap_or_else(|_| server.dir.clone());
     let program_path =
         if program.contains('/') { dir.join(program).into_os_string() } else { program.into() };
@@ -243,14 +265,13 @@ fn spawn(
         }
     }
     for (var, value) in &server.env {
-        let value = value.resolve(|v| std::env::var(v).ok()).map_err(|missing| {
-            ToolError::Config {
+        let value =
+            value.resolve(|v| std::env::var(v).ok()).map_err(|missing| ToolError::Config {
                 message: format!(
                     "MCP server `{}` needs `{missing}` for its `env {var}`, and it is not set",
                     server.name
                 ),
-            }
-        })?;
+            })?;
         command.env(var, value);
     }
     command
@@ -297,7 +318,52 @@ fn spawn(
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    Ok((AsyncRwTransport::new_client(stdout, stdin), group))
+    let stdout = Lines { inner: stdout, line: 0, limit, oversized: Arc::clone(oversized) };
+    // rmcp's own cap would drop a long line silently; this one ends the
+    // connection first, so the call fails at once and says why.
+    let transport =
+        AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(limit.saturating_add(1));
+    Ok((transport, group))
+}
+
+/// The longest message line for values of at most `max_bytes`: a result
+/// carries its value twice (a text block and `structuredContent`).
+fn line_limit(max_bytes: usize) -> usize {
+    max_bytes.saturating_mul(2).saturating_add(64 * 1024)
+}
+
+/// A child's stdout that fails once a line grows past `limit` bytes.
+pub(crate) struct Lines {
+    inner: tokio::process::ChildStdout,
+    /// Bytes since the last newline.
+    line: usize,
+    limit: usize,
+    oversized: Arc<AtomicBool>,
+}
+
+impl tokio::io::AsyncRead for Lines {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if polled.is_ready() {
+            let read = &buf.filled()[before..];
+            let mut line = self.line;
+            for &byte in read {
+                line = if byte == b'\n' { 0 } else { line + 1 };
+                if line > self.limit {
+                    self.oversized.store(true, Ordering::SeqCst);
+                    let message = "a message over the line limit";
+                    return std::task::Poll::Ready(Err(std::io::Error::other(message)));
+                }
+            }
+            self.line = line;
+        }
+        polled
+    }
 }
 
 /// The HTTP transport's settings: the URL and the declared headers.
@@ -307,14 +373,13 @@ fn http_config(
 ) -> Result<StreamableHttpClientTransportConfig, ToolError> {
     let mut headers = HashMap::new();
     for (name, value) in &server.headers {
-        let value = value.resolve(|v| std::env::var(v).ok()).map_err(|missing| {
-            ToolError::Config {
+        let value =
+            value.resolve(|v| std::env::var(v).ok()).map_err(|missing| ToolError::Config {
                 message: format!(
                     "MCP server `{}` needs `{missing}` for its header `{name}`, and it is not set",
                     server.name
                 ),
-            }
-        })?;
+            })?;
         let bad = |what: &str| ToolError::Config {
             message: format!("MCP server `{}`: header `{name}` has an invalid {what}", server.name),
         };
@@ -356,6 +421,10 @@ fn value_of(
 
 /// A failure of a call on `connection`, with the child's stderr tail.
 fn failed(server: &McpServer, connection: &Connection, message: &str) -> ToolError {
+    if connection.oversized.load(Ordering::SeqCst) {
+        let what = format!("a message of MCP server `{}`", server.name);
+        return ToolError::Failed(super::too_big(&what, connection.max_bytes));
+    }
     let stderr = tail(&connection.stderr);
     if stderr.is_empty() {
         ToolError::Unreachable(format!("MCP server `{}`: {message}", server.name))

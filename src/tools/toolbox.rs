@@ -323,7 +323,7 @@ impl Toolbox {
     /// # Errors
     /// The tool is missing or changed, or the server cannot be reached.
     pub async fn check_mcp(&self, tool: &ir::McpTool) -> Result<(), ToolError> {
-        self.shared.mcp.check(tool).await
+        self.shared.mcp.check(tool, self.max_bytes()).await
     }
 
     /// The tools `server` lists now, as `ignite.lock` records them.
@@ -334,7 +334,7 @@ impl Toolbox {
         &self,
         server: &Arc<ir::McpServer>,
     ) -> Result<std::collections::BTreeMap<String, ir::LockedTool>, ToolError> {
-        self.shared.mcp.list(server).await
+        self.shared.mcp.list(server, self.max_bytes()).await
     }
 
     /// The shared HTTP client, built on first use.

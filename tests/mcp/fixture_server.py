@@ -4,7 +4,7 @@ progress, slow calls, and servers that misbehave.
 
     python fixture_server.py [MODE] [--http PORT]
 
-MODE is `normal` (the default), `drift` (the same tools, `echo` described
+MODE (else the variable `FIXTURE_MODE`) is `normal` (the default), `drift` (the same tools, `echo` described
 differently and `add` gone), `mute` (reads its input and never answers),
 `garbage` (writes lines that are not JSON-RPC to stdout, then serves) or
 `die` (exits at once with a message on stderr). With `--http PORT` it
@@ -19,7 +19,10 @@ from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, MCPServer
 
-MODE = next((a for a in sys.argv[1:] if not a.startswith("-") and not a.isdigit()), "normal")
+MODE = next(
+    (a for a in sys.argv[1:] if not a.startswith("-") and not a.isdigit()),
+    os.environ.get("FIXTURE_MODE", "normal"),
+)
 
 server = MCPServer("ignite-fixture")
 
