@@ -616,3 +616,67 @@ contract Plan {{
         text(&out.stderr)
     );
 }
+
+/// Sends one JSON-RPC message (a line) to `stdin`.
+fn send(stdin: &mut std::process::ChildStdin, message: &Value) {
+    use std::io::Write as _;
+    writeln!(stdin, "{message}").expect("writes");
+}
+
+/// The next JSON-RPC message with `id` on `stdout`.
+fn answer(stdout: &mut impl std::io::BufRead, id: u64) -> Value {
+    loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).expect("reads") > 0, "the server ended");
+        let message: Value = serde_json::from_str(&line).expect("JSON-RPC on stdout");
+        if message["id"] == id {
+            return message;
+        }
+    }
+}
+
+#[test]
+fn the_outing_example_calls_its_mcp_server_and_is_served_over_mcp() {
+    support::peers::peer("python", "python");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ignite"))
+        .args(["mcp", "contracts/outing.ign", "--no-cache"])
+        .current_dir(root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ignite mcp starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    assert_eq!(answer(&mut stdout, 1)["result"]["protocolVersion"], "2025-06-18");
+    send(&mut stdin, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(&mut stdin, &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let listed = answer(&mut stdout, 2);
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["forecast", "Outing"], "{listed}");
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "Outing", "arguments": {"city": "Lisbon"}}}),
+    );
+    let called = answer(&mut stdout, 3);
+    assert_eq!(
+        called["result"]["structuredContent"],
+        json!({"plan": "a picnic in Lisbon", "celsius": 26.5}),
+        "{called}"
+    );
+    drop(stdin);
+    let _ = child.wait();
+}
