@@ -680,3 +680,33 @@ fn the_outing_example_calls_its_mcp_server_and_is_served_over_mcp() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn a_call_that_times_out_is_cancelled_on_the_server() {
+    let project = Project::new(&format!(
+        "{}
+tool Slow {{
+  timeout 1
+  mcp Fixture \"slow\"
+}}
+tool Patient {{
+  mcp Fixture \"slow\"
+}}
+contract Cancel {{
+  compute first = try Slow(seconds: 20)
+  compute second = Patient(seconds: if first.ok then 0 else 3)
+  output first
+  output second
+}}
+",
+        fixture_server("  env FIXTURE_LOG = env(\"FIXTURE_LOG\", \"\")\n")
+    ));
+    project.lock();
+    let log = project.path("fixture.log");
+    let log_text = log.display().to_string();
+    let outputs = project.run(&[], &[("FIXTURE_LOG", &log_text)]).expect("runs");
+    assert_eq!(outputs["first"]["ok"], false, "{outputs}");
+    assert!(outputs["first"]["error"].as_str().unwrap().contains("timed out"), "{outputs}");
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(seen.contains("cancelled slow(20.0)"), "the server saw no cancellation: {seen:?}");
+}

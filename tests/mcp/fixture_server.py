@@ -61,7 +61,15 @@ def fail(message: str) -> str:
 
 @server.tool(description="Answers after some seconds")
 async def slow(seconds: float) -> str:
-    await asyncio.sleep(seconds)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        # The client sent `notifications/cancelled`: say so where the test looks.
+        log = os.environ.get("FIXTURE_LOG")
+        if log:
+            with open(log, "a") as out:
+                out.write(f"cancelled slow({seconds})\n")
+        raise
     return f"slept {seconds}"
 
 
