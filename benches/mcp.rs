@@ -5,6 +5,11 @@
 //! fixed time; the client is the same small JSON-RPC loop for both
 //! servers, so the figures compare the servers.
 //!
+//! Then the overhead an MCP tool call adds inside a run: one contract
+//! calls `add` [`CALLS`] times in a `for`, once as a `returns` tool of its
+//! own and once as `mcp Shop "add"` of `ignite mcp tests/mcp/shop.ign` (a
+//! local stdio server; the connection made by a first run, kept after).
+//!
 //! `scripts/peers.sh install python && cargo bench --bench mcp`; figures
 //! go to BENCHMARKS.md.
 
@@ -18,6 +23,64 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const SPELL: Duration = Duration::from_secs(5);
+
+/// Calls of the tool per run in the in-run overhead bench.
+const CALLS: usize = 200;
+
+/// Runs of each contract timed in the in-run overhead bench.
+const RUNS: usize = 10;
+
+/// Seconds per call of `contract` in `engine`, the median of [`RUNS`] runs
+/// of [`CALLS`] calls (after one untimed run).
+fn per_call(engine: &igniter::runtime::Engine, contract: &str) -> f64 {
+    let id = engine.contract(Some(contract)).expect("the contract");
+    let xs: Vec<Value> = (0..CALLS).map(|i| json!(i)).collect();
+    let inputs = json!({"xs": xs}).as_object().cloned().expect("an object");
+    let options = igniter::runtime::RunOptions::default();
+    engine.run(id, &inputs, &options).expect("the first run");
+    let mut times: Vec<f64> = (0..RUNS)
+        .map(|_| {
+            let started = Instant::now();
+            let out = engine.run(id, &inputs, &options).expect("runs");
+            assert_eq!(out.outputs["sums"].as_array().map(Vec::len), Some(CALLS));
+            started.elapsed().as_secs_f64() / CALLS as f64
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[RUNS / 2]
+}
+
+/// The in-run overhead of an MCP call over a local stdio server.
+fn in_run(ignite: &str, shop: &Path) {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let program = format!(
+        "mcp Shop {{\n  command {:?} \"mcp\" {:?} \"--no-cache\"\n}}\n\
+         tool Remote {{\n  mcp Shop \"add\"\n}}\n\
+         tool Local {{\n  param a: integer\n  param b: integer\n  result integer\n  returns a + b\n}}\n\
+         contract ViaMcp {{\n  input xs: array<integer>\n  compute sums = for x in xs: Remote(a: x, b: 1)\n  output sums\n}}\n\
+         contract InProcess {{\n  input xs: array<integer>\n  compute sums = for x in xs: Local(a: x, b: 1)\n  output sums\n}}\n",
+        ignite,
+        shop.display().to_string()
+    );
+    let file = dir.path().join("overhead.ign");
+    std::fs::write(&file, program).expect("written");
+    let locked = Command::new(ignite).args(["mcp", "lock"]).arg(&file).output().expect("locks");
+    assert!(locked.status.success(), "{}", String::from_utf8_lossy(&locked.stderr));
+    let compiled = igniter::compile(&file);
+    let engine = igniter::runtime::Engine::new(compiled.program.expect("compiles"));
+    let local = per_call(&engine, "InProcess");
+    let remote = per_call(&engine, "ViaMcp");
+    println!();
+    println!("in-run cost of one call of `add`, {CALLS} calls per run, median of {RUNS} runs");
+    println!("| tool | per call | calls/s |");
+    println!("| --- | --- | --- |");
+    for (name, seconds) in
+        [("`returns` (in process)", local), ("`mcp Shop \"add\"` (stdio)", remote)]
+    {
+        println!("| {name} | {:.1} µs | {:.0} |", seconds * 1e6, 1.0 / seconds);
+    }
+    println!("overhead of MCP: {:.1} µs per call", (remote - local) * 1e6);
+}
 
 fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -161,4 +224,7 @@ async fn main() {
     {
         println!("| {name} | {ignite:.0} | {python:.0} | {:.1}× |", ignite / python);
     }
+    // The engine owns a runtime, which may not be dropped in async code.
+    let shop = shop.clone();
+    std::thread::spawn(move || in_run(ignite, &shop)).join().expect("the bench runs");
 }

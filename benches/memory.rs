@@ -102,7 +102,7 @@ fn phases() {
     let load_peak = PEAK.load(Ordering::Relaxed) - start;
     assert!(!loaded.diagnostics.has_errors(), "the chain parses");
     // Lowering consumes the syntax trees.
-    let (program, diagnostics) = igniter::lower::lower(&loaded.sources, loaded.files);
+    let (program, diagnostics) = igniter::lower::lower(&loaded.sources, loaded.files, None);
     let lower_peak = PEAK.load(Ordering::Relaxed) - start;
     assert!(diagnostics.is_empty(), "the chain checks cleanly");
     drop(loaded.sources);

@@ -41,6 +41,43 @@ pub enum Item {
     Enum(EnumDecl),
     /// `test "name" { ... }`.
     Test(Test),
+    /// `mcp Name { ... }`: an MCP server whose tools the program uses.
+    Mcp(McpServer),
+}
+
+/// `mcp Name { command ... | url ...; env ...; header ...; timeout N }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServer {
+    /// Declared name.
+    pub name: Ident,
+    /// `command "program" "arg" ...` statements (a child over stdio).
+    pub commands: Vec<Setting<Vec<Expr>>>,
+    /// `url "..."` statements (Streamable HTTP).
+    pub urls: Vec<Setting<Expr>>,
+    /// `env NAME = expr` statements: the child's extra variables.
+    pub envs: Vec<(Ident, Expr)>,
+    /// `header "Name" = expr` statements (HTTP only).
+    pub headers: Vec<(Expr, Expr)>,
+    /// `timeout N` statements.
+    pub timeouts: Vec<Setting<Expr>>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+impl McpServer {
+    /// A server named `name` with no statements yet.
+    #[must_use]
+    pub fn new(name: Ident, span: Span) -> Self {
+        Self {
+            name,
+            commands: Vec::new(),
+            urls: Vec::new(),
+            envs: Vec::new(),
+            headers: Vec::new(),
+            timeouts: Vec::new(),
+            span,
+        }
+    }
 }
 
 /// `type Name { field: type ... }`: a record type.
@@ -181,6 +218,15 @@ pub enum Implementation {
     },
     /// `native "name"`.
     Native(Option<Expr>, Span),
+    /// `mcp Server "tool"`: a tool of a declared MCP server.
+    Mcp {
+        /// The `mcp` declaration's name.
+        server: Ident,
+        /// The remote tool's name string.
+        tool: Expr,
+        /// The clause.
+        span: Span,
+    },
 }
 
 impl Implementation {
@@ -192,7 +238,8 @@ impl Implementation {
             | Implementation::Exec(_, span)
             | Implementation::Http { span, .. }
             | Implementation::Builtin { span, .. }
-            | Implementation::Native(_, span) => *span,
+            | Implementation::Native(_, span)
+            | Implementation::Mcp { span, .. } => *span,
         }
     }
 }
@@ -707,6 +754,10 @@ keywords! {
     Output "output" Statement,
     As "as" Part,
     Test "test" Item,
+    Mcp "mcp" Item,
+    Command "command" Statement,
+    Url "url" Statement,
+    Env "env" Statement,
     Run "run" Test,
     Mock "mock" Test,
     Fails "fails" Part,

@@ -92,6 +92,10 @@ pub enum NodeError {
     /// A tool ran longer than its time limit (the child process is killed).
     #[error("timed out after {}", humanize(*.0))]
     Timeout(Duration),
+    /// An MCP server's live tool no longer matches `ignite.lock` (missing,
+    /// or its description, schemas or annotations changed): nothing was called.
+    #[error("{0}")]
+    McpDrift(String),
     /// A `native` tool whose implementation was never registered on the toolbox.
     #[error(
         "native tool `{0}` is not registered; call `Toolbox::register_native` with it before running"
@@ -290,6 +294,7 @@ impl NodeError {
             NodeError::HttpStatus { .. } => Code::ToolHttpStatus,
             NodeError::Timeout(_) => Code::ToolTimeout,
             NodeError::NotRegistered(_) => Code::ToolNotRegistered,
+            NodeError::McpDrift(_) => Code::McpDrift,
             NodeError::Config { .. } => Code::LlmConfig,
             NodeError::Provider { .. } => Code::LlmProvider,
             NodeError::Malformed { .. } => Code::LlmMalformed,
@@ -327,6 +332,7 @@ impl NodeError {
             NodeError::HttpStatus { .. } => "http_status",
             NodeError::Timeout(_) => "timeout",
             NodeError::NotRegistered(_) => "not_registered",
+            NodeError::McpDrift(_) => "mcp_drift",
             NodeError::Config { .. } => "config",
             NodeError::Provider { .. } => "provider",
             NodeError::Malformed { .. } => "malformed",

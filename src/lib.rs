@@ -124,10 +124,10 @@ pub fn compile_source(name: &str, text: &str) -> Compilation {
 /// Checks a program already loaded (by [`load::load_open`], say).
 #[must_use]
 pub fn finish(loaded: load::Loaded) -> Compilation {
-    let load::Loaded { sources, files, mut diagnostics } = loaded;
+    let load::Loaded { sources, files, mut diagnostics, lock } = loaded;
     let mut program = None;
     if !diagnostics.has_errors() {
-        let (lowered, found) = lower::lower(&sources, files);
+        let (lowered, found) = lower::lower(&sources, files, lock.as_ref());
         diagnostics.extend(found);
         program = lowered;
     }

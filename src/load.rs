@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::ir;
 use crate::source::{FileId, Sources, Span};
 use crate::syntax;
 
@@ -32,6 +33,9 @@ pub struct Loaded {
     pub files: Vec<(FileId, ast::File)>,
     /// Read, import and syntax errors.
     pub diagnostics: Diagnostics,
+    /// `ignite.lock` beside the root file: `None` when there is none (or
+    /// the root is not on disk), the reason when it cannot be read.
+    pub lock: Option<Result<ir::Lock, String>>,
 }
 
 /// How far `use` may reach.
@@ -68,7 +72,16 @@ pub fn load_open(root: &Path, options: Options, open: HashMap<PathBuf, Arc<str>>
         }
         Err(reason) => loader.unreadable_root(root, &reason),
     }
+    loader.loaded.lock = read_lock(&folder.join(ir::LOCK_FILE));
     loader.loaded
+}
+
+/// The lock file at `path`: `None` when there is none.
+fn read_lock(path: &Path) -> Option<Result<ir::Lock, String>> {
+    if !path.exists() {
+        return None;
+    }
+    Some(read(path).and_then(|text| ir::Lock::parse(&text)))
 }
 
 /// Loads one in-memory file named `name`; its `use`s resolve from the

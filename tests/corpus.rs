@@ -154,6 +154,14 @@ fn dump(program: &Program) -> String {
                 format!("builtin {} {}", builtin.name(), serde_json::Value::Object(config.clone()))
             }
             Implementation::Native { name } => format!("native {name}"),
+            Implementation::Mcp(mcp) => format!(
+                "mcp {} ({}, timeout {:?}) {} {}",
+                mcp.server.name,
+                mcp.server.transport,
+                mcp.server.timeout,
+                mcp.tool,
+                mcp.locked.hash
+            ),
         };
         let params: Vec<String> = tool
             .params

@@ -18,10 +18,14 @@ use crate::mcp::server::{Server, serve_stdio};
 
 /// Arguments of `ignite mcp`.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct McpArgs {
+    /// `ignite mcp lock PATH`: record the declared servers' tools.
+    #[command(subcommand)]
+    pub action: Option<McpAction>,
     /// The `.ign` file whose tools and contracts to serve.
-    #[arg(value_name = "PATH")]
-    pub file: PathBuf,
+    #[arg(value_name = "PATH", required = true)]
+    pub file: Option<PathBuf>,
     /// The capabilities granted to the client (comma-separated): a tool is
     /// listed when they cover the ones it requires, a contract when they
     /// cover every tool it can reach. Without it, only what needs none.
@@ -57,6 +61,14 @@ pub struct McpArgs {
     pub allow_origins: Vec<String>,
 }
 
+/// What `ignite mcp` does besides serving.
+#[derive(Debug, clap::Subcommand)]
+pub enum McpAction {
+    /// Connect to every MCP server the program declares and write their
+    /// tools to `ignite.lock` beside PATH (`check` types `mcp` tools from it).
+    Lock(super::mcp_lock::LockArgs),
+}
+
 impl McpArgs {
     /// Serves until the client closes standard input (or, with `--http`,
     /// until SIGTERM or Ctrl-C): exit 0. Exit 1 when the program has
@@ -64,7 +76,12 @@ impl McpArgs {
     /// address cannot be bound.
     #[must_use]
     pub fn run(self, global: &GlobalArgs) -> ExitCode {
-        let program = match super::compile(&self.file, global) {
+        let file = match (self.action, &self.file) {
+            (Some(McpAction::Lock(lock)), _) => return lock.run(global),
+            (None, Some(file)) => file,
+            (None, None) => return super::usage("`ignite mcp` needs PATH"),
+        };
+        let program = match super::compile(file, global) {
             Ok(program) => program,
             Err(code) => return code,
         };

@@ -24,6 +24,7 @@ mod fmt;
 mod graph;
 mod lsp;
 mod mcp;
+mod mcp_lock;
 mod media;
 mod run;
 mod schema;

@@ -40,6 +40,10 @@ enum Stmt<'a> {
     Names(&'static str, &'a [Ident]),
     /// `header "Name" = expr`.
     Header(&'a Expr, &'a Expr),
+    /// `command "program" "arg" ...` of an `mcp` server.
+    Command(&'a [Expr]),
+    /// `env NAME = expr` of an `mcp` server.
+    Env(&'a Ident, &'a Expr),
     /// `returns`, `exec`, `http`, `builtin`, `native`.
     Implementation(&'a Implementation),
     /// `result Type`.
@@ -270,7 +274,18 @@ impl Printer<'_> {
                 let stmts = t.statements.iter().map(|s| (start(s.span()), Stmt::Test(s))).collect();
                 self.block(head, stmts, close_of(t.span))
             }
+            Item::Mcp(m) => self.mcp(m),
         }
+    }
+
+    fn mcp(&mut self, m: &ast::McpServer) -> Doc {
+        let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
+        stmts.extend(m.commands.iter().map(|c| (start(c.span), Stmt::Command(&c.value))));
+        stmts.extend(keyed_settings("url", &m.urls));
+        stmts.extend(m.envs.iter().map(|(n, v)| (start(n.span), Stmt::Env(n, v))));
+        stmts.extend(m.headers.iter().map(|(n, v)| (start(n.span), Stmt::Header(n, v))));
+        stmts.extend(keyed_settings("timeout", &m.timeouts));
+        self.block(Doc::text(format!("mcp {}", m.name.name)), stmts, close_of(m.span))
     }
 
     fn tool(&mut self, t: &ast::Tool) -> Doc {
@@ -372,6 +387,10 @@ impl Printer<'_> {
             Stmt::Keyed(kw, e) => self.keyed(kw, e),
             Stmt::Param(kw, p) => self.param(kw, p),
             Stmt::Names(kw, names) => Doc::text(format!("{kw} {}", join_names(names))),
+            Stmt::Command(words) => self.words("command", words),
+            Stmt::Env(var, value) => {
+                concat([Doc::text(format!("env {} = ", var.name)), self.expr(value)])
+            }
             Stmt::Header(name, value) => {
                 concat([Doc::text("header "), self.expr(name), Doc::text(" = "), self.expr(value)])
             }
@@ -469,14 +488,7 @@ impl Printer<'_> {
     fn implementation(&mut self, i: &Implementation) -> Doc {
         match i {
             Implementation::Returns(e, _) => self.keyed("returns", e),
-            Implementation::Exec(args, _) => {
-                let mut parts = vec![Doc::text("exec")];
-                for arg in args {
-                    parts.push(Doc::text(" "));
-                    parts.push(self.expr(arg));
-                }
-                concat(parts)
-            }
+            Implementation::Exec(args, _) => self.words("exec", args),
             Implementation::Http { post, url, .. } => {
                 self.keyed(if *post { "http post" } else { "http get" }, url)
             }
@@ -490,7 +502,20 @@ impl Printer<'_> {
             }
             Implementation::Native(None, _) => Doc::text("native"),
             Implementation::Native(Some(name), _) => self.keyed("native", name),
+            Implementation::Mcp { server, tool, .. } => {
+                self.keyed(&format!("mcp {}", server.name), tool)
+            }
         }
+    }
+
+    /// A keyword and its words: `exec "a" "b"`, `command "a" "b"`.
+    fn words(&mut self, kw: &str, words: &[Expr]) -> Doc {
+        let mut parts = vec![Doc::text(kw.to_owned())];
+        for word in words {
+            parts.push(Doc::text(" "));
+            parts.push(self.expr(word));
+        }
+        concat(parts)
     }
 
     fn node(&mut self, node: &Node) -> Doc {
@@ -582,6 +607,7 @@ fn item_start(item: &Item) -> usize {
         Item::Type(t) => t.span,
         Item::Enum(e) => e.span,
         Item::Test(t) => t.span,
+        Item::Mcp(m) => m.span,
     })
 }
 

@@ -146,6 +146,24 @@ impl Strip<'_> {
                 t.statements.iter_mut().for_each(|s| self.test_stmt(s));
                 t.span = NOWHERE;
             }
+            Item::Mcp(m) => {
+                ident(&mut m.name);
+                for command in &mut m.commands {
+                    self.exprs(&mut command.value);
+                    command.span = NOWHERE;
+                }
+                self.settings(&mut m.urls);
+                for (var, value) in &mut m.envs {
+                    ident(var);
+                    self.expr(value);
+                }
+                for (name, value) in &mut m.headers {
+                    self.expr(name);
+                    self.expr(value);
+                }
+                self.settings(&mut m.timeouts);
+                m.span = NOWHERE;
+            }
         }
     }
 
@@ -170,6 +188,11 @@ impl Strip<'_> {
             }
             Implementation::Native(name, span) => {
                 name.iter_mut().for_each(|n| self.expr(n));
+                *span = NOWHERE;
+            }
+            Implementation::Mcp { server, tool, span } => {
+                ident(server);
+                self.expr(tool);
                 *span = NOWHERE;
             }
         }

@@ -12,6 +12,7 @@ mod expr;
 mod graph;
 mod ids;
 mod json;
+mod mcp;
 mod provider_kind;
 mod test_block;
 mod types;
@@ -28,6 +29,9 @@ pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp, pattern};
 pub use graph::{Deps, Graph};
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
 pub use json::{Json, describe, value_kind};
+pub use mcp::{
+    LOCK_FILE, Lock, LockedServer, LockedTool, McpServer, McpTool, McpTransport, schema_type,
+};
 pub use provider_kind::ProviderKind;
 pub use test_block::{AgentMock, Decision, ExpectCalls, Mock, MockAnswer, Snapshot, Test, slug};
 pub use types::{Enum, Record, Type, TypeKind, field_problems, fill_fields};
@@ -181,6 +185,8 @@ pub enum Implementation {
         /// The registration name (the `tool_name` when not written).
         name: String,
     },
+    /// `mcp Server "tool"`: a tool of an MCP server, as locked.
+    Mcp(McpTool),
 }
 
 /// The method of an `http` tool.

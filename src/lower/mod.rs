@@ -13,6 +13,7 @@
 //! | 1 | `names.rs` | the global declaration table, duplicate declarations |
 //! | 2 | `records.rs` | `type` and `enum` declarations: fields, variants, recursion |
 //! | 3 | `providers.rs` | `provider` declarations |
+//! | 3b | `mcp.rs` | `mcp` declarations; `mcp` tools' params and result from `ignite.lock` |
 //! | 4 | `tools.rs` | tools: params, implementation, `tool_name` clashes |
 //! | 5 | `agents.rs` | agents: providers, models, tools, capabilities, prompts |
 //! | 6 | `contracts.rs` | contract inputs first (call signatures), then bodies |
@@ -37,6 +38,7 @@ mod control;
 mod cycles;
 mod expr;
 mod files;
+mod mcp;
 mod names;
 mod providers;
 mod records;
@@ -66,13 +68,16 @@ use names::Declarations;
 pub fn lower(
     sources: &Sources,
     mut files: Vec<(FileId, ast::File)>,
+    lock: Option<&Result<ir::Lock, String>>,
 ) -> (Option<Program>, Diagnostics) {
     let bodies = contracts::take_bodies(&mut files);
     let declarations = Declarations::collect(&files);
     let mut lowerer = Lowerer::new(sources, &declarations);
+    lowerer.lock = lock;
     lowerer.check_duplicate_declarations();
     lowerer.lower_declared_types();
     let providers = lowerer.lower_providers();
+    lowerer.mcp = lowerer.lower_mcp_servers();
     let tools = lowerer.lower_tools();
     let agents = lowerer.lower_agents(&tools, &providers);
     lowerer.tools = tools;
@@ -87,12 +92,31 @@ pub fn lower(
     (Some(program), diagnostics)
 }
 
+/// The `mcp` declarations of parsed files, checked, for `ignite mcp lock`
+/// (which must not need the lock it writes); `None` when one has an error.
+#[must_use]
+pub fn mcp_servers(
+    sources: &Sources,
+    files: &[(FileId, ast::File)],
+) -> (Option<Vec<std::sync::Arc<ir::McpServer>>>, Diagnostics) {
+    let declarations = Declarations::collect(files);
+    let mut lowerer = Lowerer::new(sources, &declarations);
+    lowerer.check_duplicate_declarations();
+    let servers = lowerer.lower_mcp_servers();
+    let Lowerer { diagnostics, .. } = lowerer;
+    ((!diagnostics.has_errors()).then_some(servers), diagnostics)
+}
+
 /// The state of one lowering: the declaration table, what is lowered so
 /// far, and the diagnostics.
 struct Lowerer<'a> {
     sources: &'a Sources,
     decls: &'a Declarations<'a>,
     diagnostics: Diagnostics,
+    /// `ignite.lock`, when there is one.
+    lock: Option<&'a Result<ir::Lock, String>>,
+    /// Lowered `mcp` declarations (set before the tool pass).
+    mcp: Vec<std::sync::Arc<ir::McpServer>>,
     /// Lowered tools (set after the tool pass; contracts and agents read
     /// their params).
     tools: Vec<ir::Tool>,
@@ -118,6 +142,8 @@ impl<'a> Lowerer<'a> {
             sources,
             decls,
             diagnostics: Diagnostics::default(),
+            lock: None,
+            mcp: Vec::new(),
             tools: Vec::new(),
             agents: Vec::new(),
             contract_inputs: Vec::new(),

@@ -1,5 +1,5 @@
 //! The global declaration table: every tool, agent, provider, contract,
-//! record type and enum
+//! record type, enum and MCP server
 //! of the program by name, and the duplicate-declaration check.
 //!
 //! Names are global across files and kinds: a tool and a contract may not
@@ -22,6 +22,7 @@ pub(super) enum Decl {
     Contract(usize),
     Type(usize),
     Enum(usize),
+    Mcp(usize),
 }
 
 impl Decl {
@@ -34,6 +35,7 @@ impl Decl {
             Decl::Contract(_) => "contract",
             Decl::Type(_) => "type",
             Decl::Enum(_) => "enum",
+            Decl::Mcp(_) => "MCP server",
         }
     }
 
@@ -53,6 +55,7 @@ pub(super) struct Declarations<'a> {
     pub(super) contracts: Vec<&'a ast::Contract>,
     pub(super) types: Vec<&'a ast::TypeDecl>,
     pub(super) enums: Vec<&'a ast::EnumDecl>,
+    pub(super) mcp: Vec<&'a ast::McpServer>,
     /// `test` blocks with their files (tests have no global name).
     pub(super) tests: Vec<(FileId, &'a ast::Test)>,
     /// Every declaration name in declaration order, with what it is; the
@@ -98,6 +101,10 @@ impl<'a> Declarations<'a> {
                         decls.enums.push(e);
                         (&e.name, Decl::Enum(decls.enums.len() - 1))
                     }
+                    Item::Mcp(m) => {
+                        decls.mcp.push(m);
+                        (&m.name, Decl::Mcp(decls.mcp.len() - 1))
+                    }
                 };
                 decls.all.push((name, decl));
                 decls.by_name.entry(&*name.name).or_insert(decl);
@@ -120,6 +127,7 @@ impl<'a> Declarations<'a> {
             Decl::Contract(i) => &self.contracts[i].name,
             Decl::Type(i) => &self.types[i].name,
             Decl::Enum(i) => &self.enums[i].name,
+            Decl::Mcp(i) => &self.mcp[i].name,
         }
     }
 

@@ -102,6 +102,26 @@ impl Lowerer<'_> {
         );
         let name = tool_name(&tool.name.name);
         let implementation = self.lower_implementation(tool, &scope, &name);
+        let result =
+            self.single(&tool.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
+        let approval = self.single(&tool.approvals, |s| s.span, "requires_approval").map(|s| {
+            let when = s.value.as_ref().map(|condition| {
+                let condition = self.lower_expr(condition, &scope);
+                self.check_approval_condition(&condition, &params);
+                condition
+            });
+            ir::Approval { when, span: s.span }
+        });
+        let mut description = description;
+        let (params, result) = match &implementation {
+            Implementation::Mcp(mcp) => {
+                if tool.descriptions.is_empty() {
+                    description = mcp.locked.description.clone().unwrap_or_default();
+                }
+                self.mcp_signature(tool, mcp, params, result)
+            }
+            _ => (params, result),
+        };
         if let Implementation::Builtin { builtin, config } = &implementation {
             self.check_builtin(tool, *builtin, config, &params);
         }
@@ -122,16 +142,6 @@ impl Lowerer<'_> {
                 );
             }
         }
-        let result =
-            self.single(&tool.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
-        let approval = self.single(&tool.approvals, |s| s.span, "requires_approval").map(|s| {
-            let when = s.value.as_ref().map(|condition| {
-                let condition = self.lower_expr(condition, &scope);
-                self.check_approval_condition(&condition, &params);
-                condition
-            });
-            ir::Approval { when, span: s.span }
-        });
         ir::Tool {
             name: tool.name.name.to_string(),
             tool_name: name,
@@ -275,6 +285,12 @@ impl Lowerer<'_> {
                     .and_then(|n| self.expect_plain_string(n, "a native name"))
                     .unwrap_or_else(|| name.to_owned()),
             },
+            ast::Implementation::Mcp { server, tool: remote, .. } => {
+                self.lower_mcp_implementation(server, remote).map_or_else(
+                    || Implementation::Native { name: name.to_owned() },
+                    Implementation::Mcp,
+                )
+            }
         }
     }
 

@@ -48,6 +48,8 @@ pub(crate) enum Kind {
     Output,
     /// A `test` block.
     Test,
+    /// `mcp Name`: an MCP server.
+    Mcp,
 }
 
 impl Kind {
@@ -70,6 +72,7 @@ impl Kind {
             Kind::Local => "item",
             Kind::Output => "output",
             Kind::Test => "test",
+            Kind::Mcp => "MCP server",
         }
     }
 }
@@ -303,6 +306,9 @@ impl Builder<'_> {
                 let name = test.name.as_plain_string().unwrap_or_default();
                 self.def(Kind::Test, name, test.name.span, test.span, file);
             }
+            Item::Mcp(server) => {
+                self.global(Kind::Mcp, &server.name, server.span, file);
+            }
         }
     }
 
@@ -368,7 +374,7 @@ impl Builder<'_> {
             }
             Item::Tool(tool) => self.resolve_tool(tool),
             Item::Agent(agent) => self.resolve_agent(agent),
-            Item::Provider(_) => {}
+            Item::Provider(_) | Item::Mcp(_) => {}
             Item::Contract(contract) => self.resolve_contract(contract),
             Item::Type(decl) => {
                 for field in &decl.fields {
@@ -416,6 +422,10 @@ impl Builder<'_> {
                 }
                 ast::Implementation::Http { url, .. } => self.expr(url, &mut scope),
                 ast::Implementation::Builtin { .. } | ast::Implementation::Native(..) => {}
+                ast::Implementation::Mcp { server, .. } => {
+                    let target = self.global_of(&server.name, &[Kind::Mcp]);
+                    self.reference(server.span, target);
+                }
             }
         }
     }

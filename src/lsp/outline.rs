@@ -41,7 +41,7 @@ fn token_type(kind: Kind) -> Option<u32> {
         Kind::Tool => 0,
         Kind::Agent => 1,
         Kind::Contract => 2,
-        Kind::Provider => 3,
+        Kind::Provider | Kind::Mcp => 3,
         Kind::Type => 4,
         Kind::Enum => 5,
         Kind::Variant => 6,
@@ -57,7 +57,7 @@ fn symbol_kind(kind: Kind) -> Option<SymbolKind> {
     Some(match kind {
         Kind::Tool => SymbolKind::FUNCTION,
         Kind::Agent => SymbolKind::CLASS,
-        Kind::Provider => SymbolKind::INTERFACE,
+        Kind::Provider | Kind::Mcp => SymbolKind::INTERFACE,
         Kind::Contract => SymbolKind::MODULE,
         Kind::Type => SymbolKind::STRUCT,
         Kind::Enum => SymbolKind::ENUM,

@@ -16,6 +16,7 @@
 pub mod batch;
 mod error;
 pub mod inputs;
+mod mcp_check;
 mod schedule;
 
 use std::sync::atomic::{AtomicBool, Ordering};

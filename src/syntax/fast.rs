@@ -24,10 +24,10 @@ use std::vec::IntoIter;
 use super::expr::{dedent, push_text, raw_parts};
 use crate::ast::{
     Agent, Arg, BinaryOp, Call, Contract, EnumDecl, Expr, ExprKind, File, For, Guard, Ident,
-    Implementation, Item, Keyword as K, KeywordRole, MatchArm, MockAnswer, NEG_PRECEDENCE,
-    NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param, Pattern, PatternKind, Price, Provider,
-    ProviderRef, RESERVED, Rate, Runner, Setting, StringPart, Test, TestStmt, Tool, TypeDecl,
-    TypeExpr, UnaryOp, Use,
+    Implementation, Item, Keyword as K, KeywordRole, MatchArm, McpServer, MockAnswer,
+    NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param, Pattern, PatternKind,
+    Price, Provider, ProviderRef, RESERVED, Rate, Runner, Setting, StringPart, Test, TestStmt,
+    Tool, TypeDecl, TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
 
@@ -315,6 +315,7 @@ impl<'t> Parser<'t> {
                 K::Type => Item::Type(self.type_decl(start)?),
                 K::Enum => Item::Enum(self.enum_decl(start)?),
                 K::Test => Item::Test(self.test(start)?),
+                K::Mcp => Item::Mcp(self.mcp(start)?),
                 _ => return None,
             };
             let span = self.span_from(start);
@@ -405,6 +406,15 @@ impl<'t> Parser<'t> {
                     let name = if p.at_string() { Some(p.string()?) } else { None };
                     tool.implementations.push(Implementation::Native(name, p.span_from(s)));
                 }
+                K::Mcp => {
+                    let server = p.ident()?;
+                    let tool_name = p.string()?;
+                    tool.implementations.push(Implementation::Mcp {
+                        server,
+                        tool: tool_name,
+                        span: p.span_from(s),
+                    });
+                }
                 K::Result => tool.results.push(p.setting(s, Self::type_expr)?),
                 _ => return None,
             }
@@ -490,6 +500,39 @@ impl<'t> Parser<'t> {
         provider.name = name;
         provider.span = self.span_from(start);
         Some(provider)
+    }
+
+    fn mcp(&mut self, start: usize) -> Option<McpServer> {
+        let dummy = Span::new(self.file, 0, 0);
+        let mut server = McpServer::new(Ident { name: Box::default(), span: dummy }, dummy);
+        let name = self.block(|p, word, s| {
+            match K::of(word)? {
+                K::Command => {
+                    let mut args = vec![p.string()?];
+                    while p.at_string() {
+                        args.push(p.string()?);
+                    }
+                    server.commands.push(Setting { value: args, span: p.span_from(s) });
+                }
+                K::Url => server.urls.push(p.setting(s, Self::string)?),
+                K::Env => {
+                    let var = p.ident()?;
+                    p.expect(b'=')?;
+                    server.envs.push((var, p.expr()?));
+                }
+                K::Header => {
+                    let name = p.string()?;
+                    p.expect(b'=')?;
+                    server.headers.push((name, p.expr()?));
+                }
+                K::Timeout => server.timeouts.push(p.setting(s, Self::number)?),
+                _ => return None,
+            }
+            Some(())
+        })?;
+        server.name = name;
+        server.span = self.span_from(start);
+        Some(server)
     }
 
     fn contract(&mut self, start: usize) -> Option<Contract> {

@@ -4,9 +4,9 @@ use pest::iterators::Pair;
 
 use super::{Rule, span};
 use crate::ast::{
-    Agent, Contract, EnumDecl, File, Guard, Ident, Implementation, Item, MockAnswer, Node, Output,
-    Param, Price, Provider, ProviderRef, Rate, Runner, Setting, Test, TestStmt, Tool, TypeDecl,
-    TypeExpr, Use,
+    Agent, Contract, EnumDecl, File, Guard, Ident, Implementation, Item, McpServer, MockAnswer,
+    Node, Output, Param, Price, Provider, ProviderRef, Rate, Runner, Setting, Test, TestStmt, Tool,
+    TypeDecl, TypeExpr, Use,
 };
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
@@ -42,6 +42,7 @@ impl<'t> Builder<'t> {
                 Rule::type_decl => Item::Type(self.type_decl(pair)),
                 Rule::enum_decl => Item::Enum(self.enum_decl(pair)),
                 Rule::test_decl => Item::Test(self.test(pair)),
+                Rule::mcp_decl => Item::Mcp(self.mcp(pair)),
                 Rule::EOI => {
                     spans.pop();
                     continue;
@@ -245,6 +246,16 @@ impl<'t> Builder<'t> {
                     let name = Self::operands(stmt).next().map(|p| self.expr(p));
                     tool.implementations.push(Implementation::Native(name, stmt_span));
                 }
+                Rule::mcp_impl => {
+                    let mut inner = Self::operands(stmt);
+                    let server = self.ident(inner.next().unwrap_or_else(|| unreachable!("server")));
+                    let tool_name = self.expr(inner.next().unwrap_or_else(|| unreachable!("tool")));
+                    tool.implementations.push(Implementation::Mcp {
+                        server,
+                        tool: tool_name,
+                        span: stmt_span,
+                    });
+                }
                 Rule::result_stmt => tool.results.push(self.result(stmt)),
                 rule => unreachable!("tool statement {rule:?}"),
             }
@@ -323,6 +334,38 @@ impl<'t> Builder<'t> {
             }
         }
         provider
+    }
+
+    fn mcp(&mut self, pair: Pair<'_, Rule>) -> McpServer {
+        let span = span(self.file, &pair);
+        let (name, statements) = self.block(pair);
+        let mut server = McpServer::new(name, span);
+        for stmt in statements {
+            let stmt_span = super::span(self.file, &stmt);
+            match stmt.as_rule() {
+                Rule::command_stmt => {
+                    let args = Self::operands(stmt).map(|p| self.expr(p)).collect();
+                    server.commands.push(Setting { value: args, span: stmt_span });
+                }
+                Rule::url_stmt => server.urls.push(self.setting(stmt)),
+                Rule::env_stmt => {
+                    let mut inner = Self::operands(stmt);
+                    let var = self.ident(inner.next().unwrap_or_else(|| unreachable!("env name")));
+                    let value =
+                        self.expr(inner.next().unwrap_or_else(|| unreachable!("env value")));
+                    server.envs.push((var, value));
+                }
+                Rule::header_stmt => {
+                    let mut inner = Self::operands(stmt);
+                    let mut next = || inner.next().unwrap_or_else(|| unreachable!("header part"));
+                    let (header, value) = (next(), next());
+                    server.headers.push((self.expr(header), self.expr(value)));
+                }
+                Rule::timeout_stmt => server.timeouts.push(self.setting(stmt)),
+                rule => unreachable!("mcp statement {rule:?}"),
+            }
+        }
+        server
     }
 
     fn contract(&mut self, pair: Pair<'_, Rule>) -> Contract {
@@ -511,5 +554,9 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_snapshot
             | Rule::kw_approve
             | Rule::kw_deny
+            | Rule::kw_mcp
+            | Rule::kw_command
+            | Rule::kw_url
+            | Rule::kw_env
     )
 }

@@ -180,7 +180,16 @@ tool T {
     """
   builtin "b" {"k": 1, k2: {}, k3: []}
   native
+  mcp Clock "get_time"
   result array<R>?
+}
+mcp Clock {   # a server
+  command "uvx" r"mcp-server-time" "--local-timezone={z}"
+  url "http://127.0.0.1:9/mcp"
+  env TZ = "UTC"
+  env TOKEN = env("CLOCK_TOKEN", "x")
+  header "Authorization" = "Bearer {env("T")}"
+  timeout 30
 }
 type R {   # a record
   a: string "the a"
@@ -469,6 +478,7 @@ test "empty" {}
                     " returns ", " fails ", " calls", "r\"\\d{4}\"", "r\"", " r",
                     " per ", " per minute", "\n  rate_limit 3 per second\n",
                     "\n  price input 1 output 2\n", " input ", " output ",
+                    "\n  mcp S \"t\"\n", "\n  env A = 1\n", " command ", " url ", " mcp ",
                     "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "\n  expect_calls T == 1\n", " expect_calls ", " <= ", "test ",
                     "\n  requires_approval\n", " requires_approval when ", " when ",
                     "\n  approve T\n", "\n  deny T \"no\"\n", " approve ", " deny ",

@@ -16,7 +16,7 @@
 //! | `native.rs` | the [`NativeTool`] trait and [`schema_for`] |
 //! | `registry.rs` | [`Registry`]: `.ign` tools then natives, filtered by capability |
 //! | `table.rs` | [`render_table`] for `ignite tools` |
-//! | `returns.rs` `exec.rs` `http.rs` `builtin/` | the implementations |
+//! | `returns.rs` `exec.rs` `http.rs` `mcp.rs` `builtin/` | the implementations (`mcp.rs`: MCP servers' tools, the connections) |
 //!
 //! Invariants and decisions:
 //! - Every call is validated against the tool's declared params by the one check of
@@ -43,6 +43,7 @@ mod error;
 mod exec;
 mod group;
 pub(crate) mod http;
+mod mcp;
 mod native;
 pub mod registry;
 mod returns;

@@ -237,6 +237,7 @@ fn implementation_label(tool: &ir::Tool, implementation: &Implementation) -> Str
         }
         Implementation::Builtin { builtin, .. } => format!("builtin {}", builtin.name()),
         Implementation::Native { name } => format!("native {name}"),
+        Implementation::Mcp(mcp) => format!("mcp {} {}", mcp.server.name, mcp.tool),
     }
 }
 

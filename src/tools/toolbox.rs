@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use super::registry::{RegisteredTool, ToolSource};
 use super::validate::{Validators, fill_declared, fill_from_schema, validate_declared};
 use super::{
-    DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, NativeTool, ToolError, ToolView, builtin, exec, http,
+    DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, NativeTool, ToolError, ToolView, builtin, exec, http, mcp,
     returns,
 };
 use crate::backoff::Backoff;
@@ -49,6 +49,7 @@ pub struct Toolbox {
 struct Shared {
     validators: Validators,
     http: OnceLock<Result<reqwest::Client, String>>,
+    mcp: mcp::Clients,
 }
 
 impl std::fmt::Debug for Toolbox {
@@ -333,7 +334,32 @@ impl Toolbox {
                     self.natives.get(name).ok_or_else(|| ToolError::NotRegistered(name.clone()))?;
                 Box::pin(run_native(Arc::clone(native), Value::Object(args), tool.timeout)).await
             }
+            Implementation::Mcp(tool_mcp) => {
+                let limit = tool.timeout.unwrap_or(tool_mcp.server.timeout);
+                Box::pin(self.shared.mcp.call(tool_mcp, args, limit, self.max_bytes())).await
+            }
         }
+    }
+
+    /// Fails when an MCP tool's server no longer lists it as `ignite.lock`
+    /// does (connecting to the server if needed): a run checks every MCP
+    /// tool it can reach before it starts.
+    ///
+    /// # Errors
+    /// The tool is missing or changed, or the server cannot be reached.
+    pub async fn check_mcp(&self, tool: &ir::McpTool) -> Result<(), ToolError> {
+        self.shared.mcp.check(tool, self.max_bytes()).await
+    }
+
+    /// The tools `server` lists now, as `ignite.lock` records them.
+    ///
+    /// # Errors
+    /// The server cannot be reached or does not list its tools.
+    pub async fn list_mcp(
+        &self,
+        server: &Arc<ir::McpServer>,
+    ) -> Result<std::collections::BTreeMap<String, ir::LockedTool>, ToolError> {
+        self.shared.mcp.list(server, self.max_bytes()).await
     }
 
     /// The shared HTTP client, built on first use.

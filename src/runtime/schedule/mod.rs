@@ -70,6 +70,7 @@ fn run_in(
     let given: Fields = given.iter().map(|(k, v)| (k.clone(), Val::from(v))).collect();
     let values = inputs::bind(&params, &given, root.name_span, Some(options.inputs_from))
         .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?;
+    super::mcp_check::check(engine, contract)?;
     let runner = options.jobs.map_or(root.runner, Runner::Pool);
     let limit = match runner {
         Runner::Default => usize::MAX,

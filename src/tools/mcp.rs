@@ -1,0 +1,444 @@
+//! `mcp Server "tool"` tools: calls of an MCP server's tools with the
+//! official Rust SDK (`rmcp`), and the connections they share.
+//!
+//! Input: an [`ir::McpTool`] (the server, the remote name, the tool as
+//! locked) and validated arguments. Output: the call's value —
+//! `structuredContent` when the server sends it, else the text of its
+//! text blocks — or a [`ToolError`] naming the server.
+//!
+//! - **Connections** start on first use, one per server per [`Clients`]
+//!   (a toolbox's, so one per process for `ignite run` and `serve`), and
+//!   are kept; one that closed is started again by the next call.
+//! - **A `command` server** is a child over stdio in its own process group
+//!   (killed when the connection goes, and by [`crate::shutdown`]), run in
+//!   the declaring file's folder with an environment holding only
+//!   [`PASSED_VARS`] and the declared `env` (never a provider key or any
+//!   other variable of ignite's). Its stderr tail is kept and shown when
+//!   connecting or a call fails.
+//! - **A `url` server** is Streamable HTTP, with the declared headers.
+//! - **Drift**: the live `tools/list` is compared with the lock before a
+//!   call ([`Clients::check`], which a run also calls for every MCP tool
+//!   it can reach before it starts); a missing or changed tool fails,
+//!   naming what changed ([`ToolError::McpDrift`]).
+//! - **Limits**: connecting and each call are bounded by the tool's
+//!   `timeout`, else the server's; a call that outlasts it, or whose future
+//!   is dropped (Ctrl-C, a run's deadline), is cancelled with
+//!   `notifications/cancelled` (rmcp sends it when a call is abandoned). A
+//!   value larger than the toolbox's size limit fails.
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ServiceExt as _, transport::async_rw::AsyncRwTransport};
+use serde_json::{Map, Value};
+use tokio::io::AsyncReadExt as _;
+use tokio::process::Command;
+
+use super::ToolError;
+use super::group::{self, Group};
+use crate::ir::{self, LockedTool, McpServer, McpTransport};
+
+/// The variables of ignite's environment a server child gets (what the
+/// official SDKs pass), besides its declared `env`.
+pub(crate) const PASSED_VARS: [&str; 7] =
+    ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG"];
+
+/// How much of a child's stderr is kept for messages.
+const STDERR_KEPT: usize = 2048;
+
+/// The MCP connections of a toolbox, by server name.
+#[derive(Default)]
+pub(crate) struct Clients {
+    servers: Mutex<HashMap<String, Slot>>,
+}
+
+/// A server's connection, when there is one; locked while it starts.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
+
+/// One live connection.
+struct Connection {
+    service: RunningService<RoleClient, ()>,
+    /// The tools it listed when it connected, as the lock would hold them.
+    tools: BTreeMap<String, LockedTool>,
+    /// The child's stderr tail (empty for HTTP).
+    stderr: Arc<Mutex<Vec<u8>>>,
+    /// Set when the child sent a message over the line limit (which ends
+    /// the connection).
+    oversized: Arc<AtomicBool>,
+    /// The size limit the connection was made with.
+    max_bytes: usize,
+    /// Kills the child's process group when the connection goes.
+    _group: Option<Group>,
+}
+
+impl Clients {
+    /// Calls `mcp`'s tool with `args`, within `timeout`, its value at most
+    /// `max_bytes` long.
+    pub(crate) async fn call(
+        &self,
+        mcp: &ir::McpTool,
+        args: Map<String, Value>,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<Value, ToolError> {
+        let connection = self.connection(&mcp.server, max_bytes).await?;
+        check_tool(&connection, mcp)?;
+        let mut params = CallToolRequestParams::new(mcp.tool.clone());
+        params.arguments = Some(args);
+        let call = connection.service.peer().call_tool(params);
+        let result = match tokio::time::timeout(timeout, call).await {
+            Err(_) => return Err(ToolError::Timeout(timeout)),
+            Ok(Err(error)) => {
+                if matches!(error, ServiceError::TransportClosed) {
+                    self.forget(&mcp.server.name, &connection).await;
+                }
+                return Err(failed(
+                    &mcp.server,
+                    &connection,
+                    &format!("the call of `{}` failed: {error}", mcp.tool),
+                ));
+            }
+            Ok(Ok(result)) => result,
+        };
+        value_of(&mcp.server, &mcp.tool, result, max_bytes)
+    }
+
+    /// Fails when the live tool list of `mcp`'s server lacks the tool or
+    /// lists it differently from the lock (connecting first if needed).
+    pub(crate) async fn check(&self, mcp: &ir::McpTool, max_bytes: usize) -> Result<(), ToolError> {
+        let connection = self.connection(&mcp.server, max_bytes).await?;
+        check_tool(&connection, mcp)
+    }
+
+    /// The live tools of `server`, as the lock would hold them (for `ignite
+    /// mcp lock`).
+    pub(crate) async fn list(
+        &self,
+        server: &Arc<McpServer>,
+        max_bytes: usize,
+    ) -> Result<BTreeMap<String, LockedTool>, ToolError> {
+        Ok(self.connection(server, max_bytes).await?.tools.clone())
+    }
+
+    /// The connection to `server`, started when there is none.
+    async fn connection(
+        &self,
+        server: &Arc<McpServer>,
+        max_bytes: usize,
+    ) -> Result<Arc<Connection>, ToolError> {
+        let slot = {
+            let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(servers.entry(server.name.clone()).or_default())
+        };
+        let mut slot = slot.lock().await;
+        if let Some(connection) = slot.as_ref() {
+            return Ok(Arc::clone(connection));
+        }
+        let connection = Arc::new(connect(server, max_bytes).await?);
+        *slot = Some(Arc::clone(&connection));
+        Ok(connection)
+    }
+
+    /// Drops `connection` of `name` (it closed): the next call starts another.
+    async fn forget(&self, name: &str, connection: &Arc<Connection>) {
+        let slot = self.servers.lock().unwrap_or_else(PoisonError::into_inner).get(name).cloned();
+        if let Some(slot) = slot {
+            let mut slot = slot.lock().await;
+            if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, connection)) {
+                *slot = None;
+            }
+        }
+    }
+}
+
+/// The drift check of one tool against a connection's list.
+fn check_tool(connection: &Connection, mcp: &ir::McpTool) -> Result<(), ToolError> {
+    let server = &mcp.server.name;
+    let Some(live) = connection.tools.get(&mcp.tool) else {
+        return Err(ToolError::McpDrift(format!(
+            "MCP server `{server}` no longer lists tool `{}`, which `{}` has; nothing was called (run `ignite mcp lock FILE` once the program no longer needs it)",
+            mcp.tool,
+            ir::LOCK_FILE
+        )));
+    };
+    let changes = mcp.locked.changes(live);
+    if changes.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::McpDrift(format!(
+        "tool `{}` of MCP server `{server}` changed since `{}`: its {} changed; nothing was called (review the change, then run `ignite mcp lock FILE`)",
+        mcp.tool,
+        ir::LOCK_FILE,
+        crate::suggest::list(&changes)
+    )))
+}
+
+/// Connects to `server` and lists its tools, within its timeout.
+async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection, ToolError> {
+    let stderr = Arc::new(Mutex::new(Vec::new()));
+    let oversized = Arc::new(AtomicBool::new(false));
+    let (service, group) = match &server.transport {
+        McpTransport::Command { program, args } => {
+            let limit = line_limit(max_bytes);
+            let (child, group) = spawn(server, program, args, &stderr, limit, &oversized)?;
+            let started = tokio::time::timeout(server.timeout, ().serve(child)).await;
+            (started, Some(group))
+        }
+        McpTransport::Url(url) => {
+            let config = http_config(server, url)?;
+            let transport = StreamableHttpClientTransport::from_config(config);
+            (tokio::time::timeout(server.timeout, ().serve(transport)).await, None)
+        }
+    };
+    let partial = |message: String| {
+        let connection_stderr = tail(&stderr);
+        let detail = if connection_stderr.is_empty() {
+            String::new()
+        } else {
+            format!("\nstderr of `{}`:\n{connection_stderr}", server.name)
+        };
+        ToolError::Unreachable(format!(
+            "MCP server `{}` ({}): {message}{detail}",
+            server.name, server.transport
+        ))
+    };
+    let service = match service {
+        Err(_) => {
+            return Err(partial(format!(
+                "no answer to `initialize` within {} s",
+                server.timeout.as_secs_f64()
+            )));
+        }
+        Ok(Err(error)) => return Err(partial(format!("cannot connect: {error}"))),
+        Ok(Ok(service)) => service,
+    };
+    let listed = tokio::time::timeout(server.timeout, service.peer().list_all_tools()).await;
+    let listed = match listed {
+        Err(_) => {
+            return Err(partial(format!(
+                "no answer to `tools/list` within {} s",
+                server.timeout.as_secs_f64()
+            )));
+        }
+        Ok(Err(error)) => return Err(partial(format!("`tools/list` failed: {error}"))),
+        Ok(Ok(tools)) => tools,
+    };
+    let tools = listed
+        .into_iter()
+        .map(|tool| {
+            let locked = LockedTool::new(
+                tool.description.as_ref().map(ToString::to_string),
+                Value::Object((*tool.input_schema).clone()),
+                tool.output_schema.as_ref().map(|s| Value::Object((**s).clone())),
+                tool.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()),
+            );
+            (tool.name.to_string(), locked)
+        })
+        .collect();
+    Ok(Connection { service, tools, stderr, oversized, max_bytes, _group: group })
+}
+
+/// Starts `server`'s child: stdout and stdin for JSON-RPC, stderr kept.
+fn spawn(
+    server: &McpServer,
+    program: &str,
+    args: &[String],
+    stderr: &Arc<Mutex<Vec<u8>>>,
+    limit: usize,
+    oversized: &Arc<AtomicBool>,
+) -> Result<(AsyncRwTransport<RoleClient, Lines, tokio::process::ChildStdin>, Group), ToolError> {
+    let dir = std::path::absolute(&server.dir).unwrap_or_else(|_| server.dir.clone());
+    let program_path =
+        if program.contains('/') { dir.join(program).into_os_string() } else { program.into() };
+    let mut command = Command::new(&program_path);
+    command.env_clear();
+    for var in PASSED_VARS {
+        if let Some(value) = std::env::var_os(var) {
+            command.env(var, value);
+        }
+    }
+    for (var, value) in &server.env {
+        let value =
+            value.resolve(|v| std::env::var(v).ok()).map_err(|missing| ToolError::Config {
+                message: format!(
+                    "MCP server `{}` needs `{missing}` for its `env {var}`, and it is not set",
+                    server.name
+                ),
+            })?;
+        command.env(var, value);
+    }
+    command
+        .args(args)
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    let (mut child, group) = group::spawn(&mut command).map_err(|e| {
+        ToolError::Unreachable(format!(
+            "MCP server `{}`: cannot start `{program}` in `{}`: {e}",
+            server.name,
+            dir.display()
+        ))
+    })?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(ToolError::Unreachable(format!(
+            "MCP server `{}`: `{program}` started without pipes",
+            server.name
+        )));
+    };
+    if let Some(mut child_stderr) = child.stderr.take() {
+        let kept = Arc::clone(stderr);
+        tokio::spawn(async move {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = child_stderr.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                kept.extend_from_slice(&chunk[..n]);
+                if kept.len() > 2 * STDERR_KEPT {
+                    let cut = kept.len() - STDERR_KEPT;
+                    kept.drain(..cut);
+                }
+            }
+        });
+    }
+    // The child is reaped when the connection (and with it the pipes) goes;
+    // its group is killed by `group` then.
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+    let stdout = Lines { inner: stdout, line: 0, limit, oversized: Arc::clone(oversized) };
+    // rmcp's own cap would drop a long line silently; this one ends the
+    // connection first, so the call fails at once and says why.
+    let transport =
+        AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(limit.saturating_add(1));
+    Ok((transport, group))
+}
+
+/// The longest message line for values of at most `max_bytes`: a result
+/// carries its value twice (a text block and `structuredContent`).
+fn line_limit(max_bytes: usize) -> usize {
+    max_bytes.saturating_mul(2).saturating_add(64 * 1024)
+}
+
+/// A child's stdout that fails once a line grows past `limit` bytes.
+pub(crate) struct Lines {
+    inner: tokio::process::ChildStdout,
+    /// Bytes since the last newline.
+    line: usize,
+    limit: usize,
+    oversized: Arc<AtomicBool>,
+}
+
+impl tokio::io::AsyncRead for Lines {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if polled.is_ready() {
+            let read = &buf.filled()[before..];
+            let mut line = self.line;
+            for &byte in read {
+                line = if byte == b'\n' { 0 } else { line + 1 };
+                if line > self.limit {
+                    self.oversized.store(true, Ordering::SeqCst);
+                    let message = "a message over the line limit";
+                    return std::task::Poll::Ready(Err(std::io::Error::other(message)));
+                }
+            }
+            self.line = line;
+        }
+        polled
+    }
+}
+
+/// The HTTP transport's settings: the URL and the declared headers.
+fn http_config(
+    server: &McpServer,
+    url: &str,
+) -> Result<StreamableHttpClientTransportConfig, ToolError> {
+    let mut headers = HashMap::new();
+    for (name, value) in &server.headers {
+        let value =
+            value.resolve(|v| std::env::var(v).ok()).map_err(|missing| ToolError::Config {
+                message: format!(
+                    "MCP server `{}` needs `{missing}` for its header `{name}`, and it is not set",
+                    server.name
+                ),
+            })?;
+        let bad = |what: &str| ToolError::Config {
+            message: format!("MCP server `{}`: header `{name}` has an invalid {what}", server.name),
+        };
+        let header_name =
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
+        let mut header_value =
+            reqwest::header::HeaderValue::from_str(&value).map_err(|_| bad("value"))?;
+        header_value.set_sensitive(true);
+        headers.insert(header_name, header_value);
+    }
+    Ok(StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(headers))
+}
+
+/// The value of a call's result: `structuredContent`, else the text of
+/// its text blocks; an `isError` result is a failure with that text.
+fn value_of(
+    server: &McpServer,
+    tool: &str,
+    result: CallToolResult,
+    max_bytes: usize,
+) -> Result<Value, ToolError> {
+    let text: Vec<&str> =
+        result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.as_str()).collect();
+    let text = text.join("\n");
+    if result.is_error == Some(true) {
+        return Err(ToolError::Failed(format!(
+            "MCP tool `{tool}` of `{}` answered an error: {text}",
+            server.name
+        )));
+    }
+    let value = result.structured_content.unwrap_or(Value::String(text));
+    let size = serde_json::to_vec(&value).map_or(0, |v| v.len());
+    if size > max_bytes {
+        let what = format!("the result of MCP tool `{tool}` of `{}`", server.name);
+        return Err(ToolError::Failed(super::too_big(&what, max_bytes)));
+    }
+    Ok(value)
+}
+
+/// A failure of a call on `connection`, with the child's stderr tail.
+fn failed(server: &McpServer, connection: &Connection, message: &str) -> ToolError {
+    if connection.oversized.load(Ordering::SeqCst) {
+        let what = format!("a message of MCP server `{}`", server.name);
+        return ToolError::Failed(super::too_big(&what, connection.max_bytes));
+    }
+    let stderr = tail(&connection.stderr);
+    if stderr.is_empty() {
+        ToolError::Unreachable(format!("MCP server `{}`: {message}", server.name))
+    } else {
+        ToolError::Unreachable(format!(
+            "MCP server `{}`: {message}\nstderr of `{}`:\n{stderr}",
+            server.name, server.name
+        ))
+    }
+}
+
+/// The kept stderr, as text.
+fn tail(kept: &Mutex<Vec<u8>>) -> String {
+    let kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+    let start = kept.len().saturating_sub(STDERR_KEPT);
+    String::from_utf8_lossy(&kept[start..]).trim().to_owned()
+}
