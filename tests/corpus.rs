@@ -241,6 +241,9 @@ fn limits(provider: &igniter::ir::Provider) -> String {
 
 fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
     let _ = writeln!(out, "contract {} ({:?})", contract.name, contract.runner);
+    if !contract.budget.is_empty() {
+        let _ = writeln!(out, "  budget {}", contract.budget);
+    }
     for &id in contract.graph.order() {
         let node = &contract[id];
         let what = match &node.kind {
@@ -339,6 +342,14 @@ fn syntax() {
             }
             let ast::Item::Contract(contract) = item else { continue };
             let _ = writeln!(out, "contract {}", contract.name.name);
+            for budget in &contract.budgets {
+                let limits: Vec<String> = budget
+                    .limits
+                    .iter()
+                    .map(|l| format!("{} {}", l.kind.keyword().as_str(), sexpr(&text, &l.value)))
+                    .collect();
+                let _ = writeln!(out, "  budget {}", limits.join(", "));
+            }
             for node in &contract.nodes {
                 let (kind, expr) = match &**node {
                     ast::Node::Compute(_, expr, _) => ("compute", expr),

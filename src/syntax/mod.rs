@@ -204,6 +204,9 @@ agent A {
 }
 contract D {
   runner inline
+  budget usd 0.5, model_calls 40,
+    tokens 200000
+  budget model_calls 1.5e1
   input x: object
   compose y = C(a: x.b.c, 2)
   compute z = not a or b and c == d != e < f <= g > h >= i + j - k * l / m % -n.o[p]
@@ -465,6 +468,7 @@ test "empty" {}
                     " returns ", " fails ", " calls", "r\"\\d{4}\"", "r\"", " r",
                     " per ", " per minute", "\n  rate_limit 3 per second\n",
                     "\n  price input 1 output 2\n", " input ", " output ",
+                    "\n  budget usd 1, tokens 5\n", " model_calls 3", " usd ",
                     "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "\n  expect_calls T == 1\n", " expect_calls ", " <= ", "test ",
                     "é", "名前", " # caf\u{fffd}\n", "\"日本語 ✓\"", "\u{fffd}", "\u{1f525}",
                 ]).prop_map(str::to_owned),
