@@ -107,6 +107,7 @@ codes! {
     ToolFailed => "ignite::run::tool_failed",
     AgentFailed => "ignite::run::agent_failed",
     RunDeadline => "ignite::run::deadline",
+    RunBudget => "ignite::run::budget",
     ToolInvalidArguments => "ignite::tools::invalid_arguments",
     ToolFailedRun => "ignite::tools::failed",
     ToolUnreachable => "ignite::tools::unreachable",

@@ -15,7 +15,7 @@ const FLOORS: &[&[&str]] = &[
     &["source", "suggest", "value", "shutdown", "telemetry", "backoff"],
     &["diagnostic", "ast"],
     &["syntax", "ir", "failure"],
-    &["load", "lower", "eval", "usage", "render", "fmt"],
+    &["load", "lower", "eval", "usage", "render", "fmt", "budget"],
     &["tools", "trace"],
     &["effects"],
     &["llm"],

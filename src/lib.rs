@@ -30,7 +30,7 @@
 //! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff` |
 //! | 2 | [`diagnostic`], [`ast`] |
 //! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
-//! | 4 | [`load`], [`lower`], `eval`, `usage`, `render`, [`fmt`] (the formatter) |
+//! | 4 | [`load`], [`lower`], `eval`, `usage`, [`budget`] (run budgets), `render`, [`fmt`] (the formatter) |
 //! | 5 | [`tools`], [`trace`] |
 //! | 6 | [`effects`] |
 //! | 7 | [`llm`] |
@@ -47,6 +47,7 @@
 
 pub mod ast;
 pub(crate) mod backoff;
+pub mod budget;
 pub mod cli;
 pub mod diagnostic;
 pub mod effects;

@@ -78,6 +78,54 @@ pub struct RunArgs {
     /// with `K`, `M` or `G` (powers of 1024).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "8M")]
     pub max_bytes: usize,
+    /// The most the run's model calls may spend, as `usd=2,model_calls=100,tokens=50000`
+    /// (any of the three): tightens the contract's `budget`; with `--batch`,
+    /// for all rows together.
+    #[arg(long, value_name = "LIMITS", value_parser = parse_budget)]
+    pub budget: Option<crate::ir::Budget>,
+}
+
+/// `usd=2,model_calls=100,tokens=50000`: any of the three, each once.
+pub(super) fn parse_budget(text: &str) -> Result<crate::ir::Budget, String> {
+    let mut budget = crate::ir::Budget::default();
+    for part in text.split(',') {
+        let Some((name, value)) = part.split_once('=') else {
+            return Err(format!("`{part}` is not `NAME=VALUE`: write `usd=2,model_calls=100`"));
+        };
+        let (name, value) = (name.trim(), value.trim());
+        let twice = || format!("`{name}` is given twice");
+        let whole = || {
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("`{name}` must be a whole number, not `{value}`"))
+        };
+        match name {
+            "usd" => {
+                let usd = value.parse::<f64>().ok().filter(|u| u.is_finite() && *u >= 0.0);
+                let usd =
+                    usd.ok_or_else(|| format!("`usd` must be a number of USD, not `{value}`"))?;
+                if budget.usd.replace(usd).is_some() {
+                    return Err(twice());
+                }
+            }
+            "model_calls" => {
+                if budget.model_calls.replace(whole()?).is_some() {
+                    return Err(twice());
+                }
+            }
+            "tokens" => {
+                if budget.tokens.replace(whole()?).is_some() {
+                    return Err(twice());
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "unknown budget `{name}`: the limits are `usd`, `model_calls` and `tokens`"
+                ));
+            }
+        }
+    }
+    Ok(budget)
 }
 
 /// `1048576`, `512K`, `8M`, `1G`.
@@ -142,6 +190,7 @@ impl RunArgs {
             outputs: self.outputs.clone(),
             jobs: if self.batch.is_some() { None } else { self.jobs.map(usize::from) },
             trace: self.trace,
+            budget: self.budget.map(|b| Arc::new(crate::budget::Meter::new(b, "`--budget`"))),
             ..RunOptions::default()
         };
         let trace = Arc::new(Trace::new(self.trace));

@@ -44,6 +44,9 @@ pub(super) fn call_failure(
         }
         _ => (Code::NodeFailed, message),
     };
+    // A request past the run's budget fails the node as the run's own
+    // failure, whatever it called.
+    let code = if matches!(cause, NodeError::Budget { .. }) { Code::RunBudget } else { code };
     Failure { job, message, span, code, cause: Box::new(cause) }
 }
 
