@@ -100,6 +100,8 @@ codes! {
     TestStatement => "ignite::lower::test_statement",
     UnreachableMock => "ignite::lower::unreachable_mock",
     SnapshotClash => "ignite::lower::snapshot_clash",
+    PlanOverBudget => "ignite::plan::over_budget",
+    PlanUnbounded => "ignite::plan::unbounded",
     RunInput => "ignite::run::input",
     RunOutput => "ignite::run::unknown_output",
     NodeFailed => "ignite::run::node_failed",

@@ -16,7 +16,7 @@ const FLOORS: &[&[&str]] = &[
     &["diagnostic", "ast"],
     &["syntax", "ir", "failure"],
     &["load", "lower", "eval", "usage", "render", "fmt", "budget"],
-    &["tools", "trace"],
+    &["tools", "trace", "plan"],
     &["effects"],
     &["llm"],
     &["runtime"],

@@ -31,7 +31,7 @@
 //! | 2 | [`diagnostic`], [`ast`] |
 //! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
 //! | 4 | [`load`], [`lower`], `eval`, `usage`, [`budget`] (run budgets), `render`, [`fmt`] (the formatter) |
-//! | 5 | [`tools`], [`trace`] |
+//! | 5 | [`tools`], [`trace`], [`plan`] (worst cases and dry runs) |
 //! | 6 | [`effects`] |
 //! | 7 | [`llm`] |
 //! | 8 | [`runtime`] |
@@ -62,6 +62,7 @@ pub mod load;
 pub mod lower;
 pub mod lsp;
 pub(crate) mod mcp;
+pub mod plan;
 pub mod prelude;
 pub(crate) mod render;
 #[cfg(feature = "restate")]
@@ -129,7 +130,11 @@ pub fn finish(loaded: load::Loaded) -> Compilation {
     if !diagnostics.has_errors() {
         let (lowered, found) = lower::lower(&sources, files);
         diagnostics.extend(found);
-        program = lowered;
+        // Budgets are checked against each contract's plan.
+        if let Some(checked) = &lowered {
+            diagnostics.extend(plan::check(checked));
+        }
+        program = lowered.filter(|_| !diagnostics.has_errors());
     }
     diagnostics.sort(&sources);
     Compilation { sources, diagnostics, program }

@@ -294,29 +294,10 @@ impl RunArgs {
 
     /// The `--inputs` object and the `--input` pairs (which win), still text.
     fn read_inputs(&self) -> Result<RawInputs, String> {
-        let mut given = Map::new();
-        if let Some(source) = &self.inputs_file {
-            let text = if source == "-" {
-                let mut text = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut text)
-                    .map_err(|e| format!("cannot read inputs from stdin: {e}"))?;
-                text
-            } else {
-                crate::load::read(std::path::Path::new(source))
-                    .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?
-            };
-            match serde_json::from_str(&text) {
-                Ok(Value::Object(map)) => given = map,
-                Ok(other) => {
-                    return Err(format!(
-                        "inputs in `{source}` must be a JSON object, got {}",
-                        crate::ir::value_kind(&other)
-                    ));
-                }
-                Err(e) => return Err(format!("inputs in `{source}` are not valid JSON: {e}")),
-            }
-        }
+        let given = match &self.inputs_file {
+            Some(source) => read_json_object(source)?,
+            None => Map::new(),
+        };
         let mut pairs = Vec::with_capacity(self.inputs.len());
         for pair in &self.inputs {
             let Some((name, raw)) = pair.split_once('=') else {
@@ -325,6 +306,31 @@ impl RunArgs {
             pairs.push((name.trim().to_owned(), raw.to_owned()));
         }
         Ok((given, pairs))
+    }
+}
+
+/// The JSON object of inputs in file `source` (`-`: stdin).
+///
+/// # Errors
+/// It cannot be read, or is not a JSON object.
+pub(super) fn read_json_object(source: &str) -> Result<Map<String, Value>, String> {
+    let text = if source == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read inputs from stdin: {e}"))?;
+        text
+    } else {
+        crate::load::read(std::path::Path::new(source))
+            .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?
+    };
+    match serde_json::from_str(&text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!(
+            "inputs in `{source}` must be a JSON object, got {}",
+            crate::ir::value_kind(&other)
+        )),
+        Err(e) => Err(format!("inputs in `{source}` are not valid JSON: {e}")),
     }
 }
 

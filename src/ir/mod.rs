@@ -305,6 +305,10 @@ pub struct Provider {
     pub span: Span,
 }
 
+/// Retries after the first attempt when the provider declares none (a
+/// kind from the environment, or a declaration without `retries`).
+pub const DEFAULT_RETRIES: u32 = 2;
+
 /// `N per UNIT`: at most `count` in every `period`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Rate {
