@@ -202,6 +202,8 @@ impl Worst {
 /// One node of a plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodePlan {
+    /// The node.
+    pub id: NodeId,
     /// The node's name.
     pub name: String,
     /// `tool`, `agent`, `compose`, `branch`, `for`.
@@ -265,6 +267,18 @@ pub fn plan(program: &Program, contract: ContractId, options: Options) -> Plan {
     }
 }
 
+/// `at worst N model calls` for each node of `contract` that may ask a
+/// model (what `ignite graph --calls` and the editor's inlay hints show).
+#[must_use]
+pub fn call_notes(program: &Program, contract: ContractId) -> Vec<(NodeId, String)> {
+    plan(program, contract, Options::default())
+        .nodes
+        .into_iter()
+        .filter(|n| n.worst.model_calls() != Count::ZERO)
+        .map(|n| (n.id, format!("at worst {} model calls", n.worst.model_calls())))
+        .collect()
+}
+
 /// The walk over a contract and what it composes.
 struct Planner<'p> {
     program: &'p Program,
@@ -300,7 +314,7 @@ impl Planner<'_> {
             total.add(&worst);
             if keep {
                 let kind = node.kind.label();
-                nodes.push(NodePlan { name: node.name.to_string(), kind, what, worst });
+                nodes.push(NodePlan { id: node_id, name: node.name.to_string(), kind, what, worst });
             }
         }
         (nodes, total)
