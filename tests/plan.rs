@@ -116,8 +116,13 @@ fn listing(dir: &Path, out: &mut BTreeMap<PathBuf, (u64, SystemTime)>) {
 /// run or plan.
 fn programs(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for dir in ["contracts", "tests/corpus/ok", "tests/corpus/run", "tests/corpus/run_err", "tests/corpus/plan"]
-    {
+    for dir in [
+        "contracts",
+        "tests/corpus/ok",
+        "tests/corpus/run",
+        "tests/corpus/run_err",
+        "tests/corpus/plan",
+    ] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "ign") {

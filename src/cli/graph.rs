@@ -59,7 +59,8 @@ impl GraphArgs {
             Drawing::Dot => GraphFormat::Dot,
         };
         let program = engine.program();
-        let notes = if self.calls { crate::plan::call_notes(program, contract) } else { Vec::new() };
+        let notes =
+            if self.calls { crate::plan::call_notes(program, contract) } else { Vec::new() };
         super::emit(&render_graph(program, &program[contract], format, &notes), ExitCode::SUCCESS)
     }
 }

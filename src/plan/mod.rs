@@ -314,7 +314,13 @@ impl Planner<'_> {
             total.add(&worst);
             if keep {
                 let kind = node.kind.label();
-                nodes.push(NodePlan { id: node_id, name: node.name.to_string(), kind, what, worst });
+                nodes.push(NodePlan {
+                    id: node_id,
+                    name: node.name.to_string(),
+                    kind,
+                    what,
+                    worst,
+                });
             }
         }
         (nodes, total)
