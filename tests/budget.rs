@@ -271,3 +271,26 @@ async fn a_bad_budget_flag_is_a_usage_error() {
     }
     assert_eq!(count.load(Ordering::SeqCst), 0);
 }
+
+/// The example runs offline within its budget, and `--budget` stops it:
+/// two scripted replies, then the third request is never asked for.
+#[tokio::test]
+async fn the_budgeted_example_runs_and_stops_at_a_tighter_budget() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = "contracts/budgeted_triage.ign";
+    let inputs = "contracts/budgeted_triage.inputs.json";
+    let out = run(root, &["run", file, "--inputs", inputs]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let outputs: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outputs["urgent"], json!(["billing"]));
+    let out = run(root, &["run", file, "--inputs", inputs, "--budget", "model_calls=2"]).await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let said = unwrapped(&err);
+    assert!(
+        said.contains("the budget `model_calls 2` of `--budget` is spent: 2 model calls"),
+        "{err}"
+    );
+    let usage = err.lines().find(|l| l.starts_with("script scripted")).unwrap();
+    assert_eq!(usage.split_whitespace().nth(2), Some("2"), "two replies asked for: {usage}");
+}
