@@ -110,76 +110,99 @@ impl Dry<'_> {
             let at = format!("{path}.{}", node.name);
             let gated = contract.gated.contains(&node_id);
             let value = match &node.kind {
-                NodeKind::Input(param) => match inputs.iter().find(|(n, _)| *n == param.name) {
-                    Some((_, value)) => value.clone(),
-                    None => match &param.default {
-                        Some(default) => Known::Value(Val::from(default)),
-                        None if param.required() => {
-                            self.out.problems.push(format!("input `{at}` is missing"));
-                            Known::Value(Val::Null)
-                        }
-                        None => Known::Value(Val::Null),
-                    },
-                },
+                NodeKind::Input(param) => self.input(param, inputs, &at),
                 NodeKind::Compute(expr) => self.eval(expr, &values, None, &at),
                 NodeKind::Guard { condition: test, message } => {
-                    match self.eval(test, &values, None, &at) {
-                        Known::Value(Val::Bool(true)) => {}
-                        Known::Value(_) if stopped.is_none() => {
-                            let said = message
-                                .as_deref()
-                                .map(|m| self.eval(m, &values, None, &at))
-                                .and_then(|m| match m {
-                                    Known::Value(v) => v.as_str().map(str::to_owned),
-                                    Known::After(_) => None,
-                                })
-                                .unwrap_or_else(|| "its condition is false".to_owned());
-                            let text = format!(
-                                "guard `{at}` fails ({said}): the effects it gates do not run"
-                            );
-                            self.out.problems.push(text);
-                            stopped = Some(at.clone());
-                        }
-                        _ => {}
+                    if stopped.is_none() && self.guard_fails(test, message.as_deref(), &values, &at)
+                    {
+                        stopped = Some(at.clone());
                     }
                     Known::Value(Val::Bool(true))
                 }
                 _ if gated && stopped.is_some() => Known::After(BTreeSet::from([at.clone()])),
                 NodeKind::Call(call) => self.call(call, &values, None, &at, condition),
-                NodeKind::Branch(branch) => match self.eval(&branch.on, &values, None, &at) {
-                    Known::Value(on) => {
-                        let arm = branch.arms.iter().find(|arm| match &arm.pattern {
-                            Pattern::Wildcard => true,
-                            Pattern::Literal(v) => eval::equal(&Val::from(v), &on),
-                        });
-                        match arm {
-                            Some(arm) => self.body(&arm.body, &values, None, &at, condition),
-                            None => {
-                                self.out
-                                    .problems
-                                    .push(format!("`{at}`: no arm fits {}", on.to_json()));
-                                Known::Value(Val::Null)
-                            }
-                        }
-                    }
-                    Known::After(waits) => {
-                        let mut all = waits.clone();
-                        let on = after_text(&waits);
-                        for (i, arm) in branch.arms.iter().enumerate() {
-                            let when = format!("if arm {} is chosen ({on})", i + 1);
-                            let when = join_condition(condition, &when);
-                            all.extend(
-                                self.body(&arm.body, &values, None, &at, Some(&when)).waits(),
-                            );
-                        }
-                        Known::After(all)
-                    }
-                },
+                NodeKind::Branch(branch) => self.branch(branch, &values, &at, condition),
                 NodeKind::For(each) => self.collection(each, &values, &at, condition),
             };
             values[node_id.index()] = value;
         }
         values
+    }
+
+    /// An input's value: given, else its default.
+    fn input(&mut self, param: &crate::ir::Param, inputs: &[(String, Known)], at: &str) -> Known {
+        if let Some((_, value)) = inputs.iter().find(|(n, _)| *n == param.name) {
+            return value.clone();
+        }
+        match &param.default {
+            Some(default) => Known::Value(Val::from(default)),
+            None => {
+                if param.required() {
+                    self.out.problems.push(format!("input `{at}` is missing"));
+                }
+                Known::Value(Val::Null)
+            }
+        }
+    }
+
+    /// True (and a problem noted) when the guard's condition is known
+    /// and not `true`.
+    fn guard_fails(
+        &mut self,
+        test: &crate::ir::Expr,
+        message: Option<&crate::ir::Expr>,
+        values: &[Known],
+        at: &str,
+    ) -> bool {
+        match self.eval(test, values, None, at) {
+            Known::Value(Val::Bool(true)) | Known::After(_) => false,
+            Known::Value(_) => {
+                let said = message
+                    .map(|m| self.eval(m, values, None, at))
+                    .and_then(|m| match m {
+                        Known::Value(v) => v.as_str().map(str::to_owned),
+                        Known::After(_) => None,
+                    })
+                    .unwrap_or_else(|| "its condition is false".to_owned());
+                let text = format!("guard `{at}` fails ({said}): the effects it gates do not run");
+                self.out.problems.push(text);
+                true
+            }
+        }
+    }
+
+    /// The chosen arm of a branch on a known value; every arm, each with
+    /// its condition, on a value that waits on an effect.
+    fn branch(
+        &mut self,
+        branch: &crate::ir::Branch,
+        values: &[Known],
+        at: &str,
+        condition: Option<&str>,
+    ) -> Known {
+        match self.eval(&branch.on, values, None, at) {
+            Known::Value(on) => {
+                let arm = branch.arms.iter().find(|arm| match &arm.pattern {
+                    Pattern::Wildcard => true,
+                    Pattern::Literal(v) => eval::equal(&Val::from(v), &on),
+                });
+                if let Some(arm) = arm {
+                    return self.body(&arm.body, values, None, at, condition);
+                }
+                self.out.problems.push(format!("`{at}`: no arm fits {}", on.to_json()));
+                Known::Value(Val::Null)
+            }
+            Known::After(waits) => {
+                let mut all = waits.clone();
+                let on = after_text(&waits);
+                for (i, arm) in branch.arms.iter().enumerate() {
+                    let when =
+                        join_condition(condition, &format!("if arm {} is chosen ({on})", i + 1));
+                    all.extend(self.body(&arm.body, values, None, at, Some(&when)).waits());
+                }
+                Known::After(all)
+            }
+        }
     }
 
     fn collection(
