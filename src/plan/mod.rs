@@ -100,7 +100,13 @@ fn asks_approval(_tool: &Tool) -> bool {
 /// The worst case of `contract` under `options`.
 #[must_use]
 pub fn plan(program: &Program, contract: ContractId, options: Options) -> Plan {
-    let mut planner = Planner { program, options, assumptions: Vec::new(), unbounded: Vec::new() };
+    let mut planner = Planner {
+        program,
+        options,
+        assumptions: Vec::new(),
+        unbounded: Vec::new(),
+        composed: std::collections::HashMap::new(),
+    };
     let (nodes, total) = planner.contract(contract, true);
     let c = &program[contract];
     Plan {
@@ -131,6 +137,8 @@ struct Planner<'p> {
     options: Options,
     assumptions: Vec<String>,
     unbounded: Vec<String>,
+    /// The totals of the contracts composed so far.
+    composed: std::collections::HashMap<ContractId, Worst>,
 }
 
 impl Planner<'_> {
@@ -191,7 +199,15 @@ impl Planner<'_> {
                 worst
             }
             Callee::Agent(a) => self.agent(&self.program[a]),
-            Callee::Contract(c) => self.contract(c, false).1,
+            // Planned once per contract: a diamond of compositions stays linear.
+            Callee::Contract(c) => {
+                if let Some(worst) = self.composed.get(&c) {
+                    return worst.clone();
+                }
+                let worst = self.contract(c, false).1;
+                self.composed.insert(c, worst.clone());
+                worst
+            }
         }
     }
 
@@ -341,4 +357,37 @@ struct Link {
     label: String,
     attempts: u64,
     price: Option<crate::ir::Price>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::{Count, Options, plan};
+
+    /// 40 levels, each composing the next twice: 2^40 runs of an agent
+    /// of one reply, planned in linear time.
+    #[test]
+    fn a_diamond_of_compositions_is_planned_once_per_contract() {
+        let mut text = String::from(
+            "agent A {\n  provider script \"s.json\"\n  model \"m\"\n  max_tool_iterations 1\n  input q: string\n}\n",
+        );
+        let _ = writeln!(
+            text,
+            "contract L40 {{\n  input q: string\n  compute a = A(q: q)\n  output a\n}}"
+        );
+        for level in (0..40).rev() {
+            let next = level + 1;
+            let _ = writeln!(
+                text,
+                "contract L{level} {{\n  input q: string\n  compose x = L{next}(q: q)\n  compose y = L{next}(q: q)\n  output x\n  output y\n}}"
+            );
+        }
+        let program = crate::compile_source("diamond.ign", &text).program.expect("compiles");
+        let root = program.contract_named("L0").expect("L0");
+        let planned = plan(&program, root, Options::default());
+        // One agent run: 1 tool turn + 1 answer, one attempt each.
+        assert_eq!(planned.total.model_calls(), Count::At(2 << 40));
+        assert_eq!(planned.total.least_model_calls, 1 << 40);
+    }
 }
