@@ -14,7 +14,7 @@ pub fn check(program: &Program) -> Diagnostics {
     for (i, contract) in program.contracts.iter().enumerate() {
         let Some(span) = contract.budget_span else { continue };
         let plan = plan(program, ContractId::from_index(i), Options::default());
-        let worst = plan.total.model_calls();
+        let worst = plan.total.model_calls;
         let least = plan.total.least_model_calls;
         if let Some(limit) = contract.budget.model_calls.filter(|&n| least > n) {
             out.push(

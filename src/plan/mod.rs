@@ -126,8 +126,8 @@ pub fn call_notes(program: &Program, contract: ContractId) -> Vec<(NodeId, Strin
     plan(program, contract, Options::default())
         .nodes
         .into_iter()
-        .filter(|n| n.worst.model_calls() != Count::ZERO)
-        .map(|n| (n.id, format!("at worst {} model calls", n.worst.model_calls())))
+        .filter(|n| n.worst.model_calls != Count::ZERO)
+        .map(|n| (n.id, format!("at worst {} model calls", n.worst.model_calls)))
         .collect()
 }
 
@@ -195,7 +195,7 @@ impl Planner<'_> {
                 let mut worst = Worst::nothing();
                 let one = ToolCalls { calls: Count::At(1), agent_turns: Count::ZERO };
                 worst.tools.insert(tool.name.clone(), one);
-                worst.approvals = Some(Count::At(u64::from(asks_approval(tool))));
+                worst.approvals = Count::At(u64::from(asks_approval(tool)));
                 worst
             }
             Callee::Agent(a) => self.agent(&self.program[a]),
@@ -245,7 +245,7 @@ impl Planner<'_> {
             Bound::Guard(guard) => format!("{name} × {count} items (guard `{guard}`)"),
             Bound::Literal => format!("{name} × {count} items"),
             Bound::None => {
-                if body.model_calls() != Count::ZERO || !body.tools.is_empty() {
+                if body.model_calls != Count::ZERO || !body.tools.is_empty() {
                     let items = describe_path(contract, &each.items);
                     let at = format!("{}.{}", contract.name, contract[node].name);
                     self.unbounded.push(format!(
@@ -270,7 +270,7 @@ impl Planner<'_> {
         let most = attempts.iter().copied().max().unwrap_or(1);
         let requests = attempts.iter().sum::<u64>() + (replies - 1) * most;
         let mut worst = Worst::nothing();
-        worst.model_calls = Some(Count::At(requests));
+        worst.model_calls = Count::At(requests);
         worst.least_model_calls = 1;
         worst.usd = self.agent_cost(agent, &links, replies);
         worst.priced = links.iter().any(|l| l.price.is_some());
@@ -281,7 +281,7 @@ impl Planner<'_> {
                 .tools
                 .insert(tool.name.clone(), ToolCalls { calls: Count::ZERO, agent_turns: turns });
             if asks_approval(tool) {
-                worst.approvals = Some(Count::Unbounded);
+                worst.approvals = Count::Unbounded;
             }
         }
         worst
@@ -387,7 +387,7 @@ mod tests {
         let root = program.contract_named("L0").expect("L0");
         let planned = plan(&program, root, Options::default());
         // One agent run: 1 tool turn + 1 answer, one attempt each.
-        assert_eq!(planned.total.model_calls(), Count::At(2 << 40));
+        assert_eq!(planned.total.model_calls, Count::At(2 << 40));
         assert_eq!(planned.total.least_model_calls, 1 << 40);
     }
 }

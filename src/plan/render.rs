@@ -21,7 +21,7 @@ impl Plan {
                 "{:<width$}  {:<7}  {:>11}  {}",
                 node.name,
                 node.kind,
-                node.worst.model_calls().to_string(),
+                node.worst.model_calls.to_string(),
                 node.what
             );
         }
@@ -30,7 +30,7 @@ impl Plan {
             "{:<width$}  {:<7}  {:>11}",
             "total",
             "",
-            self.total.model_calls().to_string()
+            self.total.model_calls.to_string()
         );
         let _ = writeln!(out, "least model calls: {}", self.total.least_model_calls);
         if !self.total.tools.is_empty() {
@@ -39,7 +39,7 @@ impl Plan {
                 let _ = writeln!(out, "  {name}: {}", tool_text(*calls));
             }
         }
-        let _ = writeln!(out, "approvals that may be asked: {}", self.total.approvals());
+        let _ = writeln!(out, "approvals that may be asked: {}", self.total.approvals);
         let cost = match self.total.usd {
             _ if !self.total.priced => {
                 "none known (no provider it calls declares a `price`)".to_owned()
@@ -63,7 +63,7 @@ impl Plan {
     /// How the worst case stands against the `model_calls` budget.
     fn budget_note(&self) -> String {
         let Some(limit) = self.budget.model_calls else { return String::new() };
-        match self.total.model_calls() {
+        match self.total.model_calls {
             Count::At(n) if n <= limit => " (the worst case fits)".to_owned(),
             Count::At(n) => format!(" (the worst case, {n} model calls, may stop at the budget)"),
             Count::Unbounded => {
@@ -131,10 +131,10 @@ fn worst_json(worst: &Worst) -> Value {
         })
         .collect();
     json!({
-        "model_calls": count_json(worst.model_calls()),
+        "model_calls": count_json(worst.model_calls),
         "least_model_calls": worst.least_model_calls,
         "tools": tools,
-        "approvals": count_json(worst.approvals()),
+        "approvals": count_json(worst.approvals),
         "usd": if worst.priced { json!(worst.usd) } else { Value::Null },
         "priced": worst.priced,
     })

@@ -62,16 +62,16 @@ pub struct ToolCalls {
 }
 
 /// What some part of a run costs at worst.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Worst {
     /// Model requests at worst.
-    pub model_calls: Option<Count>,
+    pub model_calls: Count,
     /// Model requests at least (when it runs to the end).
     pub least_model_calls: u64,
     /// Calls per tool, by declared name.
     pub tools: BTreeMap<String, ToolCalls>,
     /// Tool calls that may wait for a person's approval.
-    pub approvals: Option<Count>,
+    pub approvals: Count,
     /// The cost bound in USD; `None` when some priced request has no bound
     /// (no `max_tokens`, or an unbounded count).
     pub usd: Option<f64>,
@@ -82,31 +82,19 @@ pub struct Worst {
 impl Worst {
     pub(super) fn nothing() -> Worst {
         Worst {
-            model_calls: Some(Count::ZERO),
+            model_calls: Count::ZERO,
             least_model_calls: 0,
             tools: BTreeMap::new(),
-            approvals: Some(Count::ZERO),
+            approvals: Count::ZERO,
             usd: Some(0.0),
             priced: false,
         }
     }
 
-    /// Model requests at worst.
-    #[must_use]
-    pub fn model_calls(&self) -> Count {
-        self.model_calls.unwrap_or(Count::Unbounded)
-    }
-
-    /// Approvals that may be asked at worst.
-    #[must_use]
-    pub fn approvals(&self) -> Count {
-        self.approvals.unwrap_or(Count::Unbounded)
-    }
-
     pub(super) fn add(&mut self, other: &Worst) {
-        self.model_calls = Some(self.model_calls().add(other.model_calls()));
+        self.model_calls = self.model_calls.add(other.model_calls);
         self.least_model_calls = self.least_model_calls.saturating_add(other.least_model_calls);
-        self.approvals = Some(self.approvals().add(other.approvals()));
+        self.approvals = self.approvals.add(other.approvals);
         for (name, calls) in &other.tools {
             let mine = self
                 .tools
@@ -122,7 +110,7 @@ impl Worst {
     pub(super) fn times(&self, count: Count, least: u64) -> Worst {
         let scale = |c: Count| c.times(count);
         Worst {
-            model_calls: Some(scale(self.model_calls())),
+            model_calls: scale(self.model_calls),
             least_model_calls: self.least_model_calls.saturating_mul(least),
             tools: self
                 .tools
@@ -132,7 +120,7 @@ impl Worst {
                     (name.clone(), t)
                 })
                 .collect(),
-            approvals: Some(scale(self.approvals())),
+            approvals: scale(self.approvals),
             usd: match count {
                 Count::At(n) => self.usd.map(|u| u * n as f64),
                 Count::Unbounded if self.usd == Some(0.0) => Some(0.0),
@@ -145,9 +133,9 @@ impl Worst {
     /// The worse of two arms, field by field; the least of the cheaper.
     pub(super) fn or(&self, other: &Worst) -> Worst {
         let mut out = self.clone();
-        out.model_calls = Some(self.model_calls().max(other.model_calls()));
+        out.model_calls = self.model_calls.max(other.model_calls);
         out.least_model_calls = self.least_model_calls.min(other.least_model_calls);
-        out.approvals = Some(self.approvals().max(other.approvals()));
+        out.approvals = self.approvals.max(other.approvals);
         for (name, calls) in &other.tools {
             let zero = ToolCalls { calls: Count::ZERO, agent_turns: Count::ZERO };
             let mine = out.tools.entry(name.clone()).or_insert(zero);
