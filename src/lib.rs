@@ -10,6 +10,7 @@
 //! | parse | [`syntax`] | one file's text | [`ast::File`] | [`Diagnostics`] (`ignite::syntax`) |
 //! | lower + check | [`lower`] | the files' ASTs | [`ir::Program`] | [`Diagnostics`] (`ignite::lower`) |
 //! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] + [`usage::UsageTotals`] | [`runtime::RunError`] |
+//! | plan | [`plan`] | a [`ir::Program`], a contract (and inputs, for a dry run) | [`plan::Plan`] (worst cases), [`plan::dry::DryRun`] (the effects, none performed) | `check`'s budget [`Diagnostics`] |
 //! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`failure::NodeError`] |
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`failure::NodeError`] |
 //! | format | [`fmt`] | one file's text | the text in the canonical layout | [`fmt::FmtError`] (syntax diagnostics, or a broken guarantee) |

@@ -2,7 +2,8 @@
 //!
 //! The runtime records one entry per node; agents add one per model call
 //! (with retries and token usage), per wait for a provider's limits and
-//! per tool call. Model calls also add to the run's [`UsageTotals`]. `ignite run --trace`
+//! per tool call. Model calls also add to the run's [`UsageTotals`] and
+//! spend on its budgets ([`Meter`]s, which admit each request first). `ignite run --trace`
 //! prints [`Trace::render`] on stderr, also when the run fails. Recording is
 //! a no-op when disabled.
 

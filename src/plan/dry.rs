@@ -5,7 +5,7 @@
 //! effect's result.
 //!
 //! Nothing here can perform an effect: the module reads the checked
-//! program and calls only the pure evaluator ([`crate::eval`]); it has no
+//! program and calls only the pure evaluator (`eval`); it has no
 //! toolbox, no model client and no store to call (a test runs it over
 //! every example and fixture against a counting server and a tool that
 //! writes a marker file).
