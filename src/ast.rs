@@ -393,6 +393,8 @@ pub struct Contract {
     pub name: Ident,
     /// `runner` statements.
     pub runners: Vec<Runner>,
+    /// `budget` statements.
+    pub budgets: Vec<Budget>,
     /// Inputs, computes, composes and guards in source order, each boxed:
     /// lowering frees a node as soon as it is lowered.
     pub nodes: Vec<Box<Node>>,
@@ -498,6 +500,61 @@ pub enum MockAnswer {
     Returns(Expr),
     /// `fails "message"`: a tool error with this message.
     Fails(Expr),
+}
+
+/// `budget usd X, model_calls N, tokens T` (any of the three, in any
+/// order): what a run of the contract may spend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    /// The limits as written.
+    pub limits: Vec<BudgetLimit>,
+    /// The statement.
+    pub span: Span,
+}
+
+/// One limit of a [`Budget`]: `usd 0.5`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetLimit {
+    /// What it limits.
+    pub kind: BudgetKind,
+    /// The number, checked by lowering.
+    pub value: Expr,
+    /// The limit.
+    pub span: Span,
+}
+
+/// What a [`BudgetLimit`] limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetKind {
+    /// `usd`: the cost of model calls, by the providers' `price`.
+    Usd,
+    /// `model_calls`: model requests sent.
+    ModelCalls,
+    /// `tokens`: input and output tokens of model calls.
+    Tokens,
+}
+
+impl BudgetKind {
+    /// The keyword that writes it.
+    #[must_use]
+    pub fn keyword(self) -> Keyword {
+        match self {
+            BudgetKind::Usd => Keyword::Usd,
+            BudgetKind::ModelCalls => Keyword::ModelCalls,
+            BudgetKind::Tokens => Keyword::Tokens,
+        }
+    }
+
+    /// The kind a keyword writes.
+    #[must_use]
+    pub fn of(keyword: Keyword) -> Option<Self> {
+        match keyword {
+            Keyword::Usd => Some(BudgetKind::Usd),
+            Keyword::ModelCalls => Some(BudgetKind::ModelCalls),
+            Keyword::Tokens => Some(BudgetKind::Tokens),
+            _ => None,
+        }
+    }
 }
 
 /// `runner inline` or `runner thread_pool(args)`.
@@ -748,6 +805,10 @@ keywords! {
     Runner "runner" Statement,
     Inline "inline" Part,
     ThreadPool "thread_pool" Part,
+    Budget "budget" Statement,
+    Usd "usd" Part,
+    ModelCalls "model_calls" Part,
+    Tokens "tokens" Part,
     Compute "compute" Statement,
     Compose "compose" Statement,
     Guard "guard" Statement,

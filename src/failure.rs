@@ -244,6 +244,12 @@ pub enum NodeError {
         /// How many times the work was done.
         attempts: u32,
     },
+    /// A model request was not sent: it would pass a run's budget.
+    #[error("{message}")]
+    Budget {
+        /// Which budget, whose, and what was spent.
+        message: String,
+    },
     /// An expression of a node failed to evaluate (a division by zero, a
     /// missing field, no `match` arm).
     #[error("{0}")]
@@ -309,6 +315,7 @@ impl NodeError {
             NodeError::Replay { .. } => Code::EffectReplay,
             NodeError::Store { .. } => Code::EffectStore,
             NodeError::Journal { .. } => Code::EffectJournal,
+            NodeError::Budget { .. } => Code::RunBudget,
             NodeError::Eval(_) => Code::NodeFailed,
             NodeError::Guard(_) => Code::GuardFailed,
             NodeError::Denied { .. } => Code::RunDenied,
@@ -347,6 +354,7 @@ impl NodeError {
             NodeError::Replay { .. } => "replay",
             NodeError::Store { .. } => "store",
             NodeError::Journal { .. } => "journal",
+            NodeError::Budget { .. } => "budget",
             NodeError::Eval(_) => "eval",
             NodeError::Guard(_) => "guard",
             NodeError::Denied { .. } => "denied",
@@ -378,6 +386,9 @@ impl NodeError {
                 "raise `result_retries`, or describe the fields better in the type and the prompt"
             }
             NodeError::Replay { .. } => "record the run again with `--record`",
+            NodeError::Budget { .. } => {
+                "raise the contract's `budget` or `--budget`, or see the worst case with `ignite plan`"
+            }
             NodeError::Journal { attempts, .. } => {
                 return Some(format!("the call failed {attempts} time(s)"));
             }

@@ -10,6 +10,7 @@
 //! | parse | [`syntax`] | one file's text | [`ast::File`] | [`Diagnostics`] (`ignite::syntax`) |
 //! | lower + check | [`lower`] | the files' ASTs | [`ir::Program`] | [`Diagnostics`] (`ignite::lower`) |
 //! | run | [`runtime`] | a [`ir::Program`], a contract, JSON inputs | JSON outputs + [`trace::Trace`] + [`usage::UsageTotals`] | [`runtime::RunError`] |
+//! | plan | [`plan`] | a [`ir::Program`], a contract (and inputs, for a dry run) | [`plan::Plan`] (worst cases), [`plan::dry::DryRun`] (the effects, none performed) | `check`'s budget [`Diagnostics`] |
 //! | tools | [`tools`] | a tool and JSON arguments | a JSON value | [`failure::NodeError`] |
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`failure::NodeError`] |
 //! | format | [`fmt`] | one file's text | the text in the canonical layout | [`fmt::FmtError`] (syntax diagnostics, or a broken guarantee) |
@@ -30,8 +31,8 @@
 //! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff`, [`media`] (images and documents) |
 //! | 2 | [`diagnostic`], [`ast`] |
 //! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
-//! | 4 | [`load`], [`lower`], `eval`, `usage`, `render`, [`fmt`] (the formatter) |
-//! | 5 | [`tools`], [`trace`] |
+//! | 4 | [`load`], [`lower`], `eval`, `usage`, [`budget`] (run budgets), `render`, [`fmt`] (the formatter) |
+//! | 5 | [`tools`], [`trace`], [`plan`] (worst cases and dry runs) |
 //! | 6 | [`effects`] |
 //! | 7 | [`llm`] |
 //! | 8 | [`runtime`] |
@@ -47,6 +48,7 @@
 
 pub mod ast;
 pub(crate) mod backoff;
+pub mod budget;
 pub mod cli;
 pub mod diagnostic;
 pub mod effects;
@@ -62,6 +64,7 @@ pub mod lower;
 pub mod lsp;
 pub(crate) mod mcp;
 pub mod media;
+pub mod plan;
 pub mod prelude;
 pub(crate) mod render;
 #[cfg(feature = "restate")]
@@ -129,7 +132,11 @@ pub fn finish(loaded: load::Loaded) -> Compilation {
     if !diagnostics.has_errors() {
         let (lowered, found) = lower::lower(&sources, files, lock.as_ref());
         diagnostics.extend(found);
-        program = lowered;
+        // Budgets are checked against each contract's plan.
+        if let Some(checked) = &lowered {
+            diagnostics.extend(plan::check(checked));
+        }
+        program = lowered.filter(|_| !diagnostics.has_errors());
     }
     diagnostics.sort(&sources);
     Compilation { sources, diagnostics, program }

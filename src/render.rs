@@ -69,15 +69,25 @@ pub(crate) enum GraphFormat {
     Dot,
 }
 
-/// Draws `contract` in `format`.
+/// Draws `contract` in `format`; `notes` adds a line to the nodes it
+/// names (`ignite graph --calls`: each node's worst-case model calls).
 #[must_use]
-pub(crate) fn render_graph(program: &Program, contract: &Contract, format: GraphFormat) -> String {
+pub(crate) fn render_graph(
+    program: &Program,
+    contract: &Contract,
+    format: GraphFormat,
+    notes: &[(NodeId, String)],
+) -> String {
+    let note = |id: NodeId| notes.iter().find(|(n, _)| *n == id).map(|(_, text)| text.as_str());
     match format {
-        GraphFormat::Text => text(program, contract),
-        GraphFormat::Mermaid => mermaid(program, contract),
-        GraphFormat::Dot => dot(program, contract),
+        GraphFormat::Text => text(program, contract, &note),
+        GraphFormat::Mermaid => mermaid(program, contract, &note),
+        GraphFormat::Dot => dot(program, contract, &note),
     }
 }
+
+/// The note of a node, if it has one.
+type Note<'a> = dyn Fn(NodeId) -> Option<&'a str> + 'a;
 
 /// What a node calls, if anything: `tool DatabaseLookup`.
 fn callee(program: &Program, kind: &NodeKind) -> Option<String> {
@@ -95,7 +105,7 @@ fn callee(program: &Program, kind: &NodeKind) -> Option<String> {
     }
 }
 
-fn text(program: &Program, contract: &Contract) -> String {
+fn text(program: &Program, contract: &Contract, note: &Note<'_>) -> String {
     let mut out = format!("contract {}\n", contract.name);
     for &id in contract.graph.order() {
         let node = &contract[id];
@@ -116,6 +126,9 @@ fn text(program: &Program, contract: &Contract) -> String {
         if !deps.is_empty() {
             let _ = write!(out, " <- {}", deps.join(", "));
         }
+        if let Some(note) = note(id) {
+            let _ = write!(out, "  [{note}]");
+        }
         out.push('\n');
     }
     for output in &contract.outputs {
@@ -133,14 +146,17 @@ fn field_path(contract: &Contract, output: &crate::ir::Output) -> String {
     path
 }
 
-fn mermaid(program: &Program, contract: &Contract) -> String {
+fn mermaid(program: &Program, contract: &Contract, note: &Note<'_>) -> String {
     let mut out = format!("flowchart LR\n  %% contract {}\n", contract.name);
     for &id in contract.graph.order() {
         let node = &contract[id];
-        let label = match callee(program, &node.kind) {
+        let mut label = match callee(program, &node.kind) {
             Some(callee) => format!("{}<br/>{callee}", node.name),
             None => format!("{}<br/>{}", node.name, node.kind.label()),
         };
+        if let Some(note) = note(id) {
+            let _ = write!(label, "<br/>{note}");
+        }
         let (open, close) = match node.kind {
             NodeKind::Input(_) => ("([", "])"),
             NodeKind::Guard { .. } => ("{{", "}}"),
@@ -168,7 +184,7 @@ fn mermaid(program: &Program, contract: &Contract) -> String {
     out
 }
 
-fn dot(program: &Program, contract: &Contract) -> String {
+fn dot(program: &Program, contract: &Contract, note: &Note<'_>) -> String {
     let mut out = format!("digraph \"{}\" {{\n  rankdir=LR;\n", contract.name);
     for &id in contract.graph.order() {
         let node = &contract[id];
@@ -182,10 +198,13 @@ fn dot(program: &Program, contract: &Contract) -> String {
             NodeKind::Branch(_) => "diamond",
             NodeKind::Compute(_) | NodeKind::For(_) => "box",
         };
-        let label = match callee(program, &node.kind) {
+        let mut label = match callee(program, &node.kind) {
             Some(callee) => format!("{}\\n{callee}", node.name),
             None => format!("{}\\n{}", node.name, node.kind.label()),
         };
+        if let Some(note) = note(id) {
+            let _ = write!(label, "\\n{note}");
+        }
         let _ = writeln!(
             out,
             "  n{} [label=\"{}\", shape={shape}];",

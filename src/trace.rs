@@ -2,14 +2,17 @@
 //!
 //! The runtime records one entry per node; agents add one per model call
 //! (with retries and token usage), per wait for a provider's limits and
-//! per tool call. Model calls also add to the run's [`UsageTotals`]. `ignite run --trace`
+//! per tool call. Model calls also add to the run's [`UsageTotals`] and
+//! spend on its budgets ([`Meter`]s, which admit each request first). `ignite run --trace`
 //! prints [`Trace::render`] on stderr, also when the run fails. Recording is
 //! a no-op when disabled.
 
 use std::fmt::Write as _;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::budget::Meter;
+use crate::failure::NodeError;
 use crate::usage::{ModelCall, UsageTotals};
 
 /// One recorded step.
@@ -37,6 +40,8 @@ pub struct Trace {
     entries: Mutex<Vec<Entry>>,
     /// What the model calls that answered spent.
     usage: Mutex<UsageTotals>,
+    /// The budgets the run's model calls spend on.
+    meters: Mutex<Vec<Arc<Meter>>>,
 }
 
 impl Trace {
@@ -48,7 +53,23 @@ impl Trace {
             origin: Instant::now(),
             entries: Mutex::new(Vec::new()),
             usage: Mutex::new(UsageTotals::default()),
+            meters: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Makes the run's model calls spend on `meter` too (a run adds its
+    /// contract's budget and `--budget`'s when it starts).
+    pub fn add_meter(&self, meter: Arc<Meter>) {
+        self.meters.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(meter);
+    }
+
+    /// Lets one model request go out under every budget of the run.
+    ///
+    /// # Errors
+    /// [`NodeError::Budget`] when it would pass one; it must not be sent.
+    pub fn admit_model_request(&self) -> Result<(), NodeError> {
+        let meters = self.meters.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        crate::budget::admit(&meters)
     }
 
     /// True when entries are kept.
@@ -77,6 +98,15 @@ impl Trace {
     /// run's usage (also when the timeline is disabled).
     pub fn record_model(&self, path: &str, started: Instant, detail: String, call: &ModelCall<'_>) {
         self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner).add(call);
+        if !call.reused {
+            let (input, output) = (call.usage.input_tokens, call.usage.output_tokens);
+            let cost = call.price.map(|p| p.cost(input, output));
+            for meter in
+                self.meters.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter()
+            {
+                meter.spend(input + output, cost);
+            }
+        }
         if self.enabled {
             let (input, output) = (call.usage.input_tokens, call.usage.output_tokens);
             let reused = if call.reused { ", reused" } else { "" };

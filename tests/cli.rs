@@ -417,6 +417,18 @@ fn graph_conditional_edges() {
     );
 }
 
+/// `--calls` labels each node that asks models with its worst case (the
+/// plan fixture's numbers, worked out by hand in its comment).
+#[test]
+fn graph_worst_case_calls() {
+    for format in ["text", "mermaid", "dot"] {
+        assert_cmd_snapshot!(
+            format!("graph_calls_{format}"),
+            ignite().args(["graph", "tests/corpus/plan/triage.ign", "--calls", "--format", format])
+        );
+    }
+}
+
 #[test]
 fn schema_formats() {
     assert_cmd_snapshot!(

@@ -1,7 +1,8 @@
 //! The fixture corpus: `ok/*.ign` must check clean (snapshot: the lowered
 //! graphs), `err/*.ign` must report something (snapshot: source and
 //! rendered diagnostics), `syntax/*.ign` shows what each construct parses to
-//! (snapshot: S-expressions of the nodes). Helper files of multi-file fixtures live in
+//! (snapshot: S-expressions of the nodes), `plan/*.ign` the worst cases
+//! and dry runs of `ignite plan` (worked out by hand in each fixture). Helper files of multi-file fixtures live in
 //! `support/` folders, which the globs do not match.
 
 #![allow(clippy::unwrap_used)]
@@ -29,6 +30,41 @@ fn ok() {
             .as_ref()
             .unwrap_or_else(|| panic!("{} has errors:\n{rendered}", path.display()));
         let mut out = dump(program);
+        if !rendered.is_empty() {
+            out.push_str("----- WARNINGS\n");
+            out.push_str(&rendered);
+        }
+        insta::assert_snapshot!(out);
+    });
+}
+
+/// `plan/*.ign`: each contract's worst case (`ignite plan`), with the
+/// warnings `check` gives; with a `NAME.inputs.json`, the dry run of the
+/// root contract on it (`ignite plan --inputs`).
+#[test]
+fn plan() {
+    insta::glob!("corpus/plan/*.ign", |path| {
+        let compilation = igniter::compile(&relative(path));
+        let rendered = compilation.diagnostics.render(&compilation.sources, false, 80);
+        let program = compilation
+            .program
+            .unwrap_or_else(|| panic!("{} has errors:\n{rendered}", path.display()));
+        let mut out = String::new();
+        for i in 0..program.contracts.len() {
+            let id = igniter::ir::ContractId::from_index(i);
+            out.push_str(
+                &igniter::plan::plan(&program, id, igniter::plan::Options::default()).render(),
+            );
+            out.push('\n');
+        }
+        let inputs = path.with_extension("inputs.json");
+        let engine = igniter::runtime::Engine::new(program);
+        if inputs.exists() {
+            let inputs: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&std::fs::read_to_string(&inputs).unwrap()).unwrap();
+            let root = engine.contract(None).unwrap();
+            out.push_str(&igniter::plan::dry::dry_run(engine.program(), root, &inputs).render());
+        }
         if !rendered.is_empty() {
             out.push_str("----- WARNINGS\n");
             out.push_str(&rendered);
@@ -253,6 +289,9 @@ fn limits(provider: &igniter::ir::Provider) -> String {
 
 fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
     let _ = writeln!(out, "contract {} ({:?})", contract.name, contract.runner);
+    if !contract.budget.is_empty() {
+        let _ = writeln!(out, "  budget {}", contract.budget);
+    }
     for &id in contract.graph.order() {
         let node = &contract[id];
         let what = match &node.kind {
@@ -363,6 +402,14 @@ fn syntax() {
             }
             let ast::Item::Contract(contract) = item else { continue };
             let _ = writeln!(out, "contract {}", contract.name.name);
+            for budget in &contract.budgets {
+                let limits: Vec<String> = budget
+                    .limits
+                    .iter()
+                    .map(|l| format!("{} {}", l.kind.keyword().as_str(), sexpr(&text, &l.value)))
+                    .collect();
+                let _ = writeln!(out, "  budget {}", limits.join(", "));
+            }
             for node in &contract.nodes {
                 let (kind, expr) = match &**node {
                     ast::Node::Compute(_, expr, _) => ("compute", expr),

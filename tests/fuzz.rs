@@ -156,6 +156,10 @@ impl Gen {
             }
             _ => {}
         }
+        if self.rng.u8(..5) == 0 {
+            let limit = self.pick(&["usd 0.5", "model_calls 3", "tokens 100", "model_calls 0"]);
+            let _ = writeln!(self.text, "  budget {limit}, tokens 9");
+        }
         let mut names = Vec::new();
         let mut inputs = Vec::new();
         for k in 0..self.rng.usize(1..4) {

@@ -21,6 +21,9 @@ pub struct GraphArgs {
     /// The drawing format.
     #[arg(long, value_enum, default_value_t = Drawing::Text)]
     pub format: Drawing,
+    /// Label each node that asks models with its worst-case model calls (see `ignite plan`).
+    #[arg(long)]
+    pub calls: bool,
 }
 
 /// Drawing formats on the command line.
@@ -56,6 +59,8 @@ impl GraphArgs {
             Drawing::Dot => GraphFormat::Dot,
         };
         let program = engine.program();
-        super::emit(&render_graph(program, &program[contract], format), ExitCode::SUCCESS)
+        let notes =
+            if self.calls { crate::plan::call_notes(program, contract) } else { Vec::new() };
+        super::emit(&render_graph(program, &program[contract], format, &notes), ExitCode::SUCCESS)
     }
 }

@@ -26,6 +26,7 @@ mod lsp;
 mod mcp;
 mod mcp_lock;
 mod media;
+mod plan;
 mod run;
 mod schema;
 mod serve;
@@ -45,6 +46,7 @@ pub use fmt::FmtArgs;
 pub use graph::GraphArgs;
 pub use lsp::LspArgs;
 pub use mcp::McpArgs;
+pub use plan::PlanArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
 pub use serve::ServeArgs;
@@ -117,6 +119,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Draw a contract's graph.
     Graph(GraphArgs),
+    /// Show a contract's worst case (model calls, tool calls, cost) before it runs;
+    /// with `--inputs`, a dry run listing its effects.
+    Plan(PlanArgs),
     /// Print the JSON Schemas of the tools, as sent to models.
     Schema(SchemaArgs),
     /// List the tools in a table.
@@ -156,6 +161,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Check(args) => args.run(&global),
         Command::Run(args) => (*args).run(&global),
         Command::Graph(args) => args.run(&global),
+        Command::Plan(args) => args.run(&global),
         Command::Schema(args) => args.run(&global),
         Command::Tools(args) => args.run(&global),
         Command::Cache(args) => args.run(&global),

@@ -78,6 +78,54 @@ pub struct RunArgs {
     /// with `K`, `M` or `G` (powers of 1024).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "8M")]
     pub max_bytes: usize,
+    /// The most the run's model calls may spend, as `usd=2,model_calls=100,tokens=50000`
+    /// (any of the three): tightens the contract's `budget`; with `--batch`,
+    /// for all rows together.
+    #[arg(long, value_name = "LIMITS", value_parser = parse_budget)]
+    pub budget: Option<crate::ir::Budget>,
+}
+
+/// `usd=2,model_calls=100,tokens=50000`: any of the three, each once.
+pub(super) fn parse_budget(text: &str) -> Result<crate::ir::Budget, String> {
+    let mut budget = crate::ir::Budget::default();
+    for part in text.split(',') {
+        let Some((name, value)) = part.split_once('=') else {
+            return Err(format!("`{part}` is not `NAME=VALUE`: write `usd=2,model_calls=100`"));
+        };
+        let (name, value) = (name.trim(), value.trim());
+        let twice = || format!("`{name}` is given twice");
+        let whole = || {
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("`{name}` must be a whole number, not `{value}`"))
+        };
+        match name {
+            "usd" => {
+                let usd = value.parse::<f64>().ok().filter(|u| u.is_finite() && *u >= 0.0);
+                let usd =
+                    usd.ok_or_else(|| format!("`usd` must be a number of USD, not `{value}`"))?;
+                if budget.usd.replace(usd).is_some() {
+                    return Err(twice());
+                }
+            }
+            "model_calls" => {
+                if budget.model_calls.replace(whole()?).is_some() {
+                    return Err(twice());
+                }
+            }
+            "tokens" => {
+                if budget.tokens.replace(whole()?).is_some() {
+                    return Err(twice());
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "unknown budget `{name}`: the limits are `usd`, `model_calls` and `tokens`"
+                ));
+            }
+        }
+    }
+    Ok(budget)
 }
 
 /// `1048576`, `512K`, `8M`, `1G`.
@@ -144,6 +192,7 @@ impl RunArgs {
             outputs: self.outputs.clone(),
             jobs: if self.batch.is_some() { None } else { self.jobs.map(usize::from) },
             trace: self.trace,
+            budget: self.budget.map(|b| Arc::new(crate::budget::Meter::new(b, "`--budget`"))),
             ..RunOptions::default()
         };
         let trace = Arc::new(Trace::new(self.trace));
@@ -278,29 +327,10 @@ impl RunArgs {
 
     /// The `--inputs` object and the `--input` pairs (which win), still text.
     fn read_inputs(&self) -> Result<RawInputs, String> {
-        let mut given = Map::new();
-        if let Some(source) = &self.inputs_file {
-            let text = if source == "-" {
-                let mut text = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut text)
-                    .map_err(|e| format!("cannot read inputs from stdin: {e}"))?;
-                text
-            } else {
-                crate::load::read(std::path::Path::new(source))
-                    .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?
-            };
-            match serde_json::from_str(&text) {
-                Ok(Value::Object(map)) => given = map,
-                Ok(other) => {
-                    return Err(format!(
-                        "inputs in `{source}` must be a JSON object, got {}",
-                        crate::ir::value_kind(&other)
-                    ));
-                }
-                Err(e) => return Err(format!("inputs in `{source}` are not valid JSON: {e}")),
-            }
-        }
+        let given = match &self.inputs_file {
+            Some(source) => read_json_object(source)?,
+            None => Map::new(),
+        };
         let mut pairs = Vec::with_capacity(self.inputs.len());
         for pair in &self.inputs {
             let Some((name, raw)) = pair.split_once('=') else {
@@ -309,6 +339,31 @@ impl RunArgs {
             pairs.push((name.trim().to_owned(), raw.to_owned()));
         }
         Ok((given, pairs))
+    }
+}
+
+/// The JSON object of inputs in file `source` (`-`: stdin).
+///
+/// # Errors
+/// It cannot be read, or is not a JSON object.
+pub(super) fn read_json_object(source: &str) -> Result<Map<String, Value>, String> {
+    let text = if source == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read inputs from stdin: {e}"))?;
+        text
+    } else {
+        crate::load::read(std::path::Path::new(source))
+            .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?
+    };
+    match serde_json::from_str(&text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!(
+            "inputs in `{source}` must be a JSON object, got {}",
+            crate::ir::value_kind(&other)
+        )),
+        Err(e) => Err(format!("inputs in `{source}` are not valid JSON: {e}")),
     }
 }
 

@@ -62,6 +62,8 @@ enum Stmt<'a> {
     Price(&'a ast::Price),
     /// `runner inline`.
     Runner(&'a Runner),
+    /// `budget usd X, model_calls N`.
+    Budget(&'a ast::Budget),
     /// `compute`, `compose`, `guard`, `input`.
     Node(&'a Node),
     /// `output a.b as c`.
@@ -249,6 +251,7 @@ impl Printer<'_> {
             Item::Contract(c) => {
                 let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
                 stmts.extend(c.runners.iter().map(|r| (start(runner_span(r)), Stmt::Runner(r))));
+                stmts.extend(c.budgets.iter().map(|b| (start(b.span), Stmt::Budget(b))));
                 stmts.extend(c.nodes.iter().map(|n| (start(n.span()), Stmt::Node(n))));
                 stmts.extend(c.outputs.iter().map(|o| (start(o.span), Stmt::Output(o))));
                 let head = Doc::text(format!("contract {}", c.name.name));
@@ -439,6 +442,15 @@ impl Printer<'_> {
                 Doc::text(" output "),
                 self.expr(&price.output),
             ]),
+            Stmt::Budget(budget) => {
+                let mut parts = vec![Doc::text("budget ")];
+                for (i, limit) in budget.limits.iter().enumerate() {
+                    let comma = if i == 0 { "" } else { ", " };
+                    parts.push(Doc::text(format!("{comma}{} ", limit.kind.keyword().as_str())));
+                    parts.push(self.expr(&limit.value));
+                }
+                concat(parts)
+            }
             Stmt::Runner(Runner::Inline(_)) => Doc::text("runner inline"),
             Stmt::Runner(Runner::ThreadPool(args, span)) if args.is_empty() => {
                 // `thread_pool` and `thread_pool()` say the same; comments

@@ -123,6 +123,13 @@ impl Strip<'_> {
             Item::Contract(c) => {
                 ident(&mut c.name);
                 c.runners.iter_mut().for_each(|r| self.runner(r));
+                for budget in &mut c.budgets {
+                    for limit in &mut budget.limits {
+                        self.expr(&mut limit.value);
+                        limit.span = NOWHERE;
+                    }
+                    budget.span = NOWHERE;
+                }
                 c.nodes.iter_mut().for_each(|n| self.node(n));
                 for output in &mut c.outputs {
                     idents(&mut output.path);

@@ -323,6 +323,10 @@ pub struct Provider {
     pub span: Span,
 }
 
+/// Retries after the first attempt when the provider declares none (a
+/// kind from the environment, or a declaration without `retries`).
+pub const DEFAULT_RETRIES: u32 = 2;
+
 /// `N per UNIT`: at most `count` in every `period`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Rate {
@@ -356,6 +360,10 @@ pub struct Contract {
     pub name: String,
     /// How many nodes may run at once.
     pub runner: Runner,
+    /// `budget`: what one run of the contract may spend.
+    pub budget: Budget,
+    /// The `budget` statement, when there is one.
+    pub budget_span: Option<Span>,
     /// Nodes in declaration order ([`NodeId`] indexes this).
     pub nodes: Vec<Node>,
     /// Outputs in declaration order.
@@ -394,6 +402,59 @@ impl Index<NodeId> for Contract {
     type Output = Node;
     fn index(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]
+    }
+}
+
+/// `budget usd X, model_calls N, tokens T`, or `--budget`: the most a run
+/// may spend on model calls; each limit is optional.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Budget {
+    /// USD, by the providers' `price` (unpriced calls cost nothing here).
+    pub usd: Option<f64>,
+    /// Model requests sent (every attempt, retries and fallbacks included).
+    pub model_calls: Option<u64>,
+    /// Input and output tokens of the replies.
+    pub tokens: Option<u64>,
+}
+
+impl Budget {
+    /// True when it sets no limit.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.usd.is_none() && self.model_calls.is_none() && self.tokens.is_none()
+    }
+
+    /// Each limit the tighter of `self`'s and `other`'s.
+    #[must_use]
+    pub fn tighten(self, other: Budget) -> Budget {
+        fn tighter<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+                (a, b) => a.or(b),
+            }
+        }
+        Budget {
+            usd: tighter(self.usd, other.usd),
+            model_calls: tighter(self.model_calls, other.model_calls),
+            tokens: tighter(self.tokens, other.tokens),
+        }
+    }
+}
+
+impl std::fmt::Display for Budget {
+    /// As written in a contract: `usd 0.5, model_calls 40, tokens 200000`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(usd) = self.usd {
+            parts.push(format!("usd {usd}"));
+        }
+        if let Some(calls) = self.model_calls {
+            parts.push(format!("model_calls {calls}"));
+        }
+        if let Some(tokens) = self.tokens {
+            parts.push(format!("tokens {tokens}"));
+        }
+        f.write_str(&parts.join(", "))
     }
 }
 

@@ -9,7 +9,8 @@
 //! When a store answers everything, nobody sleeps before a retry.
 //! An attempt that goes to the network first waits for the declaration's
 //! limiter (`rate_limit`, `token_limit`; see `limits.rs`), and its reply's
-//! usage settles the token estimate it took.
+//! usage settles the token estimate it took. Before that, the run's
+//! budgets admit it (see [`crate::budget`]): past one it is not sent.
 
 use std::time::{Duration, Instant};
 
@@ -221,6 +222,8 @@ impl HttpModel {
         // A journal's step is spent by this run, wherever it ran.
         let mut live = journaled;
         let work = async {
+            // Past the run's budget the request is not sent.
+            cx.trace.admit_model_request().map_err(Unkept::Error)?;
             live = true;
             self.attempt(body, url, Some((cx.trace, cx.path))).await
         };

@@ -127,6 +127,8 @@ impl ScriptModel {
                 .as_deref()
                 .is_none_or(|when| said.as_deref().is_some_and(|s| s.contains(when)))
         };
+        // A scripted reply stands for a request: the run's budgets admit it.
+        cx.trace.admit_model_request()?;
         let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
         let found = self.replies.iter().enumerate().skip(*next).find(|(_, r)| fits(r));
         let index = found.map_or(self.replies.len(), |(i, _)| i);

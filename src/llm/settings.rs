@@ -21,8 +21,7 @@ use crate::ir::{Agent, Price, Program, ProviderChoice};
 
 /// Request time limit when the provider declares none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-/// Retries after the first attempt when the provider declares none.
-pub const DEFAULT_RETRIES: u32 = 2;
+pub use crate::ir::DEFAULT_RETRIES;
 
 /// An API key; `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]

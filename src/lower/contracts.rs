@@ -91,6 +91,7 @@ impl Lowerer<'_> {
         composes: &mut Vec<(usize, Span)>,
     ) -> (ir::Contract, Vec<Span>) {
         let runner = self.runner(contract);
+        let budget = self.budget(contract);
         let name_spans: Vec<Span> = body.iter().map(|n| n.name().span).collect();
         // The scope reads the names in the source (a name is the text at
         // its span), so each node's name can move to its checked node.
@@ -146,6 +147,8 @@ impl Lowerer<'_> {
         let lowered = ir::Contract {
             name: contract.name.name.to_string(),
             runner,
+            budget,
+            budget_span: contract.budgets.first().map(|b| b.span),
             nodes,
             outputs,
             graph: Graph::default(),

@@ -16,7 +16,7 @@
 //! | 3b | `mcp.rs` | `mcp` declarations; `mcp` tools' params and result from `ignite.lock` |
 //! | 4 | `tools.rs` | tools: params, implementation, `tool_name` clashes |
 //! | 5 | `agents.rs` | agents: providers, models, tools, capabilities, prompts |
-//! | 6 | `contracts.rs` | contract inputs first (call signatures), then bodies |
+//! | 6 | `contracts.rs` | contract inputs first (call signatures), then bodies (`budgets.rs`: the `budget`) |
 //! | 7 | `calls.rs` | node calls of tools, agents and contracts, their arguments |
 //! | 8 | `control.rs` | branches, collections, `try`: patterns, where they may appear |
 //! | 9 | `cycles.rs` | per contract: cycles, the graph, guard gates, unused nodes; then recursive composition |
@@ -31,6 +31,7 @@
 //! the error path, so checking is linear in the size of the program.
 
 mod agents;
+mod budgets;
 mod builtins;
 mod calls;
 mod contracts;

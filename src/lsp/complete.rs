@@ -254,6 +254,11 @@ fn statement(out: &mut Completions<'_>, names: &Analysis, keyword: Keyword, trim
                 "a pool of `pool_size` nodes",
             );
         }
+        Keyword::Budget => {
+            out.add(Keyword::Usd.as_str(), CompletionItemKind::KEYWORD, "USD, by the `price`s");
+            out.add(Keyword::ModelCalls.as_str(), CompletionItemKind::KEYWORD, "model requests");
+            out.add(Keyword::Tokens.as_str(), CompletionItemKind::KEYWORD, "tokens in and out");
+        }
         _ => return false,
     }
     true

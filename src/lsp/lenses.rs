@@ -175,7 +175,9 @@ fn read_all(mut pipe: Box<dyn std::io::Read + Send>) -> std::thread::JoinHandle<
 }
 
 /// A hint `: Type` after the name of each `compute`, `compose` and
-/// `guard` node in `range`, from the last checked program.
+/// `guard` node in `range`, from the last checked program; and after a
+/// node that may ask models, its worst case (`at worst 30 model calls`,
+/// from [`crate::plan`]).
 #[must_use]
 pub(crate) fn inlay_hints(doc: &Doc, range: Range) -> Vec<InlayHint> {
     let analysis = &doc.analysis;
@@ -184,29 +186,43 @@ pub(crate) fn inlay_hints(doc: &Doc, range: Range) -> Vec<InlayHint> {
         text::offset(&file.text, file.line_starts(), range.start),
         text::offset(&file.text, file.line_starts(), range.end),
     );
-    analysis
-        .index
-        .defs
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| {
-            d.kind == Kind::Node
-                && d.span.file == FileId(0)
-                && (from..=to).contains(&(d.span.end as usize))
-                && !analysis.sources.try_slice(d.full).unwrap_or_default().starts_with("input")
-        })
-        .filter_map(|(id, def)| {
-            let ty = node_type(doc, id)?;
-            Some(InlayHint {
-                position: text::position(&file.text, file.line_starts(), def.span.end as usize),
-                label: InlayHintLabel::String(format!(": {ty}")),
-                kind: Some(InlayHintKind::TYPE),
-                text_edits: None,
-                tooltip: None,
-                padding_left: None,
-                padding_right: None,
-                data: None,
-            })
-        })
-        .collect()
+    let hint = |at: usize, label: String, kind: Option<InlayHintKind>| InlayHint {
+        position: text::position(&file.text, file.line_starts(), at),
+        label: InlayHintLabel::String(label),
+        kind,
+        text_edits: None,
+        tooltip: None,
+        padding_left: None,
+        padding_right: None,
+        data: None,
+    };
+    // The worst cases of each contract, planned once per request.
+    let mut plans: std::collections::HashMap<usize, Vec<(crate::ir::NodeId, String)>> =
+        std::collections::HashMap::new();
+    let mut hints = Vec::new();
+    for (id, def) in analysis.index.defs.iter().enumerate() {
+        if def.kind != Kind::Node
+            || def.span.file != FileId(0)
+            || !(from..=to).contains(&(def.span.end as usize))
+            || analysis.sources.try_slice(def.full).unwrap_or_default().starts_with("input")
+        {
+            continue;
+        }
+        if let Some(ty) = node_type(doc, id) {
+            hints.push(hint(def.span.end as usize, format!(": {ty}"), Some(InlayHintKind::TYPE)));
+        }
+        let calls = (|| {
+            let program = doc.program()?;
+            let contract = program.contract_named(&analysis.index.defs[def.parent?].name)?;
+            let node = program[contract].node_named(&def.name)?;
+            let notes = plans
+                .entry(contract.index())
+                .or_insert_with(|| crate::plan::call_notes(program, contract));
+            notes.iter().find(|(n, _)| *n == node).map(|(_, note)| note.clone())
+        })();
+        if let Some(calls) = calls {
+            hints.push(hint(def.full.end as usize, format!("  {calls}"), None));
+        }
+    }
+    hints
 }

@@ -57,6 +57,9 @@ pub struct RunOptions {
     /// [`Cancel::NOTICED_WITHIN`], no new node starts and the calls in
     /// flight are cancelled, giving [`RunError::Deadline`].
     pub cancel: Option<Cancel>,
+    /// A budget the run's model requests spend on besides its contract's
+    /// own `budget` (`--budget`; one meter shared by every row of a batch).
+    pub budget: Option<Arc<crate::budget::Meter>>,
 }
 
 /// Stops a run from another thread or task (see [`RunOptions::cancel`]).

@@ -23,11 +23,11 @@ use std::vec::IntoIter;
 
 use super::expr::{dedent, push_text, raw_parts};
 use crate::ast::{
-    Agent, Arg, BinaryOp, Call, Contract, EnumDecl, Expr, ExprKind, File, For, Guard, Ident,
-    Implementation, Item, Keyword as K, KeywordRole, MatchArm, McpServer, MockAnswer,
-    NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param, Pattern, PatternKind,
-    Price, Provider, ProviderRef, RESERVED, Rate, Runner, Setting, StringPart, Test, TestStmt,
-    Tool, TypeDecl, TypeExpr, UnaryOp, Use,
+    Agent, Arg, BinaryOp, Budget, BudgetKind, BudgetLimit, Call, Contract, EnumDecl, Expr,
+    ExprKind, File, For, Guard, Ident, Implementation, Item, Keyword as K, KeywordRole, MatchArm,
+    McpServer, MockAnswer, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param,
+    Pattern, PatternKind, Price, Provider, ProviderRef, RESERVED, Rate, Runner, Setting,
+    StringPart, Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
 
@@ -540,6 +540,7 @@ impl<'t> Parser<'t> {
         let mut contract = Contract {
             name: Ident { name: Box::default(), span: dummy },
             runners: Vec::new(),
+            budgets: Vec::new(),
             nodes: Vec::new(),
             outputs: Vec::new(),
             span: dummy,
@@ -586,6 +587,19 @@ impl<'t> Parser<'t> {
                         _ => return None,
                     };
                     contract.runners.push(runner);
+                }
+                K::Budget => {
+                    let mut limits = Vec::new();
+                    loop {
+                        let at = p.pos_after_ws();
+                        let kind = BudgetKind::of(p.take_keyword()?)?;
+                        let value = p.number()?;
+                        limits.push(BudgetLimit { kind, value, span: p.span_from(at) });
+                        if !p.eat(b',') {
+                            break;
+                        }
+                    }
+                    contract.budgets.push(Budget { limits, span: p.span_from(s) });
                 }
                 _ => return None,
             }

@@ -4,9 +4,9 @@ use pest::iterators::Pair;
 
 use super::{Rule, span};
 use crate::ast::{
-    Agent, Contract, EnumDecl, File, Guard, Ident, Implementation, Item, McpServer, MockAnswer,
-    Node, Output, Param, Price, Provider, ProviderRef, Rate, Runner, Setting, Test, TestStmt, Tool,
-    TypeDecl, TypeExpr, Use,
+    Agent, Budget, BudgetKind, BudgetLimit, Contract, EnumDecl, File, Guard, Ident, Implementation,
+    Item, McpServer, MockAnswer, Node, Output, Param, Price, Provider, ProviderRef, Rate, Runner,
+    Setting, Test, TestStmt, Tool, TypeDecl, TypeExpr, Use,
 };
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
@@ -124,6 +124,24 @@ impl<'t> Builder<'t> {
         let mut next = || values.next().unwrap_or_else(|| unreachable!("price"));
         let (input, output) = (next(), next());
         Setting { value: Price { input: self.expr(input), output: self.expr(output) }, span }
+    }
+
+    /// `budget usd X, model_calls N, tokens T`.
+    fn budget(&mut self, pair: Pair<'_, Rule>, span: Span) -> Budget {
+        let limits = Self::operands(pair)
+            .map(|limit| {
+                let limit_span = super::span(self.file, &limit);
+                let mut inner = limit.into_inner();
+                let kind = match inner.next().map(|p| p.as_rule()) {
+                    Some(Rule::kw_usd) => BudgetKind::Usd,
+                    Some(Rule::kw_model_calls) => BudgetKind::ModelCalls,
+                    _ => BudgetKind::Tokens,
+                };
+                let value = self.expr(inner.next().unwrap_or_else(|| unreachable!("budget value")));
+                BudgetLimit { kind, value, span: limit_span }
+            })
+            .collect();
+        Budget { limits, span }
     }
 
     fn use_decl(&mut self, pair: Pair<'_, Rule>) -> Use {
@@ -371,12 +389,19 @@ impl<'t> Builder<'t> {
     fn contract(&mut self, pair: Pair<'_, Rule>) -> Contract {
         let span = span(self.file, &pair);
         let (name, statements) = self.block(pair);
-        let mut contract =
-            Contract { name, runners: Vec::new(), nodes: Vec::new(), outputs: Vec::new(), span };
+        let mut contract = Contract {
+            name,
+            runners: Vec::new(),
+            budgets: Vec::new(),
+            nodes: Vec::new(),
+            outputs: Vec::new(),
+            span,
+        };
         for stmt in statements {
             let stmt_span = super::span(self.file, &stmt);
             match stmt.as_rule() {
                 Rule::runner_stmt => contract.runners.push(self.runner(stmt)),
+                Rule::budget_stmt => contract.budgets.push(self.budget(stmt, stmt_span)),
                 Rule::input_stmt => {
                     contract.nodes.push(Box::new(Node::Input(Box::new(self.param(stmt)))));
                 }
@@ -538,6 +563,10 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_price
             | Rule::kw_cache
             | Rule::kw_runner
+            | Rule::kw_budget
+            | Rule::kw_usd
+            | Rule::kw_model_calls
+            | Rule::kw_tokens
             | Rule::kw_compute
             | Rule::kw_compose
             | Rule::kw_guard

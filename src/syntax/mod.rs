@@ -215,6 +215,9 @@ agent A {
 }
 contract D {
   runner inline
+  budget usd 0.5, model_calls 40,
+    tokens 200000
+  budget model_calls 1.5e1
   input x: object
   compose y = C(a: x.b.c, 2)
   compute z = not a or b and c == d != e < f <= g > h >= i + j - k * l / m % -n.o[p]
@@ -479,6 +482,7 @@ test "empty" {}
                     " per ", " per minute", "\n  rate_limit 3 per second\n",
                     "\n  price input 1 output 2\n", " input ", " output ",
                     "\n  mcp S \"t\"\n", "\n  env A = 1\n", " command ", " url ", " mcp ",
+                    "\n  budget usd 1, tokens 5\n", " model_calls 3", " usd ",
                     "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "\n  expect_calls T == 1\n", " expect_calls ", " <= ", "test ",
                     "\n  requires_approval\n", " requires_approval when ", " when ",
                     "\n  approve T\n", "\n  deny T \"no\"\n", " approve ", " deny ",

@@ -35,6 +35,11 @@ pub(super) fn call_failure(
             (Code::RunDenied, format!("the call of tool `{tool}` was denied: {reason}"))
         }
         (NodeError::ApprovalRequired(_), _) => (Code::RunApprovalRequired, message),
+        // A request past the run's budget fails the node as the run's own
+        // failure, whatever it called.
+        (NodeError::Budget { .. }, callee) => {
+            (Code::RunBudget, call_code(program, callee, message).1)
+        }
         (_, callee) => call_code(program, callee, message),
     };
     Failure { job, message, span, code, cause: Box::new(cause) }

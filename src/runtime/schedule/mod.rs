@@ -48,6 +48,16 @@ pub(super) fn run(
     options: &RunOptions,
     trace: &Arc<Trace>,
 ) -> Result<Map<String, Value>, RunError> {
+    let root = &engine.program()[contract];
+    // The shared budget first, then the contract's: every request locks
+    // the meters in this order.
+    if let Some(meter) = &options.budget {
+        trace.add_meter(Arc::clone(meter));
+    }
+    if !root.budget.is_empty() {
+        let owner = format!("contract `{}`", root.name);
+        trace.add_meter(Arc::new(crate::budget::Meter::new(root.budget, owner)));
+    }
     let watchers = observer::watchers(trace, &options.span, engine.effects.activity());
     let scope = watchers.run_started(&engine.program()[contract].name);
     let result = run_in(engine, contract, given, options, &watchers, scope.clone());
