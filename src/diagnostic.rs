@@ -99,6 +99,8 @@ codes! {
     UnknownContract => "ignite::lower::unknown_contract",
     TestStatement => "ignite::lower::test_statement",
     UnreachableMock => "ignite::lower::unreachable_mock",
+    EvalStatement => "ignite::lower::eval_statement",
+    ScoreType => "ignite::lower::score_type",
     SnapshotClash => "ignite::lower::snapshot_clash",
     RunInput => "ignite::run::input",
     RunOutput => "ignite::run::unknown_output",

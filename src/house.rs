@@ -12,15 +12,15 @@ use std::path::Path;
 
 /// The floors of the house, from the ground up.
 const FLOORS: &[&[&str]] = &[
-    &["source", "suggest", "value", "shutdown", "telemetry", "backoff"],
+    &["source", "suggest", "value", "shutdown", "telemetry", "backoff", "markup"],
     &["diagnostic", "ast"],
     &["syntax", "ir", "failure"],
-    &["load", "lower", "eval", "usage", "render", "fmt"],
+    &["load", "lower", "eval", "usage", "render", "report", "fmt"],
     &["tools", "trace"],
     &["effects"],
     &["llm"],
     &["runtime"],
-    &["serve", "testing", "lsp"],
+    &["serve", "testing", "evals", "lsp"],
     &["mcp", "restate"],
     &["cli", "prelude"],
 ];

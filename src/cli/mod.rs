@@ -4,7 +4,7 @@
 //! | exit code | meaning |
 //! | --- | --- |
 //! | 0 | success (warnings allowed) |
-//! | 1 | the contracts have errors (or warnings with `--deny-warnings`); `test`: a test failed |
+//! | 1 | the contracts have errors (or warnings with `--deny-warnings`); `test`: a test failed; `eval`: a `require` failed or a score is worse than the baseline |
 //! | 2 | usage or I/O error (no such path, bad run inputs) |
 //! | 3 | a run failed (a node failed) |
 //!
@@ -18,6 +18,7 @@
 mod batch;
 mod cache;
 mod check;
+mod eval;
 mod fmt;
 mod graph;
 mod lsp;
@@ -36,6 +37,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 pub use cache::{CacheAction, CacheArgs};
 pub use check::{CheckArgs, Format};
+pub use eval::{EvalArgs, EvalFormat};
 pub use fmt::FmtArgs;
 pub use graph::GraphArgs;
 pub use lsp::LspArgs;
@@ -120,6 +122,8 @@ pub enum Command {
     Cache(CacheArgs),
     /// Run the `test` blocks of `.ign` files.
     Test(TestArgs),
+    /// Run the `eval` blocks of `.ign` files: scores with intervals, baselines.
+    Eval(EvalArgs),
     /// Serve every top-level contract over HTTP.
     Serve(ServeArgs),
     /// Format `.ign` files in the one canonical layout.
@@ -134,8 +138,10 @@ pub enum Command {
 #[must_use]
 pub fn run(cli: Cli) -> ExitCode {
     let Cli { global, command } = cli;
-    let runs =
-        matches!(command, Command::Run(_) | Command::Test(_) | Command::Serve(_) | Command::Mcp(_));
+    let runs = matches!(
+        command,
+        Command::Run(_) | Command::Test(_) | Command::Eval(_) | Command::Serve(_) | Command::Mcp(_)
+    );
     let exporting = runs
         && crate::telemetry::init().unwrap_or_else(|message| {
             eprintln!("warning: {message}; no spans are exported");
@@ -149,6 +155,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Tools(args) => args.run(&global),
         Command::Cache(args) => args.run(&global),
         Command::Test(args) => args.run(&global),
+        Command::Eval(args) => args.run(&global),
         Command::Serve(args) => args.run(&global),
         Command::Fmt(args) => args.run(&global),
         Command::Mcp(args) => args.run(&global),

@@ -7,8 +7,8 @@
 //! every string literal, which is where a `#` is not a comment.
 
 use crate::ast::{
-    Arg, Call, Expr, ExprKind, File, Ident, Implementation, Item, MatchArm, MockAnswer, Node,
-    Param, PatternKind, Runner, Setting, StringPart, TestStmt, TypeExpr,
+    Arg, Call, EvalStmt, Expr, ExprKind, File, Ident, Implementation, Item, MatchArm, MockAnswer,
+    Node, Param, PatternKind, Runner, Setting, StringPart, TestStmt, TypeExpr,
 };
 use crate::source::{FileId, Span};
 
@@ -142,6 +142,11 @@ impl Strip<'_> {
                 t.statements.iter_mut().for_each(|s| self.test_stmt(s));
                 t.span = NOWHERE;
             }
+            Item::Eval(e) => {
+                self.expr(&mut e.name);
+                e.statements.iter_mut().for_each(|s| self.eval_stmt(s));
+                e.span = NOWHERE;
+            }
         }
     }
 
@@ -226,6 +231,24 @@ impl Strip<'_> {
                 *span = NOWHERE;
             }
             TestStmt::Snapshot { span, .. } => *span = NOWHERE,
+        }
+    }
+
+    fn eval_stmt(&mut self, stmt: &mut EvalStmt) {
+        match stmt {
+            EvalStmt::Run(contract, span) => {
+                ident(contract);
+                *span = NOWHERE;
+            }
+            EvalStmt::Score { name, value, span } => {
+                ident(name);
+                self.expr(value);
+                *span = NOWHERE;
+            }
+            EvalStmt::Dataset(e, span) | EvalStmt::Repeat(e, span) | EvalStmt::Require(e, span) => {
+                self.expr(e);
+                *span = NOWHERE;
+            }
         }
     }
 

@@ -74,7 +74,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn missing_file(&mut self, at: &ast::Expr, message: &str, dir: &Path) {
+    pub(super) fn missing_file(&mut self, at: &ast::Expr, message: &str, dir: &Path) {
         self.push(
             Diagnostic::warning(Code::MissingFile, at.span, message).label("no such file").help(
                 format!("paths are relative to `{}`, the folder of this file", dir.display()),
