@@ -7,7 +7,8 @@
 
 #![allow(clippy::unwrap_used)]
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use insta_cmd::get_cargo_bin;
 use serde_json::{Value, json};
@@ -32,7 +33,11 @@ fn run(command: &mut Command) -> (i32, String, String) {
 }
 
 fn reply(content: &str) -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({
+    reply_after(content, Duration::ZERO)
+}
+
+fn reply_after(content: &str, delay: Duration) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_delay(delay).set_body_json(json!({
         "id": "chatcmpl-1",
         "object": "chat.completion",
         "model": "gpt-4o-mini",
@@ -302,4 +307,61 @@ fn the_example_eval_runs_offline_from_its_cassette() {
     assert!(stdout.contains("4 rows × 2 samples of `Summarize`"), "{stdout}");
     assert!(stdout.contains("faithful  0.825  [0.725, 0.906]  mean"), "{stdout}");
     assert!(stdout.contains("require short >= 0.8 and faithful >= 0.6: ok"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_half_way_keeps_what_finished_and_a_rerun_resumes_from_the_cache() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_string_contains("Grade"))
+        .respond_with(reply_after("{\"score\": 1}", Duration::from_millis(150)))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(reply_after("A line about tea and coffee and mud.", Duration::from_millis(150)))
+        .mount(&server)
+        .await;
+    let dir = sandbox(PROGRAM, ROWS);
+    let mut child = ignite(dir.path(), &server)
+        .args(["eval", "--jobs", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until a few calls were answered, then stop it as Ctrl-C does.
+    let started = Instant::now();
+    while requests(&server).await < 4 && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: sends a signal to the child this test started.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("stopped by SIGINT; finished samples are in the cache"), "{stderr}");
+    let paid = requests(&server).await;
+    assert!((4..12).contains(&paid), "stopped half-way: {paid} requests");
+    let (code, stdout, stderr) = run(ignite(dir.path(), &server).args(["eval"]));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let rerun = requests(&server).await - paid;
+    // What finished before the stop is not asked again (a call cut short is).
+    assert!(rerun <= 12 - (paid - 1), "{paid} before the stop, {rerun} after");
+    assert!(stdout.contains("mentions  1.000"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn filter_and_repeat_choose_what_runs() {
+    let server = server().await;
+    let dir = sandbox(PROGRAM, ROWS);
+    let (code, _, stderr) = run(ignite(dir.path(), &server).args(["eval", "--filter", "nothing"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no eval name contains `nothing`"), "{stderr}");
+    let (code, stdout, stderr) =
+        run(ignite(dir.path(), &server).args(["eval", "--filter", "blur", "--repeat", "1"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("3 rows × 1 samples"), "{stdout}");
+    assert_eq!(requests(&server).await, 6);
 }
