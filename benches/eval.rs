@@ -79,7 +79,10 @@ fn main() {
         wall.as_secs_f64()
     );
     if let Some(load) = chromium_load(&page) {
-        println!("report: headless Chromium loads and lays it out (`--dump-dom`) in {:.2} s", load.as_secs_f64());
+        println!(
+            "report: headless Chromium loads and lays it out (`--dump-dom`) in {:.2} s",
+            load.as_secs_f64()
+        );
     }
     drop(server);
 }
@@ -89,7 +92,8 @@ fn main() {
 /// DOM; `None` when it is not installed.
 fn chromium_load(page: &Path) -> Option<Duration> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let which = Command::new(root.join("scripts/peers.sh")).args(["which", "chromium"]).output().ok()?;
+    let which =
+        Command::new(root.join("scripts/peers.sh")).args(["which", "chromium"]).output().ok()?;
     if !which.status.success() {
         return None;
     }

@@ -320,11 +320,14 @@ async fn ctrl_c_half_way_keeps_what_finished_and_a_rerun_resumes_from_the_cache(
         .await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(reply_after("A line about tea and coffee and mud.", Duration::from_millis(150)))
+        .respond_with(reply_after(
+            "A line about tea and coffee and mud.",
+            Duration::from_millis(150),
+        ))
         .mount(&server)
         .await;
     let dir = sandbox(PROGRAM, ROWS);
-    let mut child = ignite(dir.path(), &server)
+    let child = ignite(dir.path(), &server)
         .args(["eval", "--jobs", "1"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

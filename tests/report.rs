@@ -90,6 +90,15 @@ fn the_eval_page_shows_scores_requires_and_every_sample_in_a_browser() {
     assert!(!page.contains("http://") && !page.contains("https://"), "nothing fetched");
     assert!(!page.contains("<script"), "no script; the row's text is escaped");
 
+    // `ignite report` draws the same page from the saved file.
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(dir.path())
+        .args(["report", "base.json", "-o", "saved.html"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("saved.html")).unwrap(), page);
+
     let dom = dom(&dir.path().join("again.html"));
     assert!(dom.contains("<title>Eval report</title>"), "{dom}");
     assert!(dom.contains("<section class=\"eval\" data-eval=\"triage &lt;b&gt;\">"), "{dom}");
@@ -112,4 +121,35 @@ fn the_eval_page_shows_scores_requires_and_every_sample_in_a_browser() {
     assert!(failed < ok, "{dom}");
     assert!(dom.contains("too long"), "{dom}");
     assert!(dom.contains("hello &lt;script&gt;x&lt;/script&gt;"), "{dom}");
+}
+
+#[test]
+fn the_run_page_of_a_recording_shows_every_effect_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("run.html");
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["report", "contracts/cassettes/summaries.json", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dom = dom(&page);
+    assert!(dom.contains("<title>Run report</title>"), "{dom}");
+    assert!(dom.contains("16 effects: 16 model calls, 0 tool calls, 0 failed"), "{dom}");
+    assert_eq!(dom.matches("<tr class=\"effect model\">").count(), 16, "{dom}");
+    assert!(dom.contains("<code>Summarize &gt; summary</code>"), "{dom}");
+    assert!(dom.contains("40 in / 12 out"), "{dom}");
+    assert!(dom.contains("The customer asks for the March invoice again."), "{dom}");
+
+    // Not a run nor an eval: a clear error.
+    std::fs::write(dir.path().join("junk.json"), "[1]\n").unwrap();
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(dir.path())
+        .args(["report", "junk.json", "-o", "x.html"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("neither a journal or recording nor a saved eval"), "{stderr}");
 }

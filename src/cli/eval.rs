@@ -13,7 +13,7 @@ use super::run::DEFAULT_CACHE_DIR;
 use super::{GlobalArgs, WIDTH};
 use crate::diagnostic::Severity;
 use crate::effects::{Cache, EffectStore, Effects, Recording, RunHeader};
-use crate::evals::compare::Baseline;
+use crate::evals::compare::{Baseline, Comparison};
 use crate::evals::report::{self, Outcome};
 use crate::evals::{self, Options};
 use crate::llm::Llm;
@@ -197,7 +197,7 @@ impl EvalArgs {
         };
         let failed = broken
             || outcomes.iter().any(|(run, comparison)| {
-                !run.passed() || comparison.as_ref().is_some_and(|c| c.worse())
+                !run.passed() || comparison.as_ref().is_some_and(Comparison::worse)
             });
         super::emit(&text, if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
     }

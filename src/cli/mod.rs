@@ -23,6 +23,7 @@ mod fmt;
 mod graph;
 mod lsp;
 mod mcp;
+mod report;
 mod run;
 mod schema;
 mod serve;
@@ -42,6 +43,7 @@ pub use fmt::FmtArgs;
 pub use graph::GraphArgs;
 pub use lsp::LspArgs;
 pub use mcp::McpArgs;
+pub use report::ReportArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
 pub use serve::ServeArgs;
@@ -124,6 +126,8 @@ pub enum Command {
     Test(TestArgs),
     /// Run the `eval` blocks of `.ign` files: scores with intervals, baselines.
     Eval(EvalArgs),
+    /// Write a self-contained HTML page of a run (journal, recording) or a saved eval.
+    Report(ReportArgs),
     /// Serve every top-level contract over HTTP.
     Serve(ServeArgs),
     /// Format `.ign` files in the one canonical layout.
@@ -156,6 +160,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Cache(args) => args.run(&global),
         Command::Test(args) => args.run(&global),
         Command::Eval(args) => args.run(&global),
+        Command::Report(args) => args.run(&global),
         Command::Serve(args) => args.run(&global),
         Command::Fmt(args) => args.run(&global),
         Command::Mcp(args) => args.run(&global),

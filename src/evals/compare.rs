@@ -11,13 +11,16 @@ use serde_json::Value;
 use super::EvalRun;
 use super::stats::{self, Estimate};
 
+/// One saved eval's samples' scores: by (row id, sample), by score name.
+type SavedScores = HashMap<(String, u32), HashMap<String, f64>>;
+
 /// A saved run, read back.
 #[derive(Debug, Clone)]
 pub(crate) struct Baseline {
     /// Where it was read from.
     path: String,
-    /// Each eval's samples' scores: by eval name, (id, sample), score name.
-    evals: Vec<(String, HashMap<(String, u32), HashMap<String, f64>>)>,
+    /// Each eval's name and samples' scores.
+    evals: Vec<(String, SavedScores)>,
 }
 
 /// One sample that scored lower than in the baseline.

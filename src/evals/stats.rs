@@ -28,7 +28,6 @@ pub(crate) fn wilson(successes: usize, n: usize) -> Estimate {
     if n == 0 {
         return Estimate { mean: 0.0, low: 0.0, high: 0.0 };
     }
-    #[expect(clippy::cast_precision_loss, reason = "counts far below 2^52")]
     let (k, n) = (successes as f64, n as f64);
     let p = k / n;
     let z2 = Z95 * Z95;
@@ -50,7 +49,6 @@ pub(crate) fn bootstrap(values: &[f64], seed: u64) -> Estimate {
     let mut means: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
             let sum: f64 = (0..values.len()).map(|_| values[rng.usize(..values.len())]).sum();
-            #[expect(clippy::cast_precision_loss, reason = "lengths far below 2^52")]
             let n = values.len() as f64;
             sum / n
         })
@@ -65,7 +63,6 @@ pub(crate) fn mean(values: &[f64]) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
-    #[expect(clippy::cast_precision_loss, reason = "lengths far below 2^52")]
     let n = values.len() as f64;
     values.iter().sum::<f64>() / n
 }
@@ -78,16 +75,10 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
         [] => 0.0,
         [only] => *only,
         _ => {
-            #[expect(clippy::cast_precision_loss, reason = "lengths far below 2^52")]
             let rank = p / 100.0 * (sorted.len() - 1) as f64;
-            #[expect(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                reason = "rank is in [0, len - 1]"
-            )]
+            // `rank` is in [0, len - 1].
             let below = rank.floor() as usize;
             let above = (below + 1).min(sorted.len() - 1);
-            #[expect(clippy::cast_precision_loss, reason = "lengths far below 2^52")]
             let fraction = rank - below as f64;
             sorted[below] + (sorted[above] - sorted[below]) * fraction
         }
@@ -99,7 +90,6 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
 #[must_use]
 pub(crate) fn estimate(values: &[f64], rate: bool) -> Estimate {
     if rate {
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "0 or 1 each")]
         let successes = values.iter().sum::<f64>().round() as usize;
         return wilson(successes, values.len());
     }

@@ -85,9 +85,8 @@ fn scores_table(out: &mut String, eval: &Value) {
     out.push_str("<table class=\"scores\">\n<tr><th>score</th><th>mean</th><th>95% interval</th><th></th><th>vs baseline</th></tr>\n");
     for s in scores {
         let name = text(s, "name");
-        let delta = deltas
-            .and_then(|d| d.iter().find(|d| d["score"] == Value::from(name.as_str())))
-            .map_or_else(
+        let delta =
+            deltas.and_then(|d| d.iter().find(|d| d["score"] == name.as_str())).map_or_else(
                 || "–".to_owned(),
                 |d| {
                     let (worse, low) = (d["worse"] == Value::Bool(true), num(&d["delta"], "low"));

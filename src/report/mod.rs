@@ -9,10 +9,13 @@
 //! | file | page |
 //! | --- | --- |
 //! | `eval.rs` | an eval run: scores with intervals as bars, baseline deltas, every sample a click away |
+//! | `run.rs` | one run from its journal or recording: every effect by node, failures first |
 
 mod eval;
+mod run;
 
 pub(crate) use eval::eval_page;
+pub(crate) use run::run_page;
 
 /// The page around `body`: the title, the shared style.
 fn page(title: &str, body: &str) -> String {
@@ -34,4 +37,4 @@ table{border-collapse:collapse;margin:.5em 0}td,th{padding:.25em .7em;text-align
 .bar .mean{position:absolute;top:-2px;width:2px;height:16px;background:#0b57d0}\
 .worse{color:#b3261e;font-weight:600}.better{color:#146c2e}.ok{color:#146c2e}.failed{color:#b3261e;font-weight:600}\
 details{margin:.15em 0}summary{cursor:pointer}pre{background:#f6f6f6;padding:.5em;overflow:auto;margin:.3em 0}\
-.muted{color:#666}";
+.muted{color:#666}.failure{color:#b3261e}tr.failed td{background:#fdecea}";
