@@ -298,9 +298,9 @@ fn the_example_eval_runs_offline_from_its_cassette() {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args([
             "eval",
-            "contracts/summaries.ign",
+            "contracts/evals/summaries.ign",
             "--replay",
-            "contracts/cassettes/summaries.json",
+            "contracts/evals/summaries.cassette.json",
         ]);
     let (code, stdout, stderr) = run(&mut command);
     assert_eq!(code, 0, "{stdout}{stderr}");

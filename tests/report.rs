@@ -129,7 +129,7 @@ fn the_run_page_of_a_recording_shows_every_effect_in_a_browser() {
     let page = dir.path().join("run.html");
     let out = Command::new(get_cargo_bin("ignite"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["report", "contracts/cassettes/summaries.json", "-o"])
+        .args(["report", "contracts/evals/summaries.cassette.json", "-o"])
         .arg(&page)
         .output()
         .unwrap();

@@ -7,7 +7,8 @@
 //! object, a missing or repeated `id`, `inputs` that do not fit the
 //! contract's inputs. [`Rows`] then reads it again, one row at a time.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Lines};
 use std::path::Path;
@@ -130,8 +131,8 @@ fn parse(line: usize, text: &str) -> Result<Row, String> {
 pub(crate) fn check(path: &Path, params: &[Param], owner: Span) -> Result<usize, DatasetError> {
     let rows = Rows::open(path).map_err(DatasetError::Io)?;
     let mut problems = Vec::new();
-    let mut ids: HashSet<String> = HashSet::new();
-    let mut first_line: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    // Each id's first line.
+    let mut ids: HashMap<String, usize> = HashMap::new();
     let mut count = 0;
     for row in rows {
         count += 1;
@@ -142,14 +143,14 @@ pub(crate) fn check(path: &Path, params: &[Param], owner: Span) -> Result<usize,
                 continue;
             }
         };
-        if !ids.insert(row.id.clone()) {
-            let first = first_line.get(&row.id).copied().unwrap_or(0);
-            problems.push(Problem {
+        match ids.entry(row.id.clone()) {
+            Entry::Occupied(first) => problems.push(Problem {
                 line: row.line,
-                message: format!("id `{}` is also the id of line {first}", row.id),
-            });
-        } else {
-            first_line.insert(row.id.clone(), row.line);
+                message: format!("id `{}` is also the id of line {}", row.id, first.get()),
+            }),
+            Entry::Vacant(slot) => {
+                slot.insert(row.line);
+            }
         }
         let Val::Object(fields) = Val::from(Value::Object(row.inputs)) else {
             unreachable!("an object converts to an object")
