@@ -9,8 +9,9 @@
 #         python   a venv at .peers/python with scripts/requirements-test.txt
 #         node     .peers/node/node_modules from scripts/peers/package-lock.json
 #         neovim   Debian's neovim (apt-get; needs root)
+#         chromium Debian's chromium, for the HTML pages' headless checks (apt-get; needs root)
 #   scripts/peers.sh which NAME
-#       Prints the path of one installed peer: `python` (the venv's), `nvim`,
+#       Prints the path of one installed peer: `python` (the venv's), `nvim`, `chromium`,
 #       or the name of a Node package's command (`vscode-tmgrammar-test`).
 #
 # Each group is installed under a lock, so parallel test processes wait for
@@ -20,6 +21,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PEERS="$ROOT/.peers"
 NEOVIM_VERSION=0.7.2-7
+CHROMIUM_VERSION=156.0.8078.114-1~deb12u1
 
 die() { echo "error: $*" >&2; exit 2; }
 
@@ -78,16 +80,28 @@ install_neovim() {
         >"$PEERS/neovim.log" 2>&1 || die "apt-get could not install neovim=$NEOVIM_VERSION (see .peers/neovim.log)"
 }
 
+install_chromium() {
+    if [[ "$(dpkg-query -W -f='${Version}' chromium 2>/dev/null)" == "$CHROMIUM_VERSION" ]]; then
+        return
+    fi
+    command -v apt-get >/dev/null || die "chromium $CHROMIUM_VERSION comes from Debian's apt-get, which is missing"
+    [[ "$(id -u)" == 0 ]] || die "installing chromium needs root: sudo apt-get install chromium=$CHROMIUM_VERSION"
+    echo "peers: installing chromium $CHROMIUM_VERSION with apt-get (log: .peers/chromium.log)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "chromium=$CHROMIUM_VERSION" "chromium-common=$CHROMIUM_VERSION"; } \
+        >"$PEERS/chromium.log" 2>&1 || die "apt-get could not install chromium=$CHROMIUM_VERSION (see .peers/chromium.log)"
+}
+
 install() {
     local groups=("$@")
-    [[ ${#groups[@]} -gt 0 ]] || groups=(python node neovim)
+    [[ ${#groups[@]} -gt 0 ]] || groups=(python node neovim chromium)
     for g in "${groups[@]}"; do
         case "$g" in
             python) locked python stamped python "$(digest "$ROOT/scripts/requirements-test.txt")" ;;
             node) locked node stamped node "$(digest "$ROOT/scripts/peers/package.json" "$ROOT/scripts/peers/package-lock.json")" ;;
             # Debian's own record says what is installed: no stamp to go stale.
             neovim) locked neovim install_neovim ;;
-            *) die "no peer group \`$g\` (the groups: python, node, neovim)" ;;
+            chromium) locked chromium install_chromium ;;
+            *) die "no peer group \`$g\` (the groups: python, node, neovim, chromium)" ;;
         esac
     done
 }
@@ -97,6 +111,7 @@ which_peer() {
     case "$name" in
         python) path="$PEERS/python/bin/python" ;;
         nvim) path="$(command -v nvim || true)" ;;
+        chromium) path="$(command -v chromium || true)" ;;
         *) path="$PEERS/node/node_modules/.bin/$name" ;;
     esac
     [[ -n "$path" && -x "$path" ]] || die "peer \`$name\` is not installed: run scripts/peers.sh install"
@@ -106,5 +121,5 @@ which_peer() {
 case "${1:-}" in
     install) shift; install "$@" ;;
     which) shift; which_peer "$@" ;;
-    *) die "usage: scripts/peers.sh install [python|node|neovim...] | which NAME" ;;
+    *) die "usage: scripts/peers.sh install [python|node|neovim|chromium...] | which NAME" ;;
 esac

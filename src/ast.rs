@@ -41,6 +41,8 @@ pub enum Item {
     Enum(EnumDecl),
     /// `test "name" { ... }`.
     Test(Test),
+    /// `eval "name" { ... }`.
+    Eval(Eval),
     /// `mcp Name { ... }`: an MCP server whose tools the program uses.
     Mcp(McpServer),
 }
@@ -493,6 +495,53 @@ impl TestStmt {
     }
 }
 
+/// `eval "name" { ... }`: a contract run over a dataset, scored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Eval {
+    /// The name string (a plain string is required by lowering).
+    pub name: Expr,
+    /// The statements in source order.
+    pub statements: Vec<EvalStmt>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// A statement of an `eval` block.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EvalStmt {
+    /// `run Contract`: the contract each row runs.
+    Run(Ident, Span),
+    /// `dataset "rows.jsonl"`.
+    Dataset(Expr, Span),
+    /// `repeat N`: samples of each row.
+    Repeat(Expr, Span),
+    /// `score name = EXPR`.
+    Score {
+        /// The score's name.
+        name: Ident,
+        /// Its value: a boolean, a number, or a judge's call.
+        value: Expr,
+        /// The statement.
+        span: Span,
+    },
+    /// `require EXPR`: a condition over the scores' means.
+    Require(Expr, Span),
+}
+
+impl EvalStmt {
+    /// The whole statement.
+    #[must_use]
+    pub fn span(&self) -> Span {
+        match self {
+            EvalStmt::Run(_, span)
+            | EvalStmt::Dataset(_, span)
+            | EvalStmt::Repeat(_, span)
+            | EvalStmt::Score { span, .. }
+            | EvalStmt::Require(_, span) => *span,
+        }
+    }
+}
+
 /// What a mocked tool call gives.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MockAnswer {
@@ -706,6 +755,8 @@ pub enum KeywordRole {
     Statement,
     /// A statement of a test body (`mock`).
     Test,
+    /// A statement of an eval body (`score`).
+    Eval,
     /// A part of a statement (`fallback`, `as`, `per`).
     Part,
     /// A part of an expression (`if`, `then`): also in [`RESERVED`].
@@ -830,6 +881,11 @@ keywords! {
     Approve "approve" Test,
     Deny "deny" Test,
     Calls "calls" Part,
+    Eval "eval" Item,
+    Dataset "dataset" Eval,
+    Repeat "repeat" Eval,
+    Score "score" Eval,
+    Require "require" Eval,
     If "if" Expression,
     Then "then" Expression,
     Else "else" Expression,

@@ -100,6 +100,8 @@ codes! {
     UnknownContract => "ignite::lower::unknown_contract",
     TestStatement => "ignite::lower::test_statement",
     UnreachableMock => "ignite::lower::unreachable_mock",
+    EvalStatement => "ignite::lower::eval_statement",
+    ScoreType => "ignite::lower::score_type",
     SnapshotClash => "ignite::lower::snapshot_clash",
     McpLock => "ignite::lower::mcp_lock",
     UnknownMcpTool => "ignite::lower::unknown_mcp_tool",

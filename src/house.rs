@@ -12,15 +12,15 @@ use std::path::Path;
 
 /// The floors of the house, from the ground up.
 const FLOORS: &[&[&str]] = &[
-    &["source", "suggest", "value", "shutdown", "telemetry", "backoff", "media"],
+    &["source", "suggest", "value", "shutdown", "telemetry", "backoff", "media", "markup"],
     &["diagnostic", "ast"],
     &["syntax", "ir", "failure"],
-    &["load", "lower", "eval", "usage", "render", "fmt", "budget"],
+    &["load", "lower", "eval", "usage", "render", "report", "fmt", "budget"],
     &["tools", "trace", "plan"],
     &["effects"],
     &["llm"],
     &["runtime"],
-    &["serve", "testing", "lsp"],
+    &["serve", "testing", "evals", "lsp"],
     &["mcp", "restate"],
     &["cli", "prelude"],
 ];

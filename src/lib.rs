@@ -15,6 +15,7 @@
 //! | agents | [`llm`] | an agent and its inputs | the final text | [`failure::NodeError`] |
 //! | format | [`fmt`] | one file's text | the text in the canonical layout | [`fmt::FmtError`] (syntax diagnostics, or a broken guarantee) |
 //! | tests | `testing` | checked programs' `test` blocks | one result per test | `testing::Failure` |
+//! | evals | `evals` | checked programs' `eval` blocks, datasets | scores with intervals, baseline deltas | `evals::EvalError` |
 //! | editors | [`lsp`] | an editor's LSP messages | diagnostics, navigation, completion, runs | LSP error responses |
 //! | serve | `serve` | an [`runtime::Engine`] and limits | an HTTP service of its contracts | JSON errors with the run's codes |
 //! | mcp | `mcp` | an [`runtime::Engine`] and a capability grant | an MCP server of its tools and contracts | `isError` results with the run's codes |
@@ -28,15 +29,15 @@
 //!
 //! | floor | modules |
 //! | --- | --- |
-//! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff`, [`media`] (images and documents) |
+//! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff`, [`media`] (images and documents), `markup` (XML and HTML escapes) |
 //! | 2 | [`diagnostic`], [`ast`] |
 //! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
-//! | 4 | [`load`], [`lower`], `eval`, `usage`, [`budget`] (run budgets), `render`, [`fmt`] (the formatter) |
+//! | 4 | [`load`], [`lower`], `eval`, `usage`, [`budget`] (run budgets), `render`, `report` (self-contained HTML pages), [`fmt`] (the formatter) |
 //! | 5 | [`tools`], [`trace`], [`plan`] (worst cases and dry runs) |
 //! | 6 | [`effects`] |
 //! | 7 | [`llm`] |
 //! | 8 | [`runtime`] |
-//! | 9 | `serve`, `testing`, [`lsp`] (the language server) |
+//! | 9 | `serve`, `testing`, `evals` (scored datasets), [`lsp`] (the language server) |
 //! | 10 | `mcp` (tools and contracts over the Model Context Protocol), `restate` (feature `restate`) |
 //! | 11 | [`cli`], [`prelude`] |
 //!
@@ -53,6 +54,7 @@ pub mod cli;
 pub mod diagnostic;
 pub mod effects;
 pub(crate) mod eval;
+pub(crate) mod evals;
 pub(crate) mod failure;
 pub mod fmt;
 #[cfg(test)]
@@ -62,11 +64,13 @@ pub mod llm;
 pub mod load;
 pub mod lower;
 pub mod lsp;
+pub(crate) mod markup;
 pub(crate) mod mcp;
 pub mod media;
 pub mod plan;
 pub mod prelude;
 pub(crate) mod render;
+pub(crate) mod report;
 #[cfg(feature = "restate")]
 pub(crate) mod restate;
 pub mod runtime;

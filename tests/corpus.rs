@@ -269,7 +269,40 @@ fn dump(program: &Program) -> String {
     for contract in &program.contracts {
         dump_contract(program, contract, &mut out);
     }
+    for eval in &program.evals {
+        dump_eval_block(program, eval, &mut out);
+    }
     out
+}
+
+/// A checked eval: its contract, dataset, samples, scores and requires.
+fn dump_eval_block(program: &Program, eval: &igniter::ir::Eval, out: &mut String) {
+    let dataset = relative(&eval.dataset);
+    let _ = writeln!(
+        out,
+        "eval {:?} runs {} over {} × {}",
+        eval.name,
+        program[eval.contract].name,
+        dataset.display(),
+        eval.repeat
+    );
+    for score in &eval.scores {
+        let how = match &score.value {
+            igniter::ir::ScoreValue::Expr(_) => "expression".to_owned(),
+            igniter::ir::ScoreValue::Judge { judge, args } => {
+                let name = match judge {
+                    igniter::ir::Judge::Agent(id) => &program[*id].name,
+                    igniter::ir::Judge::Contract(id) => &program[*id].name,
+                };
+                let args: Vec<&str> = args.iter().map(|(n, _)| n.as_str()).collect();
+                format!("judge {name}({})", args.join(", "))
+            }
+        };
+        let _ = writeln!(out, "  score {} ({:?}): {how}", score.name, score.kind);
+    }
+    for require in &eval.requires {
+        let _ = writeln!(out, "  require {}", require.text);
+    }
 }
 
 /// A provider's limits and price, when it sets any.
@@ -400,6 +433,9 @@ fn syntax() {
                     );
                 }
             }
+            if let ast::Item::Eval(eval) = item {
+                dump_eval(&text, eval, &mut out);
+            }
             let ast::Item::Contract(contract) = item else { continue };
             let _ = writeln!(out, "contract {}", contract.name.name);
             for budget in &contract.budgets {
@@ -422,6 +458,22 @@ fn syntax() {
         }
         insta::assert_snapshot!(out);
     });
+}
+
+/// An eval's statements as parsed.
+fn dump_eval(text: &str, eval: &ast::Eval, out: &mut String) {
+    let _ = writeln!(out, "eval {}", sexpr(text, &eval.name));
+    for stmt in &eval.statements {
+        let _ = match stmt {
+            ast::EvalStmt::Run(contract, _) => writeln!(out, "  run {}", contract.name),
+            ast::EvalStmt::Dataset(e, _) => writeln!(out, "  dataset {}", sexpr(text, e)),
+            ast::EvalStmt::Repeat(e, _) => writeln!(out, "  repeat {}", sexpr(text, e)),
+            ast::EvalStmt::Score { name, value, .. } => {
+                writeln!(out, "  score {} = {}", name.name, sexpr(text, value))
+            }
+            ast::EvalStmt::Require(e, _) => writeln!(out, "  require {}", sexpr(text, e)),
+        };
+    }
 }
 
 /// A provider's limits and price as parsed.

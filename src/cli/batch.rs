@@ -81,7 +81,7 @@ pub(super) fn run(
         }
     };
     let total = if rows == "-" { None } else { count_rows(rows) };
-    let bar = progress(total.map(|t| t.saturating_sub(done.len())));
+    let bar = progress(total.map(|t| t.saturating_sub(done.len())), "rows");
     let (mut failed, mut ran, mut write_error) = (0u64, 0u64, None);
     // Shared with the signal handler, which prints it when a signal stops
     // the batch.
@@ -290,18 +290,22 @@ fn count_rows(path: &str) -> Option<u64> {
     Some(lines.map_while(Result::ok).filter(|l| !l.trim().is_empty()).count() as u64)
 }
 
-/// A progress bar on stderr when it is a terminal.
-fn progress(total: Option<u64>) -> Option<ProgressBar> {
+/// A progress bar on stderr when it is a terminal, counting `unit`s.
+pub(super) fn progress(total: Option<u64>, unit: &str) -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
     }
     let (bar, template) = match total {
-        Some(total) => {
-            (ProgressBar::new(total), "{bar:30} {pos}/{len} rows, {msg}, {per_sec}, ETA {eta}")
-        }
-        None => (ProgressBar::new_spinner(), "{spinner} {pos} rows, {msg}, {per_sec}"),
+        Some(total) => (
+            ProgressBar::new(total),
+            format!("{{bar:30}} {{pos}}/{{len}} {unit}, {{msg}}, {{per_sec}}, ETA {{eta}}"),
+        ),
+        None => (
+            ProgressBar::new_spinner(),
+            format!("{{spinner}} {{pos}} {unit}, {{msg}}, {{per_sec}}"),
+        ),
     };
-    if let Ok(style) = ProgressStyle::with_template(template) {
+    if let Ok(style) = ProgressStyle::with_template(&template) {
         bar.set_style(style);
     }
     Some(bar)

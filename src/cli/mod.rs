@@ -4,7 +4,7 @@
 //! | exit code | meaning |
 //! | --- | --- |
 //! | 0 | success (warnings allowed) |
-//! | 1 | the contracts have errors (or warnings with `--deny-warnings`); `test`: a test failed |
+//! | 1 | the contracts have errors (or warnings with `--deny-warnings`); `test`: a test failed; `eval`: a `require` failed or a score is worse than the baseline |
 //! | 2 | usage or I/O error (no such path, bad run inputs) |
 //! | 3 | a run failed (a node failed) |
 //! | 4 | a run paused: calls wait for approval (`ignite approvals`) |
@@ -20,6 +20,7 @@ mod approve;
 mod batch;
 mod cache;
 mod check;
+mod eval;
 mod fmt;
 mod graph;
 mod lsp;
@@ -27,6 +28,7 @@ mod mcp;
 mod mcp_lock;
 mod media;
 mod plan;
+mod report;
 mod run;
 mod schema;
 mod serve;
@@ -42,11 +44,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 pub use approve::{ApprovalsArgs, ApproveArgs, DenyArgs};
 pub use cache::{CacheAction, CacheArgs};
 pub use check::{CheckArgs, Format};
+pub use eval::{EvalArgs, EvalFormat};
 pub use fmt::FmtArgs;
 pub use graph::GraphArgs;
 pub use lsp::LspArgs;
 pub use mcp::McpArgs;
 pub use plan::PlanArgs;
+pub use report::ReportArgs;
 pub use run::RunArgs;
 pub use schema::SchemaArgs;
 pub use serve::ServeArgs;
@@ -130,6 +134,10 @@ pub enum Command {
     Cache(CacheArgs),
     /// Run the `test` blocks of `.ign` files.
     Test(TestArgs),
+    /// Run the `eval` blocks of `.ign` files: scores with intervals, baselines.
+    Eval(EvalArgs),
+    /// Write a self-contained HTML page of a run (journal, recording) or a saved eval.
+    Report(ReportArgs),
     /// Serve every top-level contract over HTTP.
     Serve(ServeArgs),
     /// Format `.ign` files in the one canonical layout.
@@ -150,8 +158,10 @@ pub enum Command {
 #[must_use]
 pub fn run(cli: Cli) -> ExitCode {
     let Cli { global, command } = cli;
-    let runs =
-        matches!(command, Command::Run(_) | Command::Test(_) | Command::Serve(_) | Command::Mcp(_));
+    let runs = matches!(
+        command,
+        Command::Run(_) | Command::Test(_) | Command::Eval(_) | Command::Serve(_) | Command::Mcp(_)
+    );
     let exporting = runs
         && crate::telemetry::init().unwrap_or_else(|message| {
             eprintln!("warning: {message}; no spans are exported");
@@ -166,6 +176,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Tools(args) => args.run(&global),
         Command::Cache(args) => args.run(&global),
         Command::Test(args) => args.run(&global),
+        Command::Eval(args) => args.run(&global),
+        Command::Report(args) => args.run(&global),
         Command::Serve(args) => args.run(&global),
         Command::Fmt(args) => args.run(&global),
         Command::Mcp(args) => args.run(&global),

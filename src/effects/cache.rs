@@ -24,7 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use super::blobs::Blobs;
-use super::{Effect, EffectStore, Lookup, Outcome};
+use super::{CachePolicy, Effect, EffectStore, Lookup, Outcome};
 
 /// Bumped when the key layout changes, so old entries stop matching.
 const KEY_VERSION: u32 = 2;
@@ -33,6 +33,10 @@ const KEY_VERSION: u32 = 2;
 #[derive(Debug)]
 pub struct Cache {
     dir: PathBuf,
+    /// An eval's sample number: part of every key, and every effect is
+    /// cached (not only those declared `cache`), so each sample has its
+    /// own answers and a re-run pays only for what changed.
+    sample: Option<u32>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -50,7 +54,15 @@ impl Cache {
     /// The cache in `dir` (created on the first write).
     #[must_use]
     pub fn new(dir: PathBuf) -> Self {
-        Self { dir, hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
+        Self { dir, sample: None, hits: AtomicU64::new(0), misses: AtomicU64::new(0) }
+    }
+
+    /// The cache in `dir` for sample `sample` of an eval: every effect is
+    /// kept (with no time limit unless declared), under keys that hold the
+    /// sample number.
+    #[must_use]
+    pub fn sampled(dir: PathBuf, sample: u32) -> Self {
+        Self { sample: Some(sample), ..Self::new(dir) }
     }
 
     /// Hits and misses of this process so far.
@@ -94,15 +106,30 @@ impl Cache {
         Blobs::in_dir(self.dir.join("blobs"))
     }
 
-    fn key(effect: &Effect<'_>) -> String {
-        let material = json!({
+    fn key(&self, effect: &Effect<'_>) -> String {
+        let mut material = json!({
             "v": KEY_VERSION,
             "kind": effect.kind,
             "name": effect.name,
             "definition": effect.definition,
             "request": effect.request,
         });
+        if let Some(sample) = self.sample {
+            material["sample"] = sample.into();
+        }
         super::definition::digest(material.to_string().as_bytes())
+    }
+}
+
+impl Cache {
+    /// How `effect` is cached: as declared, or (for an eval's sample)
+    /// always.
+    fn policy(&self, effect: &Effect<'_>) -> Option<CachePolicy> {
+        match (effect.cache, self.sample) {
+            (Some(policy), _) => Some(policy),
+            (None, Some(_)) => Some(CachePolicy { ttl: None }),
+            (None, None) => None,
+        }
     }
 }
 
@@ -112,8 +139,8 @@ impl EffectStore for Cache {
     }
 
     fn lookup(&self, effect: &Effect<'_>) -> Lookup {
-        let Some(policy) = effect.cache else { return Lookup::Miss };
-        let key = Self::key(effect);
+        let Some(policy) = self.policy(effect) else { return Lookup::Miss };
+        let key = self.key(effect);
         let found = cacache::metadata_sync(&self.dir, &key).ok().flatten().filter(|entry| {
             policy.ttl.is_none_or(|ttl| {
                 let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
@@ -140,8 +167,10 @@ impl EffectStore for Cache {
     }
 
     fn record(&self, effect: &Effect<'_>, outcome: &Outcome) -> Result<(), String> {
-        let (Some(_), Outcome::Value(value)) = (effect.cache, outcome) else { return Ok(()) };
-        let key = Self::key(effect);
+        let (Some(_), Outcome::Value(value)) = (self.policy(effect), outcome) else {
+            return Ok(());
+        };
+        let key = self.key(effect);
         let text = match self.blobs().stow(value)? {
             Some(stowed) => stowed.to_string(),
             None => value.to_string(),

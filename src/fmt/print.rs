@@ -13,8 +13,8 @@ mod expr;
 use super::comments::Comment;
 use super::doc::Doc;
 use crate::ast::{
-    self, Expr, Ident, Implementation, Item, MockAnswer, Node, Param, PatternKind, Runner, Setting,
-    TestStmt, TypeExpr,
+    self, EvalStmt, Expr, Ident, Implementation, Item, MockAnswer, Node, Param, PatternKind,
+    Runner, Setting, TestStmt, TypeExpr,
 };
 
 /// Prints `file`, parsed from `text`, with `comments`.
@@ -70,6 +70,8 @@ enum Stmt<'a> {
     Output(&'a ast::Output),
     /// A statement of a test.
     Test(&'a TestStmt),
+    /// A statement of an eval.
+    Eval(&'a EvalStmt),
     /// A `match` arm.
     Arm(&'a ast::MatchArm),
 }
@@ -278,6 +280,11 @@ impl Printer<'_> {
                 self.block(head, stmts, close_of(t.span))
             }
             Item::Mcp(m) => self.mcp(m),
+            Item::Eval(e) => {
+                let head = concat([Doc::text("eval "), self.expr(&e.name)]);
+                let stmts = e.statements.iter().map(|s| (start(s.span()), Stmt::Eval(s))).collect();
+                self.block(head, stmts, close_of(e.span))
+            }
         }
     }
 
@@ -469,6 +476,7 @@ impl Printer<'_> {
                 Doc::text(format!("output {}{alias}", path.join(".")))
             }
             Stmt::Test(t) => self.test_stmt(t),
+            Stmt::Eval(e) => self.eval_stmt(e),
             Stmt::Arm(arm) => {
                 let pattern = match &arm.pattern.kind {
                     PatternKind::Wildcard => Doc::text("_"),
@@ -595,6 +603,18 @@ impl Printer<'_> {
             }
         }
     }
+
+    fn eval_stmt(&mut self, e: &EvalStmt) -> Doc {
+        match e {
+            EvalStmt::Run(contract, _) => Doc::text(format!("run {}", contract.name)),
+            EvalStmt::Dataset(e, _) => self.keyed("dataset", e),
+            EvalStmt::Repeat(e, _) => self.keyed("repeat", e),
+            EvalStmt::Require(e, _) => self.keyed("require", e),
+            EvalStmt::Score { name, value, .. } => {
+                self.keyed(&format!("score {} =", name.name), value)
+            }
+        }
+    }
 }
 
 fn keyed_settings<'a>(
@@ -620,6 +640,7 @@ fn item_start(item: &Item) -> usize {
         Item::Enum(e) => e.span,
         Item::Test(t) => t.span,
         Item::Mcp(m) => m.span,
+        Item::Eval(e) => e.span,
     })
 }
 

@@ -7,8 +7,8 @@
 //! every string literal, which is where a `#` is not a comment.
 
 use crate::ast::{
-    Arg, Call, Expr, ExprKind, File, Ident, Implementation, Item, MatchArm, MockAnswer, Node,
-    Param, PatternKind, Runner, Setting, StringPart, TestStmt, TypeExpr,
+    Arg, Call, EvalStmt, Expr, ExprKind, File, Ident, Implementation, Item, MatchArm, MockAnswer,
+    Node, Param, PatternKind, Runner, Setting, StringPart, TestStmt, TypeExpr,
 };
 use crate::source::{FileId, Span};
 
@@ -171,6 +171,11 @@ impl Strip<'_> {
                 self.settings(&mut m.timeouts);
                 m.span = NOWHERE;
             }
+            Item::Eval(e) => {
+                self.expr(&mut e.name);
+                e.statements.iter_mut().for_each(|s| self.eval_stmt(s));
+                e.span = NOWHERE;
+            }
         }
     }
 
@@ -263,6 +268,24 @@ impl Strip<'_> {
             TestStmt::Decide { tool, denial, span } => {
                 ident(tool);
                 denial.iter_mut().for_each(|e| self.expr(e));
+                *span = NOWHERE;
+            }
+        }
+    }
+
+    fn eval_stmt(&mut self, stmt: &mut EvalStmt) {
+        match stmt {
+            EvalStmt::Run(contract, span) => {
+                ident(contract);
+                *span = NOWHERE;
+            }
+            EvalStmt::Score { name, value, span } => {
+                ident(name);
+                self.expr(value);
+                *span = NOWHERE;
+            }
+            EvalStmt::Dataset(e, span) | EvalStmt::Repeat(e, span) | EvalStmt::Require(e, span) => {
+                self.expr(e);
                 *span = NOWHERE;
             }
         }

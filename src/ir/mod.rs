@@ -8,6 +8,7 @@
 //! that imports petgraph.
 
 mod builtin;
+mod eval_block;
 mod expr;
 mod graph;
 mod ids;
@@ -25,6 +26,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 pub use builtin::{BUILTINS, Builtin, BuiltinParam, BuiltinSpec, ConfigKey, ParamKind};
+pub use eval_block::{Eval, Judge, Require, Score, ScoreKind, ScoreValue};
 pub use expr::{BinaryOp, Expr, ExprKind, Function, Part, UnaryOp, pattern};
 pub use graph::{Deps, Graph};
 pub use ids::{AgentId, ContractId, NodeId, ProviderId, ToolId};
@@ -53,6 +55,8 @@ pub struct Program {
     pub contracts: Vec<Contract>,
     /// `test` blocks in load order.
     pub tests: Vec<Test>,
+    /// `eval` blocks in load order.
+    pub evals: Vec<Eval>,
 }
 
 impl Program {

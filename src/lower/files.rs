@@ -104,7 +104,7 @@ impl Lowerer<'_> {
         lowered.kind = ir::ExprKind::Literal(Val::string(path.to_string_lossy().into_owned()));
     }
 
-    fn missing_file(&mut self, at: &ast::Expr, message: &str, dir: &Path) {
+    pub(super) fn missing_file(&mut self, at: &ast::Expr, message: &str, dir: &Path) {
         self.push(
             Diagnostic::warning(Code::MissingFile, at.span, message).label("no such file").help(
                 format!("paths are relative to `{}`, the folder of this file", dir.display()),

@@ -22,6 +22,7 @@
 //! | 9 | `cycles.rs` | per contract: cycles, the graph, guard gates, unused nodes; then recursive composition |
 //! | 10 | `typing.rs` | per clean contract, after its graph: each node's static type, type errors, `match` exhaustiveness |
 //! | 11 | `test_blocks.rs` | `test` blocks: the contract run, mocks, cassette, `expect`s |
+//! | 12 | `eval_blocks.rs` | `eval` blocks: the contract run, dataset, scores and judges, `require`s |
 //!
 //! `types.rs` (types, constants, params) and `expr.rs` (name resolution in
 //! expressions) serve them all. A contract that already has errors is not
@@ -37,6 +38,7 @@ mod calls;
 mod contracts;
 mod control;
 mod cycles;
+mod eval_blocks;
 mod expr;
 mod files;
 mod mcp;
@@ -85,11 +87,13 @@ pub fn lower(
     lowerer.agents = agents;
     let contracts = lowerer.lower_contracts(bodies);
     let tests = lowerer.lower_tests(&contracts);
+    let evals = lowerer.lower_evals(&contracts);
     let Lowerer { diagnostics, tools, agents, .. } = lowerer;
     if diagnostics.has_errors() {
         return (None, diagnostics);
     }
-    let program = Program { sources: sources.clone(), tools, agents, providers, contracts, tests };
+    let program =
+        Program { sources: sources.clone(), tools, agents, providers, contracts, tests, evals };
     (Some(program), diagnostics)
 }
 

@@ -58,6 +58,8 @@ pub(super) struct Declarations<'a> {
     pub(super) mcp: Vec<&'a ast::McpServer>,
     /// `test` blocks with their files (tests have no global name).
     pub(super) tests: Vec<(FileId, &'a ast::Test)>,
+    /// `eval` blocks with their files.
+    pub(super) evals: Vec<(FileId, &'a ast::Eval)>,
     /// Every declaration name in declaration order, with what it is; the
     /// duplicates too.
     pub(super) all: Vec<(&'a Ident, Decl)>,
@@ -75,6 +77,10 @@ impl<'a> Declarations<'a> {
                     Item::Use(_) => continue,
                     Item::Test(t) => {
                         decls.tests.push((*file_id, t));
+                        continue;
+                    }
+                    Item::Eval(e) => {
+                        decls.evals.push((*file_id, e));
                         continue;
                     }
                     Item::Tool(t) => {

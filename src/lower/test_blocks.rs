@@ -182,7 +182,8 @@ impl Lowerer<'_> {
             return None;
         };
         let TestStmt::Run { contract, args, .. } = run else { return None };
-        let id = self.expect_contract(contract)?;
+        let id =
+            self.expect_contract(contract, "a test runs a contract: `run Contract(input: value)`")?;
         let params = self.contract_inputs[id.index()].clone();
         let callee = Callee { ident: contract, what: "contract", params: &params, partial: false };
         let inputs = self.lower_args(&callee, args, &none);
@@ -266,18 +267,22 @@ impl Lowerer<'_> {
         decisions
     }
 
-    /// The contract `run` names, reported when it is not one.
-    fn expect_contract(&mut self, ident: &ast::Ident) -> Option<ContractId> {
+    /// The contract `run` names, reported when it is not one (`usage`
+    /// says how `run` is written).
+    pub(super) fn expect_contract(
+        &mut self,
+        ident: &ast::Ident,
+        usage: &str,
+    ) -> Option<ContractId> {
         let decl = self.decls.get(&ident.name);
         if let Some(Decl::Contract(i)) = decl {
             return Some(ContractId::from_index(i));
         }
         let contracts = self.decls.names_where(|d| matches!(d, Decl::Contract(_)));
         let (message, help) = match decl {
-            Some(decl) => (
-                format!("`run` of {} `{}`", decl.kind(), ident.name),
-                Some("a test runs a contract: `run Contract(input: value)`".to_owned()),
-            ),
+            Some(decl) => {
+                (format!("`run` of {} `{}`", decl.kind(), ident.name), Some(usage.to_owned()))
+            }
             None => {
                 (format!("unknown contract `{}`", ident.name), did_you_mean(&ident.name, contracts))
             }

@@ -329,7 +329,7 @@ impl Lowerer<'_> {
     }
 
     /// Infers a condition's type, reporting it when it is known and not boolean.
-    fn expect_boolean(&mut self, expr: &Expr, types: &[Type], what: &str) {
+    pub(super) fn expect_boolean(&mut self, expr: &Expr, types: &[Type], what: &str) {
         let ty = self.infer(expr, types);
         if known(&ty) && ty.kind != TypeKind::Boolean {
             self.push(
@@ -345,7 +345,7 @@ impl Lowerer<'_> {
     }
 
     /// The static type of `expr`; `types` gives each variable's.
-    fn infer(&mut self, expr: &Expr, types: &[Type]) -> Type {
+    pub(super) fn infer(&mut self, expr: &Expr, types: &[Type]) -> Type {
         match &expr.kind {
             ExprKind::Literal(value) => literal(value),
             ExprKind::Var(v) => types.get(*v as usize).cloned().unwrap_or_else(Type::any),

@@ -54,6 +54,7 @@ pub(crate) fn complete(doc: &Doc, position: Position) -> CompletionResponse {
         let role = match block {
             None => KeywordRole::Item,
             Some((Keyword::Test, _)) => KeywordRole::Test,
+            Some((Keyword::Eval, _)) => KeywordRole::Eval,
             Some(_) => KeywordRole::Statement,
         };
         for keyword in Keyword::ALL.iter().filter(|k| k.role() == role) {

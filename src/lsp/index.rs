@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{self, ExprKind, Item, Node, StringPart, TestStmt};
+use crate::ast::{self, EvalStmt, ExprKind, Item, Node, StringPart, TestStmt};
 use crate::ir::{Program, TypeKind};
 use crate::source::{FileId, Sources, Span};
 
@@ -50,6 +50,8 @@ pub(crate) enum Kind {
     Test,
     /// `mcp Name`: an MCP server.
     Mcp,
+    /// An `eval` block.
+    Eval,
 }
 
 impl Kind {
@@ -73,6 +75,7 @@ impl Kind {
             Kind::Output => "output",
             Kind::Test => "test",
             Kind::Mcp => "MCP server",
+            Kind::Eval => "eval",
         }
     }
 }
@@ -309,6 +312,10 @@ impl Builder<'_> {
             Item::Mcp(server) => {
                 self.global(Kind::Mcp, &server.name, server.span, file);
             }
+            Item::Eval(eval) => {
+                let name = eval.name.as_plain_string().unwrap_or_default();
+                self.def(Kind::Eval, name, eval.name.span, eval.span, file);
+            }
         }
     }
 
@@ -383,6 +390,7 @@ impl Builder<'_> {
             }
             Item::Enum(_) => {}
             Item::Test(test) => self.resolve_test(test),
+            Item::Eval(eval) => self.resolve_eval(eval),
         }
     }
 
@@ -547,6 +555,33 @@ impl Builder<'_> {
                     self.reference(tool.span, target);
                 }
                 TestStmt::Replay(..) | TestStmt::ExpectError(..) | TestStmt::Snapshot { .. } => {}
+            }
+        }
+    }
+
+    fn resolve_eval(&mut self, eval: &ast::Eval) {
+        self.current = None;
+        let mut outputs = HashMap::new();
+        for statement in &eval.statements {
+            match statement {
+                EvalStmt::Run(name, _) => {
+                    let contract = self.global_of(&name.name, &[Kind::Contract]);
+                    self.reference(name.span, contract);
+                    if let Some(c) = contract {
+                        outputs = self
+                            .index
+                            .outputs_of(c)
+                            .into_iter()
+                            .map(|(name, id)| (name.to_owned(), id))
+                            .collect();
+                    }
+                }
+                EvalStmt::Score { value: e, .. }
+                | EvalStmt::Require(e, _)
+                | EvalStmt::Repeat(e, _)
+                | EvalStmt::Dataset(e, _) => {
+                    self.expr(e, &mut Scope { base: &outputs, locals: Vec::new() });
+                }
             }
         }
     }

@@ -101,7 +101,7 @@ pub(crate) fn prepare_rename(doc: &Doc, position: Position) -> Option<PrepareRen
 }
 
 fn renamable(kind: Kind) -> bool {
-    !matches!(kind, Kind::File | Kind::Test)
+    !matches!(kind, Kind::File | Kind::Test | Kind::Eval)
 }
 
 /// The edits that rename the declaration at `position` to `new_name` and

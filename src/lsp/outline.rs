@@ -49,7 +49,7 @@ fn token_type(kind: Kind) -> Option<u32> {
         Kind::Param | Kind::Input => 8,
         Kind::Node | Kind::Local => 9,
         Kind::File => 10,
-        Kind::Test => return None,
+        Kind::Test | Kind::Eval => return None,
     })
 }
 
@@ -66,7 +66,7 @@ fn symbol_kind(kind: Kind) -> Option<SymbolKind> {
         Kind::Param | Kind::Input => SymbolKind::VARIABLE,
         Kind::Node => SymbolKind::VARIABLE,
         Kind::Output => SymbolKind::PROPERTY,
-        Kind::Test => SymbolKind::METHOD,
+        Kind::Test | Kind::Eval => SymbolKind::METHOD,
         Kind::File | Kind::Local => return None,
     })
 }

@@ -322,6 +322,36 @@ impl Engine {
         scope.call_tool(&key, None, &self.toolbox, &self.program, tool, args).await
     }
 
+    /// Runs `agent` on its own with `inputs` (an eval's judge), as an agent
+    /// node does, through the effect stores (the effect's node is the
+    /// agent's name); blocks until it answers. Also what its model calls
+    /// spent.
+    ///
+    /// # Errors
+    /// The agent's failure, or no I/O runtime could be started.
+    pub fn call_agent(
+        &self,
+        agent: AgentId,
+        inputs: &Map<String, Value>,
+    ) -> (Result<Value, NodeError>, UsageTotals) {
+        let trace = Trace::new(false);
+        let scope =
+            crate::effects::Scope::new(self.effects.clone(), self.program[agent].name.clone());
+        let Some(io) = self.io() else {
+            let error = NodeError::Failed("could not start the runtime for agents".to_owned());
+            return (Err(error), UsageTotals::default());
+        };
+        let answer = io.block_on(self.llm.run_agent(
+            &self.program,
+            agent,
+            inputs,
+            &self.toolbox,
+            &trace,
+            &scope,
+        ));
+        (answer, trace.usage())
+    }
+
     /// The pool for the pure nodes of a `runner thread_pool(n)` run: `n`
     /// threads at most, and no more than the cores (pure nodes are CPU
     /// work; the limit on waiting nodes stays `n`). `None` when the

@@ -23,11 +23,11 @@ use std::vec::IntoIter;
 
 use super::expr::{dedent, push_text, raw_parts};
 use crate::ast::{
-    Agent, Arg, BinaryOp, Budget, BudgetKind, BudgetLimit, Call, Contract, EnumDecl, Expr,
-    ExprKind, File, For, Guard, Ident, Implementation, Item, Keyword as K, KeywordRole, MatchArm,
-    McpServer, MockAnswer, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output, POSTFIX_PRECEDENCE, Param,
-    Pattern, PatternKind, Price, Provider, ProviderRef, RESERVED, Rate, Runner, Setting,
-    StringPart, Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
+    Agent, Arg, BinaryOp, Budget, BudgetKind, BudgetLimit, Call, Contract, EnumDecl, Eval,
+    EvalStmt, Expr, ExprKind, File, For, Guard, Ident, Implementation, Item, Keyword as K,
+    KeywordRole, MatchArm, McpServer, MockAnswer, NEG_PRECEDENCE, NOT_PRECEDENCE, Node, Output,
+    POSTFIX_PRECEDENCE, Param, Pattern, PatternKind, Price, Provider, ProviderRef, RESERVED, Rate,
+    Runner, Setting, StringPart, Test, TestStmt, Tool, TypeDecl, TypeExpr, UnaryOp, Use,
 };
 use crate::source::{FileId, Span};
 
@@ -316,6 +316,7 @@ impl<'t> Parser<'t> {
                 K::Enum => Item::Enum(self.enum_decl(start)?),
                 K::Test => Item::Test(self.test(start)?),
                 K::Mcp => Item::Mcp(self.mcp(start)?),
+                K::Eval => Item::Eval(self.eval(start)?),
                 _ => return None,
             };
             let span = self.span_from(start);
@@ -685,6 +686,35 @@ impl<'t> Parser<'t> {
         let spans: Vec<Span> = statements.iter().map(TestStmt::span).collect();
         self.lines_ok(&spans)?;
         Some(Test { name, statements, span: self.span_from(start) })
+    }
+
+    fn eval(&mut self, start: usize) -> Option<Eval> {
+        let name = self.string()?;
+        self.expect(b'{')?;
+        let mut statements = Vec::new();
+        while !self.eat(b'}') {
+            let s = self.pos_after_ws();
+            let statement = match self.take_keyword()? {
+                K::Run => {
+                    let contract = self.ident()?;
+                    EvalStmt::Run(contract, self.span_from(s))
+                }
+                K::Dataset => EvalStmt::Dataset(self.string()?, self.span_from(s)),
+                K::Repeat => EvalStmt::Repeat(self.expr()?, self.span_from(s)),
+                K::Require => EvalStmt::Require(self.expr()?, self.span_from(s)),
+                K::Score => {
+                    let name = self.ident()?;
+                    self.expect(b'=')?;
+                    let value = self.expr()?;
+                    EvalStmt::Score { name, value, span: self.span_from(s) }
+                }
+                _ => return None,
+            };
+            statements.push(statement);
+        }
+        let spans: Vec<Span> = statements.iter().map(EvalStmt::span).collect();
+        self.lines_ok(&spans)?;
+        Some(Eval { name, statements, span: self.span_from(start) })
     }
 
     /// `ident (, ident)*`.

@@ -4,9 +4,9 @@ use pest::iterators::Pair;
 
 use super::{Rule, span};
 use crate::ast::{
-    Agent, Budget, BudgetKind, BudgetLimit, Contract, EnumDecl, File, Guard, Ident, Implementation,
-    Item, McpServer, MockAnswer, Node, Output, Param, Price, Provider, ProviderRef, Rate, Runner,
-    Setting, Test, TestStmt, Tool, TypeDecl, TypeExpr, Use,
+    Agent, Budget, BudgetKind, BudgetLimit, Contract, EnumDecl, Eval, EvalStmt, File, Guard, Ident,
+    Implementation, Item, McpServer, MockAnswer, Node, Output, Param, Price, Provider, ProviderRef,
+    Rate, Runner, Setting, Test, TestStmt, Tool, TypeDecl, TypeExpr, Use,
 };
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
@@ -43,6 +43,7 @@ impl<'t> Builder<'t> {
                 Rule::enum_decl => Item::Enum(self.enum_decl(pair)),
                 Rule::test_decl => Item::Test(self.test(pair)),
                 Rule::mcp_decl => Item::Mcp(self.mcp(pair)),
+                Rule::eval_decl => Item::Eval(self.eval(pair)),
                 Rule::EOI => {
                     spans.pop();
                     continue;
@@ -491,6 +492,37 @@ impl<'t> Builder<'t> {
         }
     }
 
+    fn eval(&mut self, pair: Pair<'_, Rule>) -> Eval {
+        let span = span(self.file, &pair);
+        let mut inner = pair.into_inner().skip(1);
+        let name = self.expr(inner.next().unwrap_or_else(|| unreachable!("eval name")));
+        let pairs: Vec<_> = inner.collect();
+        let spans: Vec<Span> = pairs.iter().map(|p| super::span(self.file, p)).collect();
+        self.check_lines(&spans);
+        let statements = pairs.into_iter().map(|stmt| self.eval_stmt(stmt)).collect();
+        Eval { name, statements, span }
+    }
+
+    fn eval_stmt(&mut self, stmt: Pair<'_, Rule>) -> EvalStmt {
+        let span = span(self.file, &stmt);
+        match stmt.as_rule() {
+            Rule::eval_run_stmt => {
+                let contract = Self::operands(stmt).next().unwrap_or_else(|| unreachable!("run"));
+                EvalStmt::Run(self.ident(contract), span)
+            }
+            Rule::dataset_stmt => EvalStmt::Dataset(self.first_expr(stmt), span),
+            Rule::repeat_stmt => EvalStmt::Repeat(self.first_expr(stmt), span),
+            Rule::require_stmt => EvalStmt::Require(self.first_expr(stmt), span),
+            Rule::score_stmt => {
+                let mut inner = Self::operands(stmt);
+                let name = self.ident(inner.next().unwrap_or_else(|| unreachable!("score name")));
+                let value = self.expr(inner.next().unwrap_or_else(|| unreachable!("score value")));
+                EvalStmt::Score { name, value, span }
+            }
+            rule => unreachable!("eval statement {rule:?}"),
+        }
+    }
+
     fn runner(&mut self, pair: Pair<'_, Rule>) -> Runner {
         let span = span(self.file, &pair);
         let mut inner = pair.into_inner().skip(1);
@@ -587,5 +619,10 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_command
             | Rule::kw_url
             | Rule::kw_env
+            | Rule::kw_eval
+            | Rule::kw_dataset
+            | Rule::kw_repeat
+            | Rule::kw_score
+            | Rule::kw_require
     )
 }

@@ -262,6 +262,31 @@ test """multi
 test "empty" {}
 "#;
 
+    /// Eval blocks: every statement form.
+    const EVALS: &str = r#"
+eval "tickets are triaged right" {
+  run Classify
+  dataset "evals/tickets.jsonl"
+  repeat 3
+  score priority = ticket.priority == expected.priority
+  score short = len(ticket.summary) <= 200   # a rate
+  score faithful = Judge(summary: ticket.summary, email: inputs.email)
+  require priority >= 0.9 and faithful > 0.5
+}
+eval """two
+  lines""" {
+  run C
+}
+eval "empty" {}
+"#;
+
+    #[test]
+    fn eval_blocks_parse_the_same_on_both_paths() {
+        assert_eq!(fast_agrees(EVALS), Ok(true));
+        let file = parse(FileId(0), EVALS).expect("evals parse");
+        insta::assert_debug_snapshot!(file);
+    }
+
     #[test]
     fn test_blocks_parse_the_same_on_both_paths() {
         assert_eq!(fast_agrees(TESTS), Ok(true));
@@ -464,7 +489,7 @@ test "empty" {}
         /// fast path declines or agrees with pest.
         #[test]
         fn the_fast_path_agrees_with_pest(
-            sample in 0..3usize,
+            sample in 0..4usize,
             at in 0..2000usize,
             len in 0..40usize,
             insert in prop_oneof![
@@ -486,11 +511,13 @@ test "empty" {}
                     "\n  snapshot\n", "\n  run C()\n", " mock T(", "expect_error ", "\n  expect_calls T == 1\n", " expect_calls ", " <= ", "test ",
                     "\n  requires_approval\n", " requires_approval when ", " when ",
                     "\n  approve T\n", "\n  deny T \"no\"\n", " approve ", " deny ",
+                    "\n  score s = 1\n", " score ", "\n  repeat 2\n", " require ", "eval ",
+                    "\n  dataset \"d.jsonl\"\n", " dataset ", " run C\n",
                     "é", "名前", " # caf\u{fffd}\n", "\"日本語 ✓\"", "\u{fffd}", "\u{1f525}",
                 ]).prop_map(str::to_owned),
             ],
         ) {
-            let sample = [SAMPLE, SAMPLE2, TESTS][sample];
+            let sample = [SAMPLE, SAMPLE2, TESTS, EVALS][sample];
             let mut text = sample.to_owned();
             let at = at % text.len();
             let start = (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Failure, TestResult};
+use crate::markup::escape;
 
 /// Everything a report shows.
 #[derive(Debug, Clone, Default)]
@@ -183,34 +184,4 @@ fn millis(d: Duration) -> u64 {
 
 fn seconds(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64())
-}
-
-/// Text as XML character data or an attribute value: markup characters
-/// escaped, characters XML 1.0 cannot hold dropped.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' | '\r' => out.push(c),
-            c if u32::from(c) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape;
-
-    #[test]
-    fn escape_keeps_xml_well_formed() {
-        assert_eq!(escape("a<b & \"c\"\n\u{1}"), "a&lt;b &amp; &quot;c&quot;&#10;");
-    }
 }

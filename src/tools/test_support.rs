@@ -114,5 +114,6 @@ pub(crate) fn program(tools: Vec<ir::Tool>) -> ir::Program {
         providers: Vec::new(),
         contracts: Vec::new(),
         tests: Vec::new(),
+        evals: Vec::new(),
     }
 }

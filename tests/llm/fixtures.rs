@@ -118,6 +118,7 @@ pub(crate) fn program(agents: Vec<Agent>, providers: Vec<Provider>) -> Program {
         providers,
         contracts: Vec::new(),
         tests: Vec::new(),
+        evals: Vec::new(),
     }
 }
 

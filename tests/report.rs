@@ -1,0 +1,155 @@
+//! The HTML page of `ignite eval --report`, opened in a real headless
+//! Chromium (Debian's, installed by `scripts/peers.sh install chromium`)
+//! kept on the loopback: every host but 127.0.0.1 resolves to nothing and
+//! the browser's own background traffic is off. The page is checked
+//! through the DOM Chromium builds from it (`--dump-dom`).
+
+#![allow(clippy::unwrap_used)]
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use insta_cmd::get_cargo_bin;
+
+const PROGRAM: &str = r#"
+contract Classify {
+  input message: string
+  compute priority = if contains(message, "refund") then "high" else "normal"
+  compute words = len(split(message, " "))
+  guard short = len(message) < 40 else "too long"
+  output priority
+  output words
+}
+
+eval "triage <b>" {
+  run Classify
+  dataset "rows.jsonl"
+  repeat 2
+  score priority = priority == expected.priority
+  score words = words / 10
+  require priority >= 0.5
+}
+"#;
+
+/// The DOM of the page at `page` after Chromium loaded it.
+fn dom(page: &Path) -> String {
+    let chromium = support::peers::peer("chromium", "chromium");
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--disable-extensions",
+            "--metrics-recording-only",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_eval_page_shows_scores_requires_and_every_sample_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("triage.ign"), PROGRAM).unwrap();
+    std::fs::write(
+        dir.path().join("rows.jsonl"),
+        concat!(
+            "{\"id\": \"r1\", \"inputs\": {\"message\": \"refund please\"}, \"expected\": {\"priority\": \"high\"}}\n",
+            "{\"id\": \"r2\", \"inputs\": {\"message\": \"hello <script>x</script>\"}, \"expected\": {\"priority\": \"high\"}}\n",
+            "{\"id\": \"r3\", \"inputs\": {\"message\": \"a message that is far too long to be triaged here\"}}\n",
+        ),
+    )
+    .unwrap();
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(dir.path())
+        .args(["eval", "--save", "base.json", "--report", "page.html"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    // Against itself as the baseline: deltas of 0.
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(dir.path())
+        .args(["eval", "--baseline", "base.json", "--report", "again.html"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let page = std::fs::read_to_string(dir.path().join("page.html")).unwrap();
+    assert!(!page.contains("http://") && !page.contains("https://"), "nothing fetched");
+    assert!(!page.contains("<script"), "no script; the row's text is escaped");
+
+    // `ignite report` draws the same page from the saved file.
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(dir.path())
+        .args(["report", "base.json", "-o", "saved.html"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("saved.html")).unwrap(), page);
+
+    let dom = dom(&dir.path().join("again.html"));
+    assert!(dom.contains("<title>Eval report</title>"), "{dom}");
+    assert!(dom.contains("<section class=\"eval\" data-eval=\"triage &lt;b&gt;\">"), "{dom}");
+    assert!(
+        dom.contains("<tr class=\"score\" data-score=\"priority\"><td>priority</td><td>0.333</td>"),
+        "{dom}"
+    );
+    assert!(dom.contains("<tr class=\"score\" data-score=\"words\">"), "{dom}");
+    assert!(dom.contains("+0.000 [+0.000, +0.000]"), "the baseline's delta: {dom}");
+    assert!(
+        dom.contains(
+            "require <code>priority &gt;= 0.5</code>: <span class=\"failed\">failed</span>"
+        ),
+        "{dom}"
+    );
+    assert_eq!(dom.matches("<details class=\"sample").count(), 6, "{dom}");
+    // The failed runs come first, with their error.
+    let failed = dom.find("<details class=\"sample failed\">").unwrap();
+    let ok = dom.find("<details class=\"sample\">").unwrap();
+    assert!(failed < ok, "{dom}");
+    assert!(dom.contains("too long"), "{dom}");
+    assert!(dom.contains("hello &lt;script&gt;x&lt;/script&gt;"), "{dom}");
+}
+
+#[test]
+fn the_run_page_of_a_recording_shows_every_effect_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("run.html");
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["report", "contracts/evals/summaries.cassette.json", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dom = dom(&page);
+    assert!(dom.contains("<title>Run report</title>"), "{dom}");
+    assert!(dom.contains("16 effects: 16 model calls, 0 tool calls, 0 failed"), "{dom}");
+    assert_eq!(dom.matches("<tr class=\"effect model\">").count(), 16, "{dom}");
+    assert!(dom.contains("<code>Summarize &gt; summary</code>"), "{dom}");
+    assert!(dom.contains("40 in / 12 out"), "{dom}");
+    assert!(dom.contains("The customer asks for the March invoice again."), "{dom}");
+
+    // Not a run nor an eval: a clear error.
+    std::fs::write(dir.path().join("junk.json"), "[1]\n").unwrap();
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(dir.path())
+        .args(["report", "junk.json", "-o", "x.html"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("neither a journal or recording nor a saved eval"), "{stderr}");
+}
