@@ -1,6 +1,8 @@
 //! `ignite lsp`: in-process transcripts over `lsp_server::Connection::memory`
 //! (each case of `tests/lsp/cases/` a file whose `# ^ request` comments
-//! ask at the column of `^` on the line above; the answers are snapshots),
+//! ask at the column of `^` on the line above; the answers are snapshots;
+//! lines ending in `# typed` are typed into the case after it was opened
+//! without them),
 //! the bad-input and every-prefix robustness checks, and the end-to-end
 //! runs with real clients: `pytest-lsp` (`tests/lsp/test_*.py`) and headless
 //! Neovim, both against the built binary.
@@ -234,7 +236,7 @@ fn tokens(result: &Value, legend: &[&str]) -> String {
     out
 }
 
-const LEGEND: [&str; 11] = [
+const LEGEND: [&str; 12] = [
     "function",
     "class",
     "namespace",
@@ -246,6 +248,7 @@ const LEGEND: [&str; 11] = [
     "parameter",
     "variable",
     "string",
+    "keyword",
 ];
 
 /// Every case of `tests/lsp/cases`: its diagnostics, its outline, tokens,
@@ -258,7 +261,15 @@ fn transcripts() {
         let text = std::fs::read_to_string(path).expect("a case");
         let uri = url(path);
         let mut client = Client::start();
-        client.open(&uri, &text);
+        let before: String =
+            text.split_inclusive('\n').filter(|l| !l.trim_end().ends_with("# typed")).collect();
+        if before == text {
+            client.open(&uri, &text);
+        } else {
+            client.open(&uri, &before);
+            client.diagnostics(&uri);
+            client.change(&uri, 2, &text);
+        }
         let mut out = String::from("== diagnostics\n");
         for d in client.diagnostics(&uri) {
             let _ = writeln!(

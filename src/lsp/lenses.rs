@@ -38,8 +38,8 @@ const MESSAGE_CHARS: usize = 2_000;
 /// A lens over each test block and each contract of the document.
 #[must_use]
 pub(crate) fn lenses(doc: &Doc, uri: &Url) -> Vec<CodeLens> {
-    let analysis = &doc.analysis;
-    analysis
+    let view = doc.view();
+    view.analysis
         .index
         .defs
         .iter()
@@ -50,7 +50,7 @@ pub(crate) fn lenses(doc: &Doc, uri: &Url) -> Vec<CodeLens> {
                 Kind::Contract => ("Run", RUN),
                 _ => return None,
             };
-            let range = analysis.location(def.span)?.range;
+            let range = view.range(def.span)?;
             let arguments = vec![Value::String(uri.to_string()), Value::String(def.name.clone())];
             Some(CodeLens {
                 range,
@@ -196,7 +196,7 @@ pub(crate) fn inlay_hints(doc: &Doc, range: Range) -> Vec<InlayHint> {
                 && !analysis.sources.try_slice(d.full).unwrap_or_default().starts_with("input")
         })
         .filter_map(|(id, def)| {
-            let ty = node_type(doc, id)?;
+            let ty = node_type(doc, analysis, id)?;
             Some(InlayHint {
                 position: text::position(&file.text, file.line_starts(), def.span.end as usize),
                 label: InlayHintLabel::String(format!(": {ty}")),

@@ -61,7 +61,7 @@ use lsp_types::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use analysis::Analysis;
+use analysis::{Analysis, View};
 
 /// How long the server waits after a change for the next one before it
 /// checks: a burst of keystrokes is checked once.
@@ -176,6 +176,13 @@ impl Doc {
         } else {
             self.parsed.as_deref().unwrap_or(&self.analysis)
         }
+    }
+
+    /// The check requests about this document read, for its current text
+    /// (see [`View`]).
+    #[must_use]
+    pub(crate) fn view(&self) -> View<'_> {
+        View::new(self.names(), &self.analysis)
     }
 
     /// The checked program to read types from: the current, else the last.
