@@ -37,14 +37,19 @@ pub(crate) struct Analysis {
 
 impl Analysis {
     /// Checks `root`, reading the files of `open` (by canonical path) from
-    /// memory.
+    /// memory. The index is left empty: [`Analysis::index`] builds it once
+    /// the diagnostics are on their way.
     #[must_use]
     pub(crate) fn run(root: &Path, open: HashMap<PathBuf, Arc<str>>) -> Analysis {
         let loaded = crate::load::load_open(root, crate::load::Options::default(), open);
         let files = loaded.files.clone();
         let crate::Compilation { sources, diagnostics, program } = crate::finish(loaded);
-        let index = Index::build(&sources, &files, program.as_ref());
-        Analysis { sources, files, diagnostics, index, program }
+        Analysis { sources, files, diagnostics, index: Index::default(), program }
+    }
+
+    /// Builds the symbol index of this check.
+    pub(crate) fn index(&mut self) {
+        self.index = Index::build(&self.sources, &self.files, self.program.as_ref());
     }
 
     /// True when the root file parsed.
