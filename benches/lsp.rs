@@ -61,7 +61,7 @@ fn main() {
         request(&client, &mut next, "textDocument/completion", at(complete_at));
     });
     println!("{:<44} {:>10} {:>10} {:>6}", "exchange", "min", "median", "runs");
-    report("edit → diagnostics published (30 ms debounce)", edits);
+    report("edit → diagnostics published (debounce in)", edits);
     report("check of the program alone (compile_source)", check);
     report("hover on a node", hovers);
     report("completion after `.` of a record", completions);

@@ -20,7 +20,6 @@ use serde_json::Value;
 use super::Doc;
 use super::hover::node_type;
 use super::index::Kind;
-use super::text;
 use crate::source::FileId;
 
 /// Runs one `test` block: arguments the document's URL and the test's name.
@@ -175,15 +174,15 @@ fn read_all(mut pipe: Box<dyn std::io::Read + Send>) -> std::thread::JoinHandle<
 }
 
 /// A hint `: Type` after the name of each `compute`, `compose` and
-/// `guard` node in `range`, from the last checked program.
+/// `guard` node in `range`, from the last checked program (read through
+/// the document's [`super::View`]).
 #[must_use]
 pub(crate) fn inlay_hints(doc: &Doc, range: Range) -> Vec<InlayHint> {
-    let analysis = &doc.analysis;
-    let Some((_, file)) = analysis.sources.iter().next() else { return Vec::new() };
-    let (from, to) = (
-        text::offset(&file.text, file.line_starts(), range.start),
-        text::offset(&file.text, file.line_starts(), range.end),
-    );
+    let view = doc.view();
+    let analysis = view.analysis;
+    // A range that starts or ends inside an edit since reaches past it.
+    let from = view.offset(range.start).unwrap_or(0);
+    let to = view.offset(range.end).unwrap_or(usize::MAX);
     analysis
         .index
         .defs
@@ -198,7 +197,7 @@ pub(crate) fn inlay_hints(doc: &Doc, range: Range) -> Vec<InlayHint> {
         .filter_map(|(id, def)| {
             let ty = node_type(doc, analysis, id)?;
             Some(InlayHint {
-                position: text::position(&file.text, file.line_starts(), def.span.end as usize),
+                position: view.range(def.span)?.end,
                 label: InlayHintLabel::String(format!(": {ty}")),
                 kind: Some(InlayHintKind::TYPE),
                 text_edits: None,
