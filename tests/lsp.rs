@@ -636,7 +636,11 @@ fn answer_on_prefixes(share: usize, of: usize) {
                     let answer = client.request(method, params.clone());
                     // An error response is an answer; one the server could not give is a bug.
                     if let Err(e) = &answer {
-                        assert!(!e.contains("failed inside"), "{method} on {}: {e}", path.display());
+                        assert!(
+                            !e.contains("failed inside"),
+                            "{method} on {}: {e}",
+                            path.display()
+                        );
                     }
                 }
             }

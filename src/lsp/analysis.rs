@@ -152,7 +152,9 @@ impl<'a> View<'a> {
     #[must_use]
     pub(crate) fn offset(&self, position: Position) -> Option<usize> {
         match &self.now {
-            Some((file, shift)) => shift.to_old(text::offset(&file.text, file.line_starts(), position)),
+            Some((file, shift)) => {
+                shift.to_old(text::offset(&file.text, file.line_starts(), position))
+            }
             None => {
                 let file = self.analysis.sources.iter().next()?.1;
                 Some(text::offset(&file.text, file.line_starts(), position))

@@ -618,7 +618,11 @@ impl Builder<'_> {
             if !(quoted.len() == variant.len() + 2 && quoted.starts_with('"')) {
                 continue;
             }
-            let inner = Span { file: literal.span.file, start: literal.span.start + 1, end: literal.span.end - 1 };
+            let inner = Span {
+                file: literal.span.file,
+                start: literal.span.start + 1,
+                end: literal.span.end - 1,
+            };
             let target = self.index.member(owner, &variant);
             self.reference(inner, target);
         }

@@ -9,8 +9,8 @@ use lsp_types::{
 
 use super::Doc;
 use super::analysis::{Analysis, View};
-use crate::ast::{Keyword, RESERVED};
 use super::index::Kind;
+use crate::ast::{Keyword, RESERVED};
 use crate::source::{FileId, Span};
 
 /// The token types, in legend order ([`token_type`] indexes it).
@@ -125,9 +125,7 @@ pub(crate) fn symbols(doc: &Doc) -> Vec<DocumentSymbol> {
     let view = doc.view();
     // The root file's declaration is the first: files are declared first, root first.
     match view.analysis.index.defs.first() {
-        Some(root) if root.kind == Kind::File && root.span.file == FileId(0) => {
-            children(&view, 0)
-        }
+        Some(root) if root.kind == Kind::File && root.span.file == FileId(0) => children(&view, 0),
         _ => Vec::new(),
     }
 }

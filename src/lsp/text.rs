@@ -69,7 +69,8 @@ impl Shift {
         let most = old.len().min(new.len()) - prefix;
         let mut suffix =
             old.bytes().rev().zip(new.bytes().rev()).take(most).take_while(|(a, b)| a == b).count();
-        while !(old.is_char_boundary(old.len() - suffix) && new.is_char_boundary(new.len() - suffix))
+        while !(old.is_char_boundary(old.len() - suffix)
+            && new.is_char_boundary(new.len() - suffix))
         {
             suffix -= 1;
         }
