@@ -80,14 +80,14 @@ impl Shift {
     /// The offset in the older text of `offset` in the newer, unless the
     /// edit replaced it.
     #[must_use]
-    pub(crate) fn to_old(&self, offset: usize) -> Option<usize> {
+    pub(crate) fn to_old(self, offset: usize) -> Option<usize> {
         Self::carry(offset, self.prefix, self.suffix, self.new_len, self.old_len)
     }
 
     /// The offset in the newer text of `offset` in the older, unless the
     /// edit replaced it.
     #[must_use]
-    pub(crate) fn to_new(&self, offset: usize) -> Option<usize> {
+    pub(crate) fn to_new(self, offset: usize) -> Option<usize> {
         Self::carry(offset, self.prefix, self.suffix, self.old_len, self.new_len)
     }
 
