@@ -6,6 +6,9 @@
 //! formatted already. Prefixes of the fixtures get an answer.
 
 #![allow(clippy::unwrap_used)]
+
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use igniter::fmt::{FmtError, format};
@@ -117,28 +120,30 @@ fn the_examples_of_the_docs_are_formatted() {
     assert!(unformatted.is_empty(), "unformatted examples:\n{}", unformatted.join("\n"));
 }
 
-/// Prefixes of the fixtures get an answer: formatted or refused, never a
-/// panic or a broken guarantee. The prefixes cut each file at 64 evenly
-/// spread places and, in files of up to 3,000 bytes, at every line end
-/// (every prefix of every fixture takes many minutes in a debug build).
+/// Prefixes of every fixture get an answer: formatted or refused, never a
+/// panic or a broken guarantee. Cut at every character boundary of each
+/// file's first [`support::prefixes::WHOLE`] bytes, then at every line end
+/// and every [`support::prefixes::STEP`]th byte (see `cuts`); shared out
+/// over the machine's cores.
 #[test]
 fn prefixes_of_every_fixture_get_an_answer() {
-    for path in fixtures() {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let step = text.len() / 64 + 1;
-        let lines = text.len() <= 3000;
-        let mut cuts: Vec<usize> = text
-            .char_indices()
-            .filter(|&(i, c)| i % step == 0 || (lines && c == '\n'))
-            .map(|(i, _)| i)
-            .collect();
-        cuts.push(text.len());
-        for end in cuts {
-            if let Err(FmtError::Unsafe(what)) = format(&text[..end]) {
-                panic!("{} up to byte {end}: formatting would {what}", path.display());
-            }
+    let files: Vec<(PathBuf, String)> =
+        fixtures().into_iter().map(|p| (p.clone(), std::fs::read_to_string(p).unwrap())).collect();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    std::thread::scope(|scope| {
+        for share in 0..threads {
+            let files = &files;
+            scope.spawn(move || {
+                for (path, text) in files {
+                    for end in support::prefixes::cuts(text).skip(share).step_by(threads) {
+                        if let Err(FmtError::Unsafe(what)) = format(&text[..end]) {
+                            panic!("{} up to byte {end}: formatting would {what}", path.display());
+                        }
+                    }
+                }
+            });
         }
-    }
+    });
 }
 
 fn ignite() -> std::process::Command {

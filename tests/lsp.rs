@@ -1,6 +1,8 @@
 //! `ignite lsp`: in-process transcripts over `lsp_server::Connection::memory`
 //! (each case of `tests/lsp/cases/` a file whose `# ^ request` comments
-//! ask at the column of `^` on the line above; the answers are snapshots),
+//! ask at the column of `^` on the line above; the answers are snapshots;
+//! lines ending in `# typed` are typed into the case after it was opened
+//! without them),
 //! the bad-input and every-prefix robustness checks, and the end-to-end
 //! runs with real clients: `pytest-lsp` (`tests/lsp/test_*.py`) and headless
 //! Neovim, both against the built binary.
@@ -234,7 +236,7 @@ fn tokens(result: &Value, legend: &[&str]) -> String {
     out
 }
 
-const LEGEND: [&str; 11] = [
+const LEGEND: [&str; 12] = [
     "function",
     "class",
     "namespace",
@@ -246,6 +248,7 @@ const LEGEND: [&str; 11] = [
     "parameter",
     "variable",
     "string",
+    "keyword",
 ];
 
 /// Every case of `tests/lsp/cases`: its diagnostics, its outline, tokens,
@@ -258,7 +261,15 @@ fn transcripts() {
         let text = std::fs::read_to_string(path).expect("a case");
         let uri = url(path);
         let mut client = Client::start();
-        client.open(&uri, &text);
+        let before: String =
+            text.split_inclusive('\n').filter(|l| !l.trim_end().ends_with("# typed")).collect();
+        if before == text {
+            client.open(&uri, &text);
+        } else {
+            client.open(&uri, &before);
+            client.diagnostics(&uri);
+            client.change(&uri, 2, &text);
+        }
         let mut out = String::from("== diagnostics\n");
         for d in client.diagnostics(&uri) {
             let _ = writeln!(
@@ -565,11 +576,27 @@ fn fixtures() -> Vec<PathBuf> {
     out
 }
 
-/// Every request kind, at positions over prefixes of every fixture (each
-/// line's end, and points inside lines), answers: a half-typed file never
-/// crashes or hangs the server.
+/// Prefixes of every fixture answer: a half-typed file never crashes or
+/// hangs the server. Cut at every character boundary of each file's first
+/// [`support::prefixes::WHOLE`] bytes, then at every line end and every
+/// [`support::prefixes::STEP`]th byte. At every cut, the requests of a
+/// cursor there (hover, definition, completion); at each line end, every
+/// request kind at five places (the start, the middle, the cut, past the
+/// last line, past the line's end) and the whole-document ones. The cuts
+/// are shared out over the machine's cores, a server each.
 #[test]
 fn every_request_answers_on_every_prefix() {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    std::thread::scope(|scope| {
+        for share in 0..threads {
+            scope.spawn(move || answer_on_prefixes(share, threads));
+        }
+    });
+}
+
+/// The prefixes of every fixture whose number is `share` modulo `of`,
+/// each asked about as [`every_request_answers_on_every_prefix`] says.
+fn answer_on_prefixes(share: usize, of: usize) {
     let mut client = Client::start();
     let mut version = 1;
     for path in fixtures() {
@@ -577,36 +604,48 @@ fn every_request_answers_on_every_prefix() {
         let uri = url(&path);
         client.open(&uri, "");
         let doc = json!({"uri": uri});
-        let mut cuts: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
-        cuts.extend((0..text.len()).step_by(89));
-        cuts.retain(|&c| text.is_char_boundary(c));
-        for cut in cuts {
+        for cut in support::prefixes::cuts(&text).skip(share).step_by(of) {
             let prefix = &text[..cut];
             version += 1;
             client.change(&uri, version, prefix);
             let lines = prefix.lines().count() as u64;
             let last = prefix.lines().last().map_or(0, |l| l.encode_utf16().count() as u64);
-            for (line, character) in [
-                (0, 0),
-                (lines / 2, 4),
-                (lines.saturating_sub(1), last),
-                (lines + 3, 0),
-                (lines.saturating_sub(1), last + 40),
-            ] {
-                let position = json!({"line": line, "character": character});
-                let params = json!({"textDocument": doc, "position": position, "newName": "renamed", "context": {"includeDeclaration": true}});
-                let completion = json!({"textDocument": doc, "position": position});
-                let _ = client.request("textDocument/completion", completion);
-                for method in [
+            let line_end = text[cut..].starts_with('\n');
+            let cursor = (lines.saturating_sub(1), last);
+            let places: &[(u64, u64)] = if line_end {
+                &[(0, 0), (lines / 2, 4), cursor, (lines + 3, 0), (cursor.0, last + 40)]
+            } else {
+                &[cursor]
+            };
+            let methods: &[&str] = if line_end {
+                &[
                     "textDocument/hover",
                     "textDocument/definition",
                     "textDocument/references",
                     "textDocument/completion",
                     "textDocument/prepareRename",
                     "textDocument/rename",
-                ] {
-                    let _ = client.request(method, params.clone());
+                ]
+            } else {
+                &["textDocument/hover", "textDocument/definition", "textDocument/completion"]
+            };
+            for &(line, character) in places {
+                let position = json!({"line": line, "character": character});
+                let params = json!({"textDocument": doc, "position": position, "newName": "renamed", "context": {"includeDeclaration": true}});
+                for method in methods {
+                    let answer = client.request(method, params.clone());
+                    // An error response is an answer; one the server could not give is a bug.
+                    if let Err(e) = &answer {
+                        assert!(
+                            !e.contains("failed inside"),
+                            "{method} on {}: {e}",
+                            path.display()
+                        );
+                    }
                 }
+            }
+            if !line_end {
+                continue;
             }
             let whole = json!({"start": {"line": 0, "character": 0}, "end": {"line": lines + 1, "character": 0}});
             for (method, params) in [

@@ -37,7 +37,7 @@ mod strip;
 
 use crate::ast;
 use crate::diagnostic::Diagnostics;
-use crate::source::FileId;
+use crate::source::{FileId, Span};
 
 /// The width lines are wrapped at.
 pub const WIDTH: usize = 100;
@@ -79,6 +79,19 @@ pub fn format(source: &str) -> Result<String, FmtError> {
         return Err(FmtError::Unsafe("not be stable (formatting it again changes it)"));
     }
     Ok(formatted)
+}
+
+/// Where `text` (parsed as `file`) is not code: its string literals and
+/// its comments, in order (what the language server's keyword tokens
+/// skip).
+#[must_use]
+pub fn text_spans(file: &ast::File, text: &str) -> Vec<Span> {
+    let strings = strip::strip(&mut file.clone(), text);
+    let comments = comments::comments(text, strings.clone());
+    let mut spans = strings;
+    spans.extend(comments.iter().map(|c| Span::new(FileId(0), c.start, c.start + c.text.len())));
+    spans.sort_by_key(|s| s.start);
+    spans
 }
 
 /// The tree without its places, and the comments of `source`.

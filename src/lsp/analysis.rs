@@ -1,15 +1,20 @@
 //! One check of a root file, as `ignite check` does it, with the open
 //! buffers in place of the files on disk, kept with its syntax trees and
-//! symbol index for the requests that follow.
+//! symbol index for the requests that follow. A [`View`] reads a check
+//! for a document's current text: the last one that parsed, its places
+//! carried across the edits made since.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lsp_types::{DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Url};
+use lsp_types::{
+    DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Position, Range,
+    Url,
+};
 
 use super::index::Index;
-use super::text;
+use super::text::{self, Shift};
 use crate::ast;
 use crate::diagnostic::{Diagnostics, Severity};
 use crate::ir::Program;
@@ -32,14 +37,19 @@ pub(crate) struct Analysis {
 
 impl Analysis {
     /// Checks `root`, reading the files of `open` (by canonical path) from
-    /// memory.
+    /// memory. The index is left empty: [`Analysis::index`] builds it once
+    /// the diagnostics are on their way.
     #[must_use]
     pub(crate) fn run(root: &Path, open: HashMap<PathBuf, Arc<str>>) -> Analysis {
         let loaded = crate::load::load_open(root, crate::load::Options::default(), open);
         let files = loaded.files.clone();
         let crate::Compilation { sources, diagnostics, program } = crate::finish(loaded);
-        let index = Index::build(&sources, &files, program.as_ref());
-        Analysis { sources, files, diagnostics, index, program }
+        Analysis { sources, files, diagnostics, index: Index::default(), program }
+    }
+
+    /// Builds the symbol index of this check.
+    pub(crate) fn index(&mut self) {
+        self.index = Index::build(&self.sources, &self.files, self.program.as_ref());
     }
 
     /// True when the root file parsed.
@@ -106,6 +116,72 @@ impl Analysis {
             });
         }
         by_file
+    }
+}
+
+/// The check a request about a document reads, with the document's
+/// current text: the current check when the text parsed, else the last
+/// that did, whose root file's places are carried to the current text
+/// around what changed since (a place inside the change has none).
+#[derive(Debug)]
+pub(crate) struct View<'a> {
+    /// The check the answers come from.
+    pub analysis: &'a Analysis,
+    /// The current check's root file and how the view's root maps to it,
+    /// when the view's check is of an older text.
+    now: Option<(&'a crate::source::SourceFile, Shift)>,
+}
+
+impl<'a> View<'a> {
+    /// The view of `analysis`, whose root text may be older than that of
+    /// `current`.
+    #[must_use]
+    pub(crate) fn new(analysis: &'a Analysis, current: &'a Analysis) -> View<'a> {
+        let root = |a: &'a Analysis| a.sources.iter().next().map(|(_, f)| f);
+        let now = match (root(analysis), root(current)) {
+            (Some(old), Some(new)) if !std::ptr::eq(analysis, current) && old.text != new.text => {
+                Some((new, Shift::between(&old.text, &new.text)))
+            }
+            _ => None,
+        };
+        View { analysis, now }
+    }
+
+    /// The byte offset in the view's root file of `position` in the
+    /// current text.
+    #[must_use]
+    pub(crate) fn offset(&self, position: Position) -> Option<usize> {
+        match &self.now {
+            Some((file, shift)) => {
+                shift.to_old(text::offset(&file.text, file.line_starts(), position))
+            }
+            None => {
+                let file = self.analysis.sources.iter().next()?.1;
+                Some(text::offset(&file.text, file.line_starts(), position))
+            }
+        }
+    }
+
+    /// The place of `span` of the view's check in the current texts:
+    /// `None` in a file with no `file:` URL, or where the edit since
+    /// replaced it.
+    #[must_use]
+    pub(crate) fn location(&self, span: Span) -> Option<Location> {
+        match &self.now {
+            Some((file, shift)) if span.file == FileId(0) => {
+                let (start, end) =
+                    (shift.to_new(span.start as usize)?, shift.to_new(span.end as usize)?);
+                Some(Location::new(url_of(&file.path)?, text::range(file, start, end)))
+            }
+            _ => self.analysis.location(span),
+        }
+    }
+
+    /// The range of `span` in the current text of its file (see
+    /// [`View::location`]).
+    #[must_use]
+    pub(crate) fn range(&self, span: Span) -> Option<Range> {
+        self.location(span).map(|l| l.range)
     }
 }
 

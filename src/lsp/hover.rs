@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind, Position};
 
 use super::Doc;
+use super::analysis::Analysis;
 use super::index::{Def, Kind};
 use super::navigate::named_at;
 use crate::ir::{self, Program, ProviderChoice, ProviderKind};
@@ -19,8 +20,9 @@ const MAX_SOURCE: usize = 600;
 /// The hover of the name at `position`.
 #[must_use]
 pub(crate) fn hover(doc: &Doc, position: Position) -> Option<Hover> {
-    let (id, span) = named_at(doc, position)?;
-    let analysis = &doc.analysis;
+    let view = doc.view();
+    let (id, span) = named_at(&view, position)?;
+    let analysis = view.analysis;
     let def = &analysis.index.defs[id];
     let program = doc.program();
     let mut text = String::new();
@@ -28,7 +30,7 @@ pub(crate) fn hover(doc: &Doc, position: Position) -> Option<Hover> {
         Kind::Tool => tool(&mut text, def, program),
         Kind::Agent => agent(&mut text, def, program),
         Kind::Node => {
-            let ty = node_type(doc, id);
+            let ty = node_type(doc, analysis, id);
             let ty =
                 ty.map_or_else(|| "unknown until the program checks".to_owned(), |t| t.to_string());
             let _ = writeln!(text, "```ignite\n{}: {ty}\n```", def.name);
@@ -54,18 +56,18 @@ pub(crate) fn hover(doc: &Doc, position: Position) -> Option<Hover> {
             def.name
         );
     }
-    let range = analysis.location(span).map(|l| l.range);
+    let range = view.range(span);
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: text }),
         range,
     })
 }
 
-/// The static type of node `id` (of the index of `doc`), from the checked
-/// program: its contract's and its name's.
+/// The static type of node `id` (of the index of `analysis`, a check of
+/// `doc`), from the checked program: its contract's and its name's.
 #[must_use]
-pub(crate) fn node_type(doc: &Doc, id: usize) -> Option<ir::Type> {
-    let index = &doc.analysis.index;
+pub(crate) fn node_type(doc: &Doc, analysis: &Analysis, id: usize) -> Option<ir::Type> {
+    let index = &analysis.index;
     let def = &index.defs[id];
     let contract = &index.defs[def.parent?];
     type_in(doc.program()?, &contract.name, &def.name)

@@ -6,13 +6,17 @@
 //! lowering resolves them: declarations are global across the files of a
 //! program, nodes belong to their contract, params to their tool, inputs to
 //! their agent, a `for` variable to its body, and a test's `expect` sees the
-//! outputs of the contract it runs. Definition, references, rename, the
-//! outline, semantic tokens and hover all read this one table.
+//! outputs of the contract it runs. With the checked program, a field
+//! (`a.b.c`, `items[0].name`) refers to its record type's field whatever
+//! the chain starts from (a node, a param, an input, a `for` variable), and
+//! a string pattern of a `match` on an enum to its variant. Definition,
+//! references, rename, the outline, semantic tokens and hover all read
+//! this one table.
 
 use std::collections::HashMap;
 
-use crate::ast::{self, EvalStmt, ExprKind, Item, Node, StringPart, TestStmt};
-use crate::ir::{Program, TypeKind};
+use crate::ast::{self, EvalStmt, ExprKind, Item, Node, PatternKind, StringPart, TestStmt};
+use crate::ir::{Program, Type, TypeKind};
 use crate::source::{FileId, Sources, Span};
 
 /// What a declaration declares.
@@ -126,7 +130,13 @@ impl Index {
         files: &[(FileId, ast::File)],
         program: Option<&Program>,
     ) -> Index {
-        let mut builder = Builder { sources, program, index: Index::default(), current: None };
+        let mut builder = Builder {
+            sources,
+            program,
+            index: Index::default(),
+            current: None,
+            types: HashMap::new(),
+        };
         let mut file_defs = HashMap::new();
         for (file, _) in sources.iter() {
             let whole = Span::new(file, 0, sources[file].text.len());
@@ -203,13 +213,16 @@ impl Index {
     }
 }
 
-/// The builder's state: the index so far and the declaration whose body is
-/// being resolved (a `for` variable belongs to it).
+/// The builder's state: the index so far, the declaration whose body is
+/// being resolved (a `for` variable belongs to it) and the checked types
+/// of the declarations looked up so far (a `for` variable's when its
+/// array's item type is known).
 struct Builder<'a> {
     sources: &'a Sources,
     program: Option<&'a Program>,
     index: Index,
     current: Option<usize>,
+    types: HashMap<usize, Option<Type>>,
 }
 
 /// The names an expression can see: locals (innermost last) over a table.
@@ -586,23 +599,85 @@ impl Builder<'_> {
         }
     }
 
-    /// The field `name` of the record type of `on`, when `on` names a
-    /// node whose checked type is a record.
-    fn field_of(&self, on: &ast::Expr, name: &str, scope: &Scope<'_>) -> Option<usize> {
-        if !matches!(on.kind, ExprKind::Name) {
-            return None;
-        }
-        let node = &self.index.defs[scope.get(self.sources.try_slice(on.span)?)?];
-        let contract = &self.index.defs[node.parent?];
-        if node.kind != Kind::Node || contract.kind != Kind::Contract {
-            return None;
-        }
-        let program = self.program?;
-        let checked = &program[program.contract_named(&contract.name)?];
-        let ty = checked.types.get(checked.node_named(&node.name)?.index())?;
+    /// The field `name` of the record type of `on`, when the checked
+    /// program says `on` is a record.
+    fn field_of(&mut self, on: &ast::Expr, name: &str, scope: &Scope<'_>) -> Option<usize> {
+        let ty = self.type_of(on, scope)?;
         let TypeKind::Record(record) = &ty.kind else { return None };
         let owner = self.global_of(&record.name, &[Kind::Type])?;
         self.index.member(owner, name)
+    }
+
+    /// The checked type of `e` where it is a chain of names, fields and
+    /// indexes.
+    fn type_of(&mut self, e: &ast::Expr, scope: &Scope<'_>) -> Option<Type> {
+        match &e.kind {
+            ExprKind::Name => {
+                let id = scope.get(self.sources.try_slice(e.span)?)?;
+                self.declared_type(id)
+            }
+            ExprKind::Field(field) => {
+                let ty = self.type_of(&field.0, scope)?;
+                let TypeKind::Record(record) = &ty.kind else { return None };
+                Some(record.field(&field.1.name)?.ty.clone())
+            }
+            ExprKind::Index(on, _) => match self.type_of(on, scope)?.kind {
+                TypeKind::Array(Some(item)) => Some((*item).clone()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The checked type of declaration `id`: a node's, a param's, an
+    /// input's (a `for` variable's is recorded when it is declared).
+    fn declared_type(&mut self, id: usize) -> Option<Type> {
+        if let Some(known) = self.types.get(&id) {
+            return known.clone();
+        }
+        let program = self.program?;
+        let def = &self.index.defs[id];
+        let owner = &self.index.defs[def.parent?];
+        let ty = match (def.kind, owner.kind) {
+            (Kind::Node, Kind::Contract) => {
+                let checked = &program[program.contract_named(&owner.name)?];
+                checked.types.get(checked.node_named(&def.name)?.index()).cloned()
+            }
+            (Kind::Param, Kind::Tool) => {
+                let tool = program.tools.iter().find(|t| t.name == owner.name)?;
+                tool.params.iter().find(|p| p.name == def.name).map(|p| p.ty.clone())
+            }
+            (Kind::Input, Kind::Agent) => {
+                let agent = program.agents.iter().find(|a| a.name == owner.name)?;
+                agent.inputs.iter().find(|p| p.name == def.name).map(|p| p.ty.clone())
+            }
+            _ => None,
+        };
+        self.types.insert(id, ty.clone());
+        ty
+    }
+
+    /// The patterns of a `match` on an enum that name its variants.
+    fn variants(&mut self, parts: &(ast::Expr, Vec<ast::MatchArm>), scope: &Scope<'_>) {
+        let Some(ty) = self.type_of(&parts.0, scope) else { return };
+        let TypeKind::Enum(decl) = &ty.kind else { return };
+        let Some(owner) = self.global_of(&decl.name, &[Kind::Enum]) else { return };
+        for arm in &parts.1 {
+            let PatternKind::Literal(literal) = &arm.pattern.kind else { continue };
+            let Some(variant) = literal.as_plain_string() else { continue };
+            // The name inside the quotes: what a rename replaces.
+            let quoted = self.sources.try_slice(literal.span).unwrap_or_default();
+            if !(quoted.len() == variant.len() + 2 && quoted.starts_with('"')) {
+                continue;
+            }
+            let inner = Span {
+                file: literal.span.file,
+                start: literal.span.start + 1,
+                end: literal.span.end - 1,
+            };
+            let target = self.index.member(owner, &variant);
+            self.reference(inner, target);
+        }
     }
 
     fn type_expr(&mut self, ty: &ast::TypeExpr) {
@@ -675,12 +750,17 @@ impl Builder<'_> {
             }
             ExprKind::Match(parts) => {
                 self.expr(&parts.0, scope);
+                self.variants(parts, scope);
                 for arm in &parts.1 {
                     self.expr(&arm.body, scope);
                 }
             }
             ExprKind::For(each) => {
                 self.expr(&each.items, scope);
+                let item = match self.type_of(&each.items, scope).map(|t| t.kind) {
+                    Some(TypeKind::Array(Some(item))) => Some((*item).clone()),
+                    _ => None,
+                };
                 let id = self.def(
                     Kind::Local,
                     each.name.name.to_string(),
@@ -688,6 +768,7 @@ impl Builder<'_> {
                     e.span,
                     self.current,
                 );
+                self.types.insert(id, item);
                 scope.locals.push((each.name.name.to_string(), id));
                 if let Some(filter) = &each.filter {
                     self.expr(filter, scope);

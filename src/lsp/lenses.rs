@@ -20,7 +20,6 @@ use serde_json::Value;
 use super::Doc;
 use super::hover::node_type;
 use super::index::Kind;
-use super::text;
 use crate::source::FileId;
 
 /// Runs one `test` block: arguments the document's URL and the test's name.
@@ -38,8 +37,8 @@ const MESSAGE_CHARS: usize = 2_000;
 /// A lens over each test block and each contract of the document.
 #[must_use]
 pub(crate) fn lenses(doc: &Doc, uri: &Url) -> Vec<CodeLens> {
-    let analysis = &doc.analysis;
-    analysis
+    let view = doc.view();
+    view.analysis
         .index
         .defs
         .iter()
@@ -50,7 +49,7 @@ pub(crate) fn lenses(doc: &Doc, uri: &Url) -> Vec<CodeLens> {
                 Kind::Contract => ("Run", RUN),
                 _ => return None,
             };
-            let range = analysis.location(def.span)?.range;
+            let range = view.range(def.span)?;
             let arguments = vec![Value::String(uri.to_string()), Value::String(def.name.clone())];
             Some(CodeLens {
                 range,
@@ -175,19 +174,18 @@ fn read_all(mut pipe: Box<dyn std::io::Read + Send>) -> std::thread::JoinHandle<
 }
 
 /// A hint `: Type` after the name of each `compute`, `compose` and
-/// `guard` node in `range`, from the last checked program; and after a
-/// node that may ask models, its worst case (`at worst 30 model calls`,
-/// from [`crate::plan`]).
+/// `guard` node in `range`, from the last checked program (read through
+/// the document's [`super::View`]); and after a node that may ask models,
+/// its worst case (`at worst 30 model calls`, from [`crate::plan`]).
 #[must_use]
 pub(crate) fn inlay_hints(doc: &Doc, range: Range) -> Vec<InlayHint> {
-    let analysis = &doc.analysis;
-    let Some((_, file)) = analysis.sources.iter().next() else { return Vec::new() };
-    let (from, to) = (
-        text::offset(&file.text, file.line_starts(), range.start),
-        text::offset(&file.text, file.line_starts(), range.end),
-    );
-    let hint = |at: usize, label: String, kind: Option<InlayHintKind>| InlayHint {
-        position: text::position(&file.text, file.line_starts(), at),
+    let view = doc.view();
+    let analysis = view.analysis;
+    // A range that starts or ends inside an edit since reaches past it.
+    let from = view.offset(range.start).unwrap_or(0);
+    let to = view.offset(range.end).unwrap_or(usize::MAX);
+    let hint = |position, label: String, kind: Option<InlayHintKind>| InlayHint {
+        position,
         label: InlayHintLabel::String(label),
         kind,
         text_edits: None,
@@ -208,8 +206,8 @@ pub(crate) fn inlay_hints(doc: &Doc, range: Range) -> Vec<InlayHint> {
         {
             continue;
         }
-        if let Some(ty) = node_type(doc, id) {
-            hints.push(hint(def.span.end as usize, format!(": {ty}"), Some(InlayHintKind::TYPE)));
+        if let (Some(ty), Some(at)) = (node_type(doc, analysis, id), view.range(def.span)) {
+            hints.push(hint(at.end, format!(": {ty}"), Some(InlayHintKind::TYPE)));
         }
         let calls = (|| {
             let program = doc.program()?;
@@ -220,8 +218,8 @@ pub(crate) fn inlay_hints(doc: &Doc, range: Range) -> Vec<InlayHint> {
                 .or_insert_with(|| crate::plan::call_notes(program, contract));
             notes.iter().find(|(n, _)| *n == node).map(|(_, note)| note.clone())
         })();
-        if let Some(calls) = calls {
-            hints.push(hint(def.full.end as usize, format!("  {calls}"), None));
+        if let (Some(calls), Some(at)) = (calls, view.range(def.full)) {
+            hints.push(hint(at.end, format!("  {calls}"), None));
         }
     }
     hints

@@ -61,11 +61,13 @@ use lsp_types::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use analysis::Analysis;
+use analysis::{Analysis, View};
 
 /// How long the server waits after a change for the next one before it
-/// checks: a burst of keystrokes is checked once.
-const DEBOUNCE: Duration = Duration::from_millis(30);
+/// checks. Short: the changes that arrive while a check runs wait in the
+/// channel and are checked together after it, so a burst of keystrokes
+/// costs a check per check's time, not one per keystroke.
+const DEBOUNCE: Duration = Duration::from_millis(5);
 
 /// Serves the editor on standard input and output until it exits or
 /// closes its end. `exe` is the `ignite` binary the code lenses run.
@@ -176,6 +178,13 @@ impl Doc {
         } else {
             self.parsed.as_deref().unwrap_or(&self.analysis)
         }
+    }
+
+    /// The check requests about this document read, for its current text
+    /// (see [`View`]).
+    #[must_use]
+    pub(crate) fn view(&self) -> View<'_> {
+        View::new(self.names(), &self.analysis)
     }
 
     /// The checked program to read types from: the current, else the last.
@@ -300,7 +309,8 @@ impl Server {
     }
 
     /// Checks every changed document and the open documents that read a
-    /// changed one, then publishes the diagnostics of every file they read.
+    /// changed one, publishes the diagnostics of every file they read, then
+    /// indexes the new checks (the diagnostics do not wait for the index).
     fn check(&mut self) {
         self.due = None;
         let changed: Vec<PathBuf> =
@@ -310,13 +320,21 @@ impl Server {
         }
         let open: HashMap<PathBuf, Arc<str>> =
             self.docs.values().map(|d| (crate::load::key(&d.path), Arc::clone(&d.text))).collect();
-        for doc in self.docs.values_mut() {
+        let mut fresh: HashMap<Url, Analysis> = HashMap::new();
+        for (uri, doc) in &mut self.docs {
             let reads_changed = changed.iter().any(|path| doc.analysis.file(path).is_some());
-            if !(doc.dirty || reads_changed) {
-                continue;
+            if doc.dirty || reads_changed {
+                doc.dirty = false;
+                fresh.insert(uri.clone(), Analysis::run(&doc.path, open.clone()));
             }
-            doc.dirty = false;
-            let analysis = Arc::new(Analysis::run(&doc.path, open.clone()));
+        }
+        let roots = self.docs.iter().map(|(uri, doc)| fresh.get(uri).unwrap_or(&doc.analysis));
+        let diagnostics: Vec<_> = roots.map(Analysis::lsp_diagnostics).collect();
+        self.publish(diagnostics);
+        for (uri, mut analysis) in fresh {
+            let Some(doc) = self.docs.get_mut(&uri) else { continue };
+            analysis.index();
+            let analysis = Arc::new(analysis);
             if analysis.parsed() {
                 doc.parsed = Some(Arc::clone(&analysis));
             }
@@ -325,15 +343,15 @@ impl Server {
             }
             doc.analysis = analysis;
         }
-        self.publish();
     }
 
-    /// Publishes the diagnostics of every file the open roots read, each
-    /// once, and clears those of files no longer read or now clean.
-    fn publish(&mut self) {
+    /// Publishes the diagnostics of every file the open roots read (one
+    /// map per root), each once, and clears those of files no longer read
+    /// or now clean.
+    fn publish(&mut self, roots: Vec<HashMap<Url, Vec<lsp_types::Diagnostic>>>) {
         let mut all: HashMap<Url, Vec<lsp_types::Diagnostic>> = HashMap::new();
-        for doc in self.docs.values() {
-            for (uri, diagnostics) in doc.analysis.lsp_diagnostics() {
+        for root in roots {
+            for (uri, diagnostics) in root {
                 let list = all.entry(uri).or_default();
                 for d in diagnostics {
                     if !list.contains(&d) {

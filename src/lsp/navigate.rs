@@ -1,5 +1,5 @@
 //! Definition, references and rename, from the symbol index of each open
-//! root.
+//! root (of the last check that parsed, while a text does not).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -9,32 +9,26 @@ use lsp_types::{
 };
 
 use super::Doc;
-use super::analysis::Analysis;
+use super::analysis::{Analysis, View};
 use super::index::Kind;
-use super::text;
 use crate::ast::RESERVED;
 use crate::source::{FileId, Span};
 
-/// The byte offset of `position` in the root file of `analysis`.
+/// The declaration named at `position` of `view`'s document, and the
+/// name's span.
 #[must_use]
-pub(crate) fn offset_of(analysis: &Analysis, position: Position) -> Option<usize> {
-    let file = analysis.sources.iter().next()?.1;
-    Some(text::offset(&file.text, file.line_starts(), position))
-}
-
-/// The declaration named at `position` of `doc`, and the name's span.
-#[must_use]
-pub(crate) fn named_at(doc: &Doc, position: Position) -> Option<(usize, Span)> {
-    let offset = offset_of(&doc.analysis, position)?;
-    doc.analysis.index.at(FileId(0), offset)
+pub(crate) fn named_at(view: &View<'_>, position: Position) -> Option<(usize, Span)> {
+    let offset = view.offset(position)?;
+    view.analysis.index.at(FileId(0), offset)
 }
 
 /// Where the name at `position` is declared.
 #[must_use]
 pub(crate) fn definition(doc: &Doc, position: Position) -> Option<GotoDefinitionResponse> {
-    let (id, _) = named_at(doc, position)?;
-    let def = &doc.analysis.index.defs[id];
-    doc.analysis.location(def.span).map(GotoDefinitionResponse::Scalar)
+    let view = doc.view();
+    let (id, _) = named_at(&view, position)?;
+    let def = &view.analysis.index.defs[id];
+    view.location(def.span).map(GotoDefinitionResponse::Scalar)
 }
 
 /// A declaration told apart across checks: its file and name's place.
@@ -73,15 +67,17 @@ pub(crate) fn references(
     position: Position,
     declaration: bool,
 ) -> Option<Vec<Location>> {
-    let (id, _) = named_at(doc, position)?;
-    let anchor = anchor(&doc.analysis, id);
+    let view = doc.view();
+    let (id, _) = named_at(&view, position)?;
+    let anchor = anchor(view.analysis, id);
     let mut found: Vec<Location> = Vec::new();
     for other in std::iter::once(&doc).chain(docs) {
-        let analysis = &other.analysis;
+        let view = other.view();
+        let analysis = view.analysis;
         let Some(id) = find(analysis, &anchor) else { continue };
         let def = &analysis.index.defs[id];
         let spans = declaration.then_some(def.span).into_iter().chain(analysis.index.refs_to(id));
-        for location in spans.filter_map(|span| analysis.location(span)) {
+        for location in spans.filter_map(|span| view.location(span)) {
             if !found.contains(&location) {
                 found.push(location);
             }
@@ -93,11 +89,12 @@ pub(crate) fn references(
 /// The name at `position`, when it can be renamed.
 #[must_use]
 pub(crate) fn prepare_rename(doc: &Doc, position: Position) -> Option<PrepareRenameResponse> {
-    let (id, span) = named_at(doc, position)?;
-    if !renamable(doc.analysis.index.defs[id].kind) {
+    let view = doc.view();
+    let (id, span) = named_at(&view, position)?;
+    if !renamable(view.analysis.index.defs[id].kind) {
         return None;
     }
-    Some(PrepareRenameResponse::Range(doc.analysis.location(span)?.range))
+    Some(PrepareRenameResponse::Range(view.range(span)?))
 }
 
 fn renamable(kind: Kind) -> bool {
@@ -116,10 +113,11 @@ pub(crate) fn rename(
     position: Position,
     new_name: &str,
 ) -> Result<WorkspaceEdit, String> {
-    let Some((id, _)) = named_at(doc, position) else {
+    let view = doc.view();
+    let Some((id, _)) = named_at(&view, position) else {
         return Err("there is no name to rename here".to_owned());
     };
-    let kind = doc.analysis.index.defs[id].kind;
+    let kind = view.analysis.index.defs[id].kind;
     if !renamable(kind) {
         return Err(format!("a {} cannot be renamed here", kind.word()));
     }

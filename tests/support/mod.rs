@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod peers;
+pub(crate) mod prefixes;
 
 use std::io::{BufRead as _, BufReader, Lines};
 use std::path::Path;
