@@ -710,3 +710,37 @@ contract Cancel {{
     let seen = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(seen.contains("cancelled slow(20.0)"), "the server saw no cancellation: {seen:?}");
 }
+
+#[test]
+fn image_content_is_an_image_value() {
+    let project = Project::new(&format!(
+        "{}
+tool Picture {{
+  mcp Fixture \"picture\"
+  result image
+}}
+tool Captioned {{
+  mcp Fixture \"captioned\"
+  result array
+}}
+contract Pictures {{
+  compute picture = Picture(width: 3, height: 2)
+  compute captioned = Captioned(caption: \"grey\")
+  output picture
+  output captioned
+}}
+",
+        fixture_server("")
+    ));
+    project.lock();
+    let outputs = project.run(&[], &[]).expect("runs");
+    // A lone image is an `image` value, checked as one (`result image`).
+    let picture = &outputs["picture"];
+    assert_eq!(picture["media_type"], "image/png", "{outputs}");
+    let data = picture["data"].as_str().unwrap();
+    assert!(data.starts_with("iVBORw0KGgo"), "a base64 PNG: {data}");
+    // Text beside an image: both, in their order.
+    let captioned = outputs["captioned"].as_array().expect("a list");
+    assert_eq!(captioned[0], "grey");
+    assert_eq!(captioned[1]["media_type"], "image/png");
+}

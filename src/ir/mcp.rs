@@ -260,10 +260,20 @@ impl LockedTool {
     }
 
     /// The type of a call's value: its `outputSchema`'s, or `string` (the
-    /// text of its content) when it declares none.
+    /// text of its content) when it declares none; a tool without one may
+    /// also answer images, which a declared `result` says (see
+    /// [`LockedTool::says_result`]).
     #[must_use]
     pub fn result(&self) -> Type {
         self.output_schema.as_ref().map_or(Type::new(TypeKind::String), schema_type)
+    }
+
+    /// Whether the lock says what a call returns (an `outputSchema`): else
+    /// its content may be text, an image or both, and a declared `result`
+    /// is the tool's to say.
+    #[must_use]
+    pub fn says_result(&self) -> bool {
+        self.output_schema.is_some()
     }
 }
 

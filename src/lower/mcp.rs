@@ -252,7 +252,7 @@ impl Lowerer<'_> {
         let locked_result = mcp.locked.result();
         let result = match (result, tool.results.first()) {
             (Some(declared), Some(setting)) => {
-                if !refines(&declared, &locked_result) {
+                if mcp.locked.says_result() && !refines(&declared, &locked_result) {
                     let disagreement = self.disagreement(
                         setting.span,
                         mcp,

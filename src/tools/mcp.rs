@@ -393,8 +393,10 @@ fn http_config(
     Ok(StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(headers))
 }
 
-/// The value of a call's result: `structuredContent`, else the text of
-/// its text blocks; an `isError` result is a failure with that text.
+/// The value of a call's result: `structuredContent`; else its content:
+/// text alone is a string, a lone image an `image` value (`{media_type,
+/// data}`), and text beside images a list of strings and images in their
+/// order. An `isError` result is a failure with its text.
 fn value_of(
     server: &McpServer,
     tool: &str,
@@ -410,7 +412,26 @@ fn value_of(
             server.name
         )));
     }
-    let value = result.structured_content.unwrap_or(Value::String(text));
+    let images = result.content.iter().filter(|c| c.as_image().is_some()).count();
+    let value = match result.structured_content {
+        Some(value) => value,
+        None if images == 0 => Value::String(text),
+        None => {
+            let mut parts: Vec<Value> = result
+                .content
+                .iter()
+                .filter_map(|c| match (c.as_text(), c.as_image()) {
+                    (Some(t), _) => Some(Value::String(t.text.clone())),
+                    (_, Some(image)) => Some(serde_json::json!({
+                        "media_type": image.mime_type,
+                        "data": image.data,
+                    })),
+                    _ => None,
+                })
+                .collect();
+            if parts.len() == 1 { parts.remove(0) } else { Value::Array(parts) }
+        }
+    };
     let size = serde_json::to_vec(&value).map_or(0, |v| v.len());
     if size > max_bytes {
         let what = format!("the result of MCP tool `{tool}` of `{}`", server.name);

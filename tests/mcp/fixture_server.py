@@ -13,11 +13,13 @@ serves Streamable HTTP on 127.0.0.1:PORT at /mcp instead of stdio.
 
 import asyncio
 import os
+import struct
 import sys
+import zlib
 
 from pydantic import BaseModel
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 
 MODE = next(
     (a for a in sys.argv[1:] if not a.startswith("-") and not a.isdigit()),
@@ -88,6 +90,28 @@ def environment() -> list[str]:
 @server.tool(description="Text of about this many megabytes")
 def big(megabytes: int) -> str:
     return "x" * (megabytes * 1024 * 1024)
+
+
+def png(width: int, height: int) -> bytes:
+    """A grey PNG of that size, made here (no file is shipped)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+@server.tool(description="A grey picture of that size, as image content")
+def picture(width: int, height: int):
+    return Image(data=png(width, height), format="png")
+
+
+@server.tool(description="A caption, then a grey picture")
+def captioned(caption: str):
+    return [caption, Image(data=png(2, 2), format="png")]
 
 
 @server.tool(description="Exits in the middle of the call")
