@@ -2,7 +2,7 @@
 //! condition true for these arguments) does not start until a person
 //! approves that call.
 //!
-//! Input: the call (tool, node path, arguments) as a [`PendingCall`] with
+//! Input: the call (tool, node path, arguments) as a `PendingCall` with
 //! its ID, a hash of what binds it (the tool and its definition, the
 //! effect key, the canonical JSON of the arguments). Output: a
 //! [`Verdict`] from the run's [`Approver`]: the journal's decisions

@@ -11,6 +11,10 @@ use serde_json::Value;
 use super::EvalRun;
 use super::stats::{self, Estimate};
 
+/// The version of the `--save` document (`ignite_eval`), which a
+/// baseline must carry.
+pub(crate) const SAVE_VERSION: u64 = 1;
+
 /// One saved eval's samples' scores: by (row id, sample), by score name.
 type SavedScores = HashMap<(String, u32), HashMap<String, f64>>;
 
@@ -84,7 +88,7 @@ impl Baseline {
         };
         let value: Value =
             serde_json::from_str(&text).map_err(|e| not_saved(&format!("not JSON: {e}")))?;
-        if value.get("ignite_eval") != Some(&Value::from(super::report::SAVE_VERSION)) {
+        if value.get("ignite_eval") != Some(&Value::from(SAVE_VERSION)) {
             return Err(not_saved("no `ignite_eval` version 1"));
         }
         let Some(evals) = value.get("evals").and_then(Value::as_array) else {

@@ -6,13 +6,10 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use super::compare::Comparison;
+use super::compare::{Comparison, SAVE_VERSION};
 use super::stats::Estimate;
 use super::{EvalRun, Scored};
 use crate::markup::escape as xml;
-
-/// The version of the `--save` document (`ignite_eval`).
-pub(crate) const SAVE_VERSION: u64 = 1;
 
 /// A finished eval with its comparison with the baseline, if any.
 pub(crate) type Outcome = (EvalRun, Option<Comparison>);

@@ -60,6 +60,34 @@ pub struct Program {
 }
 
 impl Program {
+    /// Every tool a run of `root` can call, with the contract and node
+    /// that reach it: tool nodes, their agents' tools and those of the
+    /// contracts they compose (each contract visited once), in the order
+    /// found.
+    #[must_use]
+    pub fn reachable_tools(&self, root: ContractId) -> Vec<(ContractId, &Node, ToolId)> {
+        let mut seen = vec![false; self.contracts.len()];
+        let mut stack = vec![root];
+        let mut found = Vec::new();
+        while let Some(id) = stack.pop() {
+            if std::mem::replace(&mut seen[id.index()], true) {
+                continue;
+            }
+            for node in &self[id].nodes {
+                for call in node.kind.calls() {
+                    match call.callee {
+                        Callee::Tool(tool) => found.push((id, node, tool)),
+                        Callee::Agent(agent) => {
+                            found.extend(self[agent].tools.iter().map(|&tool| (id, node, tool)));
+                        }
+                        Callee::Contract(child) => stack.push(child),
+                    }
+                }
+            }
+        }
+        found
+    }
+
     /// The contract declared as `name`.
     #[must_use]
     pub fn contract_named(&self, name: &str) -> Option<ContractId> {

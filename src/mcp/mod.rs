@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use crate::ir::{Callee, ContractId, Program, ToolId};
+use crate::ir::{ContractId, Program, ToolId};
 use crate::runtime::Engine;
 use crate::tools::{Registry, ToolSource, Toolbox, type_schema};
 
@@ -185,30 +185,12 @@ fn as_object(schema: Value) -> Map<String, Value> {
 /// Every capability a tool reachable from contract `id` requires: its tool
 /// nodes, its agents' tools and those of the contracts it composes.
 fn needed_capabilities(program: &Program, id: ContractId) -> Vec<String> {
-    let mut seen = vec![false; program.contracts.len()];
-    let mut stack = vec![id];
-    let mut needed = BTreeSet::new();
-    while let Some(contract) = stack.pop() {
-        if std::mem::replace(&mut seen[contract.index()], true) {
-            continue;
-        }
-        for node in &program[contract].nodes {
-            for call in node.kind.calls() {
-                let tools: Vec<ToolId> = match call.callee {
-                    Callee::Tool(tool) => vec![tool],
-                    Callee::Agent(agent) => program[agent].tools.clone(),
-                    Callee::Contract(child) => {
-                        stack.push(child);
-                        Vec::new()
-                    }
-                };
-                for tool in tools {
-                    needed.extend(program[tool].capabilities.iter().cloned());
-                }
-            }
-        }
-    }
-    needed.into_iter().collect()
+    let needed: BTreeSet<&String> = program
+        .reachable_tools(id)
+        .into_iter()
+        .flat_map(|(_, _, tool)| &program[tool].capabilities)
+        .collect();
+    needed.into_iter().cloned().collect()
 }
 
 fn describe(program: &Program, target: Target) -> String {

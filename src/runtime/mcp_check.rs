@@ -9,7 +9,7 @@
 
 use super::{Engine, RunError};
 use crate::diagnostic::Code;
-use crate::ir::{Callee, ContractId, Implementation, McpTool, Program, ToolId};
+use crate::ir::{ContractId, Implementation, McpTool, Program, ToolId};
 
 /// Checks every MCP tool reachable from `contract` against its server.
 pub(super) fn check(engine: &Engine, contract: ContractId) -> Result<(), RunError> {
@@ -47,33 +47,14 @@ pub(super) fn check(engine: &Engine, contract: ContractId) -> Result<(), RunErro
 /// The MCP tools reachable from `contract`, once each, with the path and
 /// statement of the first node that reaches it.
 fn reached(program: &Program, contract: ContractId) -> Vec<(ToolId, String, crate::source::Span)> {
-    let mut seen_contracts = vec![false; program.contracts.len()];
-    let mut seen_tools = vec![false; program.tools.len()];
-    let mut stack = vec![contract];
-    let mut out = Vec::new();
-    while let Some(id) = stack.pop() {
-        if std::mem::replace(&mut seen_contracts[id.index()], true) {
-            continue;
-        }
-        let contract = &program[id];
-        for node in &contract.nodes {
-            for call in node.kind.calls() {
-                let tools: Vec<ToolId> = match call.callee {
-                    Callee::Tool(tool) => vec![tool],
-                    Callee::Agent(agent) => program[agent].tools.clone(),
-                    Callee::Contract(child) => {
-                        stack.push(child);
-                        Vec::new()
-                    }
-                };
-                for tool in tools {
-                    let is_mcp = matches!(program[tool].implementation, Implementation::Mcp(_));
-                    if is_mcp && !std::mem::replace(&mut seen_tools[tool.index()], true) {
-                        out.push((tool, format!("{} > {}", contract.name, node.name), node.span));
-                    }
-                }
-            }
-        }
-    }
-    out
+    let mut seen = vec![false; program.tools.len()];
+    program
+        .reachable_tools(contract)
+        .into_iter()
+        .filter(|&(_, _, tool)| {
+            matches!(program[tool].implementation, Implementation::Mcp(_))
+                && !std::mem::replace(&mut seen[tool.index()], true)
+        })
+        .map(|(id, node, tool)| (tool, format!("{} > {}", program[id].name, node.name), node.span))
+        .collect()
 }
