@@ -7,7 +7,6 @@ use clap::ValueEnum;
 
 use super::GlobalArgs;
 use crate::render::{GraphFormat, render_graph};
-use crate::runtime::Engine;
 
 /// Arguments of `ignite graph`.
 #[derive(Debug, clap::Args)]
@@ -41,18 +40,11 @@ impl GraphArgs {
     /// Prints the drawing; exit 1 when the program has errors, 2 on a bad contract name.
     #[must_use]
     pub fn run(self, global: &GlobalArgs) -> ExitCode {
-        let program = match super::compile(&self.file, global) {
-            Ok(program) => program,
-            Err(code) => return code,
-        };
-        let engine = Engine::new(program);
-        let contract = match engine.contract(self.contract.as_deref()) {
-            Ok(contract) => contract,
-            Err(error) => {
-                eprintln!("error: {error}");
-                return ExitCode::from(2);
-            }
-        };
+        let (engine, contract) =
+            match super::compile_contract(&self.file, self.contract.as_deref(), global) {
+                Ok(chosen) => chosen,
+                Err(code) => return code,
+            };
         let format = match self.format {
             Drawing::Text => GraphFormat::Text,
             Drawing::Mermaid => GraphFormat::Mermaid,

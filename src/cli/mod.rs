@@ -289,6 +289,19 @@ fn compile(file: &std::path::Path, global: &GlobalArgs) -> Result<crate::ir::Pro
     })
 }
 
+/// Compiles `file` (as [`compile`] does) and picks its contract `name`, or
+/// its only one: the engine and the contract, or the exit code (2 with the
+/// message for a contract it does not have).
+fn compile_contract(
+    file: &std::path::Path,
+    name: Option<&str>,
+    global: &GlobalArgs,
+) -> Result<(crate::runtime::Engine, crate::ir::ContractId), ExitCode> {
+    let engine = crate::runtime::Engine::new(compile(file, global)?);
+    let contract = engine.contract(name).map_err(|error| usage(&error.to_string()))?;
+    Ok((engine, contract))
+}
+
 /// `a,b` from `--capabilities` as a list.
 fn split_capabilities(list: Option<&str>) -> Option<Vec<String>> {
     list.map(|l| l.split(',').map(str::trim).filter(|c| !c.is_empty()).map(str::to_owned).collect())

@@ -9,7 +9,6 @@ use clap::ValueEnum;
 
 use super::GlobalArgs;
 use crate::plan::{self, Options};
-use crate::runtime::Engine;
 
 /// Arguments of `ignite plan`.
 #[derive(Debug, clap::Args)]
@@ -46,15 +45,11 @@ impl PlanArgs {
     /// contract name or unreadable inputs.
     #[must_use]
     pub fn run(self, global: &GlobalArgs) -> ExitCode {
-        let program = match super::compile(&self.file, global) {
-            Ok(program) => program,
-            Err(code) => return code,
-        };
-        let engine = Engine::new(program);
-        let contract = match engine.contract(self.contract.as_deref()) {
-            Ok(contract) => contract,
-            Err(error) => return super::usage(&error.to_string()),
-        };
+        let (engine, contract) =
+            match super::compile_contract(&self.file, self.contract.as_deref(), global) {
+                Ok(chosen) => chosen,
+                Err(code) => return code,
+            };
         let program = engine.program();
         let options = Options { input_tokens: self.input_tokens };
         if let Some(source) = &self.inputs {

@@ -21,7 +21,7 @@
 //! the exit is kept).
 
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -73,15 +73,7 @@ pub(crate) async fn run(spec: &Spec<'_>, args: &Map<String, Value>) -> Result<Va
             command.env_remove(&name);
         }
     }
-    command
-        .args(spec.args)
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
+    command.args(spec.args).current_dir(&dir);
     let (mut child, group) = super::group::spawn(&mut command).map_err(|e| {
         ToolError::Failed(format!("cannot start `{}` in `{}`: {e}", spec.program, dir.display()))
     })?;

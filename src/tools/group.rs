@@ -1,4 +1,4 @@
-//! Process groups of `exec` children.
+//! Process groups of the children tools start (`exec` tools, MCP servers).
 //!
 //! Every child is started as the leader of a new process group, which
 //! [`crate::shutdown`] keeps until the child's [`Group`] guard kills it
@@ -7,6 +7,7 @@
 //! starts after that.
 
 use std::io;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::process::{Child, Command};
@@ -19,8 +20,13 @@ pub(crate) struct Group {
     killed: AtomicBool,
 }
 
-/// Spawns `command` (set up to lead a new process group) and registers its group.
+/// Spawns `command` with its three standard streams piped, killed when
+/// its handle is dropped, as the leader of a new process group, and
+/// registers that group.
 pub(crate) fn spawn(command: &mut Command) -> io::Result<(Child, Group)> {
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
     let (child, pgid) = shutdown::start_child(|| {
         let child = command.spawn()?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok());

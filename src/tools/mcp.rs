@@ -27,7 +27,6 @@
 //!   value larger than the toolbox's size limit fails.
 
 use std::collections::{BTreeMap, HashMap};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -274,15 +273,7 @@ fn spawn(
             })?;
         command.env(var, value);
     }
-    command
-        .args(args)
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    command.process_group(0);
+    command.args(args).current_dir(&dir);
     let (mut child, group) = group::spawn(&mut command).map_err(|e| {
         ToolError::Unreachable(format!(
             "MCP server `{}`: cannot start `{program}` in `{}`: {e}",
