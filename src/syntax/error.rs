@@ -15,6 +15,11 @@ use crate::source::{FileId, Span};
 /// shifted to its place in the file, so recovery costs one parse of the
 /// file in all (chunks start in column 0, so columns are unchanged).
 pub(super) fn recover(file: FileId, text: &str) -> Diagnostics {
+    // What pest tried at the error is what "expected ..." lists. The
+    // setting is global, so it is turned on and left on: turning it off
+    // again raced with files recovered at once on other threads (`check`
+    // of a folder, the language server), whose messages then lost part of
+    // their list.
     pest::set_error_detail(true);
     let mut diagnostics = Diagnostics::default();
     let starts = chunk_starts(text);
@@ -39,7 +44,6 @@ pub(super) fn recover(file: FileId, text: &str) -> Diagnostics {
             diagnostics.push(describe(file, text, &error));
         }
     }
-    pest::set_error_detail(false);
     diagnostics
 }
 
