@@ -399,7 +399,9 @@ impl Service {
 }
 
 /// A failed run as a status and a JSON body: 422 for inputs (every
-/// problem listed) and failed guards, 500 for other failed nodes.
+/// problem listed), failed guards and a spent budget (the same request
+/// would spend it again, so it is not a status clients retry), 500 for
+/// other failed nodes.
 pub(crate) fn run_error(program: &Program, error: &RunError) -> (StatusCode, Value) {
     let diagnostics =
         error.diagnostics().map_or(Value::Array(Vec::new()), |d| d.to_json(&program.sources));
@@ -408,7 +410,9 @@ pub(crate) fn run_error(program: &Program, error: &RunError) -> (StatusCode, Val
         RunError::Contract { .. } => StatusCode::NOT_FOUND,
         RunError::Deadline => StatusCode::GATEWAY_TIMEOUT,
         RunError::Paused { .. } => StatusCode::ACCEPTED,
-        RunError::Node { code: Code::GuardFailed, .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        RunError::Node { code: Code::GuardFailed | Code::RunBudget, .. } => {
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
         RunError::Node { .. } => StatusCode::INTERNAL_SERVER_ERROR,
     };
     let mut body = error.to_json();
@@ -732,6 +736,52 @@ contract Echoing {
             assert_eq!(service.running(), 0, "the run's turn is given back");
         }
         // The engine's runtime may not be dropped on an async thread.
+        tokio::task::spawn_blocking(move || drop(service)).await.expect("dropped");
+    }
+
+    /// A run stopped by its contract's budget is the client's 422 (not a
+    /// server's 500, and not a 429 that clients retry by themselves).
+    #[tokio::test]
+    async fn a_spent_budget_is_a_422_naming_the_budget() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let script = r#"[{"tool_calls": [{"id": "1", "name": "look", "arguments": {}}]},
+                          {"text": "done"}]"#;
+        std::fs::write(dir.path().join("script.json"), script).expect("written");
+        let file = dir.path().join("budget.ign");
+        let program = r#"
+tool Look {
+  description "Looks"
+  returns "seen"
+}
+
+agent Asker {
+  provider script "script.json"
+  model "scripted"
+  tools Look
+  max_tool_iterations 1
+  input task: string
+}
+
+contract Asked {
+  budget model_calls 1
+  input task: string
+  compute answer = Asker(task: task)
+  output answer
+}
+"#;
+        std::fs::write(&file, program).expect("written");
+        let program = crate::compile(&file).program.expect("compiles");
+        let limits = Limits { max_body: 1 << 20, max_runs: 1, timeout: Duration::from_secs(600) };
+        let service = Arc::new(Service::new(Engine::new(program), limits));
+        let call = Arc::clone(&service).call("Asked", br#"{"task": "t"}"#, RunSpan::default());
+        let response =
+            tokio::time::timeout(Duration::from_secs(120), call).await.expect("answered");
+        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
+        let body: Value = serde_json::from_slice(&body).expect("JSON");
+        assert_eq!(body["error"]["code"], "ignite::run::budget", "{body}");
+        let message = body["error"]["message"].as_str().expect("a message");
+        assert!(message.contains("the budget `model_calls 1` of contract `Asked`"), "{message}");
         tokio::task::spawn_blocking(move || drop(service)).await.expect("dropped");
     }
 }
