@@ -695,6 +695,25 @@ mod tests {
         }
     }
 
+    /// A service of `engine` that runs one request at a time; its
+    /// time-out is far above the tests' guard against a hang.
+    fn one_at_a_time(engine: Engine) -> Arc<Service> {
+        let limits = Limits { max_body: 1 << 20, max_runs: 1, timeout: Duration::from_secs(600) };
+        Arc::new(Service::new(engine, limits))
+    }
+
+    /// `service`'s answer to a run of `contract` on `body`: its status and
+    /// JSON body.
+    async fn answer(service: &Arc<Service>, contract: &str, body: &[u8]) -> (StatusCode, Value) {
+        let call = Arc::clone(service).call(contract, body, RunSpan::default());
+        let response = tokio::time::timeout(Duration::from_secs(120), call)
+            .await
+            .expect("the request is answered, not left waiting");
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
+        (status, serde_json::from_slice(&body).expect("JSON"))
+    }
+
     /// A call that panics (a bug, here an embedder's store) fails its node,
     /// naming the panic, instead of leaving the request waiting until its
     /// time-out; the server goes on serving.
@@ -718,18 +737,10 @@ contract Echoing {
         std::fs::write(&file, program).expect("written");
         let program = crate::compile(&file).program.expect("compiles");
         let engine = Engine::new(program).with_effects(Effects::live().with(Arc::new(Panicking)));
-        // The server's time-out is far above the test's guard against a hang.
-        let limits = Limits { max_body: 1 << 20, max_runs: 1, timeout: Duration::from_secs(600) };
-        let service = Arc::new(Service::new(engine, limits));
+        let service = one_at_a_time(engine);
         for _ in 0..2 {
-            let call =
-                Arc::clone(&service).call("Echoing", br#"{"word": "hi"}"#, RunSpan::default());
-            let response = tokio::time::timeout(Duration::from_secs(120), call)
-                .await
-                .expect("the request is answered, not left waiting");
-            assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
-            let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
-            let body: Value = serde_json::from_slice(&body).expect("JSON");
+            let (status, body) = answer(&service, "Echoing", br#"{"word": "hi"}"#).await;
+            assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
             assert_eq!(body["error"]["code"], "ignite::run::tool_failed", "{body}");
             let message = body["error"]["message"].as_str().expect("a message");
             assert!(message.contains("stopped abnormally (a store with a bug)"), "{message}");
@@ -771,14 +782,9 @@ contract Asked {
 "#;
         std::fs::write(&file, program).expect("written");
         let program = crate::compile(&file).program.expect("compiles");
-        let limits = Limits { max_body: 1 << 20, max_runs: 1, timeout: Duration::from_secs(600) };
-        let service = Arc::new(Service::new(Engine::new(program), limits));
-        let call = Arc::clone(&service).call("Asked", br#"{"task": "t"}"#, RunSpan::default());
-        let response =
-            tokio::time::timeout(Duration::from_secs(120), call).await.expect("answered");
-        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
-        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
-        let body: Value = serde_json::from_slice(&body).expect("JSON");
+        let service = one_at_a_time(Engine::new(program));
+        let (status, body) = answer(&service, "Asked", br#"{"task": "t"}"#).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(body["error"]["code"], "ignite::run::budget", "{body}");
         let message = body["error"]["message"].as_str().expect("a message");
         assert!(message.contains("the budget `model_calls 1` of contract `Asked`"), "{message}");
