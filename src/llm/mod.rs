@@ -93,6 +93,16 @@ impl fmt::Debug for Llm {
     }
 }
 
+/// One agent call as [`Llm::run_agent`] was asked it.
+#[derive(Clone, Copy)]
+struct Asked<'a> {
+    program: &'a Program,
+    agent: AgentId,
+    inputs: &'a Map<String, Value>,
+    toolbox: &'a Toolbox,
+    trace: &'a Trace,
+    scope: &'a Scope,
+}
 impl Llm {
     /// Captures the process environment once.
     #[must_use]
@@ -156,24 +166,18 @@ impl Llm {
         trace: &Trace,
         scope: &Scope,
     ) -> Result<Value, LlmError> {
+        let asked = Asked { program, agent, inputs, toolbox, trace, scope };
         if scope.effects().answers_agents() {
-            return self.run_mocked(program, agent, inputs, toolbox, trace, scope).await;
+            return self.run_mocked(asked).await;
         }
-        self.run_unmocked(program, agent, inputs, toolbox, trace, scope).await
+        self.run_unmocked(asked).await
     }
 
     /// [`Llm::run_agent`] where a store may answer the whole call (a test's
     /// `mock Agent`), looked up by the agent's inputs before any model is
     /// asked; an answer is checked as a model's is.
-    async fn run_mocked(
-        &self,
-        program: &Program,
-        agent: AgentId,
-        inputs: &Map<String, Value>,
-        toolbox: &Toolbox,
-        trace: &Trace,
-        scope: &Scope,
-    ) -> Result<Value, LlmError> {
+    async fn run_mocked(&self, asked: Asked<'_>) -> Result<Value, LlmError> {
+        let Asked { program, agent, inputs, scope, .. } = asked;
         let declared = &program[agent];
         let request = Value::Object(inputs.clone());
         let key = scope.next_key();
@@ -188,7 +192,7 @@ impl Llm {
             work: None,
         };
         let live = async {
-            let answer = self.run_unmocked(program, agent, inputs, toolbox, trace, scope).await?;
+            let answer = self.run_unmocked(asked).await?;
             Ok(Outcome::Value(answer))
         };
         match scope.perform(&effect, &crate::telemetry::Span::none(), live).await {
@@ -200,15 +204,8 @@ impl Llm {
 
     /// [`Llm::run_agent`] without a store's whole answer (but through the
     /// result cache when the agent declares `cache`).
-    async fn run_unmocked(
-        &self,
-        program: &Program,
-        agent: AgentId,
-        inputs: &Map<String, Value>,
-        toolbox: &Toolbox,
-        trace: &Trace,
-        scope: &Scope,
-    ) -> Result<Value, LlmError> {
+    async fn run_unmocked(&self, asked: Asked<'_>) -> Result<Value, LlmError> {
+        let Asked { program, agent, inputs, toolbox, trace, scope } = asked;
         let id = agent;
         let agent = &program[agent];
         let (system, prompt) = agent_loop::prompts(agent, inputs)?;
