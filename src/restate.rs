@@ -236,7 +236,7 @@ async fn invoke(
         while let Ok(request) = requests.try_recv() {
             asked.push(request);
         }
-        asked.sort_by(|a: &StepRequest, b| a.ask.name().cmp(&b.ask.name()));
+        asked.sort_by_cached_key(|request| request.ask.name());
         // A lone step, nothing in flight: no other effect could overlap it,
         // so it is a step of this invocation (cheaper than a child).
         if let ([_], true) = (asked.as_slice(), calls.is_empty()) {

@@ -618,6 +618,12 @@ contract Refunds {
   output noted
   output refund
 }
+
+contract Single {
+  input amount: float
+  compute refund = Refund(order_id: "S1", amount: amount)
+  output refund
+}
 "#;
 
 /// Posts `body` to `path` of the ingress: the status and the body.
@@ -637,7 +643,12 @@ async fn post(ingress: &str, path: &str, body: &Value) -> (u16, Value) {
 /// Starts a run of `Refunds` on `inputs` without waiting: its run ID (the
 /// invocation's).
 async fn start_refund(ingress: &str, inputs: &Value) -> String {
-    let (status, body) = post(ingress, "Refunds/run/send", inputs).await;
+    start(ingress, "Refunds", inputs).await
+}
+
+/// Starts a run of contract `name` on `inputs` without waiting: its run ID.
+async fn start(ingress: &str, name: &str, inputs: &Value) -> String {
+    let (status, body) = post(ingress, &format!("{name}/run/send"), inputs).await;
     assert_eq!(status, 202, "{body}");
     body["invocationId"].as_str().unwrap().to_owned()
 }
@@ -690,8 +701,10 @@ async fn an_approval_is_a_durable_promise_that_survives_its_worker() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(services.len(), 2, "{registered}");
-    assert!(services.contains(&"IgniteRuns") && services.contains(&"Refunds"), "{registered}");
+    assert_eq!(services.len(), 3, "{registered}");
+    for name in ["IgniteRuns", "Refunds", "Single"] {
+        assert!(services.contains(&name), "{registered}");
+    }
     let ingress = restate.ingress.clone();
     let refunds = || payments.received_requests();
 
@@ -778,6 +791,28 @@ async fn an_approval_is_a_durable_promise_that_survives_its_worker() {
     let (status, body) = post(&ingress, &decide, &json!({"call": call})).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(error_of(&body)["code"], "ignite::serve::bad_body", "{body}");
+
+    // A call that waits alone (nothing else in flight): the promise is
+    // the run's own, resolved the same way.
+    let run = start(&ingress, "Single", &json!({"amount": 500.0})).await;
+    let waiting = wait_for_status(&ingress, &run, "waiting").await;
+    let call = waiting["pending"][0]["call"].as_str().unwrap().to_owned();
+    let decide = format!("IgniteRuns/{run}/decide");
+    let (status, body) = post(&ingress, &decide, &json!({"call": call, "approve": true})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, outputs) = outcome(&ingress, &run).await;
+    assert_eq!((status, outputs), (200, json!({"refund": {"refunded": true}})));
+    assert_eq!(refunds().await.unwrap().len(), 2);
+    // The runs of `Refunds` waited in a child (the note was in flight
+    // beside it), the run of `Single` in its own invocation.
+    let children = |run: &str| {
+        format!(
+            "SELECT id FROM sys_invocation WHERE target_handler_name = 'approval' \
+             AND invoked_by_target = '{run}/run'"
+        )
+    };
+    assert_eq!(restate.query(&children("Refunds")).await.len(), 2);
+    assert_eq!(restate.query(&children("Single")).await, Vec::<Value>::new());
     drop(survivor);
 }
 
