@@ -22,7 +22,7 @@
 //! gives its turn back. When the shutdown future resolves, new requests are answered 503,
 //! the server waits for every run in flight, then stops.
 
-mod runs;
+pub(crate) mod runs;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -549,7 +549,7 @@ pub(crate) fn parse_inputs(body: &[u8]) -> Result<Map<String, Value>, String> {
 
 /// A decision's body: `{"approve": true|false, "note": ".."}` (the note
 /// is a denial's reason).
-fn parse_decision(body: &[u8]) -> Result<crate::effects::Decision, String> {
+pub(crate) fn parse_decision(body: &[u8]) -> Result<crate::effects::Decision, String> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| format!("the body is not valid JSON: {e}"))?;
     let note = value.get("note").and_then(Value::as_str).map(str::to_owned);

@@ -595,3 +595,292 @@ fn error_of(body: &Value) -> Value {
     let message = body["message"].as_str().unwrap_or_else(|| panic!("no message in {body}"));
     serde_json::from_str::<Value>(message).unwrap()["error"].clone()
 }
+
+const REFUNDS: &str = r#"
+tool Refund {
+  param order_id: string
+  param amount: float
+  requires_approval when amount > 100
+  http post "BASE/refunds"
+}
+
+tool Note {
+  description "Appends a line to log.txt, with the worker's process ID"
+  param line: string
+  exec "sh" "-c" "read -r args; echo \"$PPID $args\" >> log.txt; echo noted"
+}
+
+contract Refunds {
+  input order_id: string
+  input amount: float
+  compute noted = Note(line: order_id)
+  compute refund = Refund(order_id: order_id, amount: amount)
+  output noted
+  output refund
+}
+
+contract Single {
+  input amount: float
+  compute refund = Refund(order_id: "S1", amount: amount)
+  output refund
+}
+"#;
+
+/// Posts `body` to `path` of the ingress: the status and the body.
+async fn post(ingress: &str, path: &str, body: &Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{ingress}/{path}"))
+        .timeout(Duration::from_secs(120))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// Starts a run of `Refunds` on `inputs` without waiting: its run ID (the
+/// invocation's).
+async fn start_refund(ingress: &str, inputs: &Value) -> String {
+    start(ingress, "Refunds", inputs).await
+}
+
+/// Starts a run of contract `name` on `inputs` without waiting: its run ID.
+async fn start(ingress: &str, name: &str, inputs: &Value) -> String {
+    let (status, body) = post(ingress, &format!("{name}/run/send"), inputs).await;
+    assert_eq!(status, 202, "{body}");
+    body["invocationId"].as_str().unwrap().to_owned()
+}
+
+/// Polls the run's object until `show` answers a state with `status`.
+async fn wait_for_status(ingress: &str, run: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..3000 {
+        let (code, body) = post(ingress, &format!("IgniteRuns/{run}/show"), &json!({})).await;
+        if code == 200 && body["status"] == status {
+            return body;
+        }
+        last = body;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("run {run} never reached `{status}`: {last}");
+}
+
+/// The answer of run `run` once it ends: the status and the body.
+async fn outcome(ingress: &str, run: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .get(format!("{ingress}/restate/invocation/{run}/attach"))
+        .timeout(Duration::from_secs(120))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_a_durable_promise_that_survives_its_worker() {
+    let payments = MockServer::start().await;
+    Mock::given(wiremock::matchers::path("/refunds"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"refunded": true})))
+        .mount(&payments)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("refunds.ign"), REFUNDS.replace("BASE", &payments.uri()))
+        .unwrap();
+    let restate = Restate::start();
+    let first = Worker::start(dir.path(), "refunds.ign");
+    let second = Worker::start(dir.path(), "refunds.ign");
+    let uri = forwarder(vec![first.address.clone(), second.address.clone()]).await;
+    let registered = restate.register(&uri);
+    let services: Vec<&str> = registered["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(services.len(), 3, "{registered}");
+    for name in ["IgniteRuns", "Refunds", "Single"] {
+        assert!(services.contains(&name), "{registered}");
+    }
+    let ingress = restate.ingress.clone();
+    let refunds = || payments.received_requests();
+
+    // The run waits: the call that needs approval is reported with the
+    // run's ID, the call beside it finished.
+    let run = start_refund(&ingress, &json!({"order_id": "A7", "amount": 250.0})).await;
+    let waiting = wait_for_status(&ingress, &run, "waiting").await;
+    assert_eq!(waiting["run"], run.as_str(), "{waiting}");
+    assert_eq!(waiting["code"], "ignite::run::awaiting_approval", "{waiting}");
+    let pending = waiting["pending"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{waiting}");
+    assert_eq!(pending[0]["tool"], "refund", "{waiting}");
+    assert_eq!(pending[0]["node"], "Refunds > refund", "{waiting}");
+    assert_eq!(pending[0]["args"], json!({"order_id": "A7", "amount": 250.0}), "{waiting}");
+    let call = pending[0]["call"].as_str().unwrap().to_owned();
+    wait_for("the note", || log(dir.path()).len() == 1).await;
+    assert_eq!(refunds().await.unwrap().len(), 0, "nothing refunded before the decision");
+
+    // The worker that ran it dies while the run waits.
+    let (mut killed, survivor) =
+        if log(dir.path())[0].0 == first.pid() { (first, second) } else { (second, first) };
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+
+    // A call that does not wait is refused; the approval resolves the
+    // promise, and the other worker finishes the run.
+    let decide = format!("IgniteRuns/{run}/decide");
+    let (status, body) =
+        post(&ingress, &decide, &json!({"call": "refund-0", "approve": true})).await;
+    assert_eq!(status, 409, "{body}");
+    let error = error_of(&body);
+    assert_eq!(error["code"], "ignite::serve::approval", "{body}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("has no call `refund-0` waiting for approval"), "{message}");
+    let (status, body) =
+        post(&ingress, &decide, &json!({"call": call, "approve": true, "note": "ok"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "running", "{body}");
+    let (status, outputs) = outcome(&ingress, &run).await;
+    assert_eq!((status, outputs), (200, json!({"noted": "noted", "refund": {"refunded": true}})));
+    let done = wait_for_status(&ingress, &run, "done").await;
+    assert_eq!(done["outputs"]["refund"], json!({"refunded": true}), "{done}");
+    // The finished call was not made again, the approved one once, on
+    // the second worker, with the approval's idempotency key.
+    assert_eq!(log(dir.path()), [(killed.pid(), "A7".to_owned())]);
+    let sent = refunds().await.unwrap();
+    assert_eq!(sent.len(), 1);
+    let key = sent[0].headers.get("idempotency-key").unwrap().to_str().unwrap();
+    assert!(key.starts_with("ignite-"), "{key}");
+    // Approving it again changes nothing.
+    let (status, body) = post(&ingress, &decide, &json!({"call": call, "approve": true})).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        error_of(&body)["message"].as_str().unwrap().contains("was already approved"),
+        "{body}"
+    );
+    assert_eq!(refunds().await.unwrap().len(), 1);
+
+    // A denial: the node fails with `ignite::run::denied`, nothing is sent.
+    let run = start_refund(&ingress, &json!({"order_id": "B9", "amount": 900.0})).await;
+    let waiting = wait_for_status(&ingress, &run, "waiting").await;
+    let call = waiting["pending"][0]["call"].as_str().unwrap().to_owned();
+    let decide = format!("IgniteRuns/{run}/decide");
+    let (status, body) =
+        post(&ingress, &decide, &json!({"call": call, "approve": false, "note": "too much"})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = outcome(&ingress, &run).await;
+    assert_eq!(status, 500, "{body}");
+    let error = error_of(&body);
+    assert_eq!(error["code"], "ignite::run::denied", "{body}");
+    assert_eq!(error["path"], "Refunds > refund", "{body}");
+    let failed = wait_for_status(&ingress, &run, "failed").await;
+    assert_eq!(failed["error"]["code"], "ignite::run::denied", "{failed}");
+    let (status, body) = post(&ingress, &decide, &json!({"call": call, "approve": true})).await;
+    assert_eq!(status, 409, "{body}");
+    let message = error_of(&body)["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("was already denied (too much)"), "{message}");
+    assert_eq!(refunds().await.unwrap().len(), 1, "a denied call is never sent");
+    // A run nobody knows; a body that is not a decision.
+    let (status, body) =
+        post(&ingress, "IgniteRuns/inv_nothing/decide", &json!({"call": call, "approve": true}))
+            .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = post(&ingress, &decide, &json!({"call": call})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_of(&body)["code"], "ignite::serve::bad_body", "{body}");
+
+    // A call that waits alone (nothing else in flight): the promise is
+    // the run's own, resolved the same way.
+    let run = start(&ingress, "Single", &json!({"amount": 500.0})).await;
+    let waiting = wait_for_status(&ingress, &run, "waiting").await;
+    let call = waiting["pending"][0]["call"].as_str().unwrap().to_owned();
+    let decide = format!("IgniteRuns/{run}/decide");
+    let (status, body) = post(&ingress, &decide, &json!({"call": call, "approve": true})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, outputs) = outcome(&ingress, &run).await;
+    assert_eq!((status, outputs), (200, json!({"refund": {"refunded": true}})));
+    assert_eq!(refunds().await.unwrap().len(), 2);
+    // The runs of `Refunds` waited in a child (the note was in flight
+    // beside it), the run of `Single` in its own invocation.
+    let children = |run: &str| {
+        format!(
+            "SELECT id FROM sys_invocation WHERE target_handler_name = 'approval' \
+             AND invoked_by_target = '{run}/run'"
+        )
+    };
+    assert_eq!(restate.query(&children("Refunds")).await.len(), 2);
+    assert_eq!(restate.query(&children("Single")).await, Vec::<Value>::new());
+    drop(survivor);
+}
+
+const BUDGETED: &str = r#"
+provider Fake {
+  kind openai
+  base_url "BASE/v1"
+  api_key env("FAKE_KEY")
+  retries 0
+}
+
+tool Append {
+  description "Appends a line to log.txt, with the worker's process ID"
+  param line: string
+  exec "sh" "-c" "read -r args; echo \"$PPID $args\" >> log.txt; echo appended"
+}
+
+agent Scribe {
+  provider Fake
+  model "m"
+  tools Append
+  input topic: string
+  prompt "write about {topic}"
+}
+
+contract Budgeted {
+  budget model_calls 2
+  input topic: string
+  compute text = Scribe(topic: topic)
+  output text
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_counts_each_model_step_once_across_workers() {
+    let (server, scribe, dir) = setup(Some(1)).await;
+    std::fs::write(dir.path().join("budget.ign"), BUDGETED.replace("BASE", &server.uri())).unwrap();
+    let restate = Restate::start();
+    let first = Worker::start(dir.path(), "budget.ign");
+    let second = Worker::start(dir.path(), "budget.ign");
+    let uri = forwarder(vec![first.address.clone(), second.address.clone()]).await;
+    restate.register(&uri);
+    let ingress = restate.ingress.clone();
+    let call =
+        tokio::spawn(
+            async move { call(&ingress, "Budgeted", &json!({"topic": "rivers"}), None).await },
+        );
+    // The second model request (the run's last within `model_calls 2`) is
+    // on its way when the worker dies.
+    wait_for("the second model request", || seen(&scribe).len() == 2).await;
+    let mut killed = if log(dir.path())[0].0 == first.pid() { first } else { second };
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+
+    // The other worker replays the first request from the journal and
+    // sends the second again: two model calls, the third is not sent.
+    let (status, body) = call.await.unwrap();
+    assert!(status >= 400, "{status} {body}");
+    let error = error_of(&body);
+    assert_eq!(error["code"], "ignite::run::budget", "{body}");
+    assert_eq!(error["path"], "Budgeted > text", "{body}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message
+            .contains("the budget `model_calls 2` of contract `Budgeted` is spent: 2 model calls"),
+        "{message}"
+    );
+    assert_eq!(seen(&scribe), [(0, 1), (1, 2)]);
+    let lines: Vec<String> = log(dir.path()).into_iter().map(|(_, line)| line).collect();
+    assert_eq!(lines, ["step 1", "step 2"]);
+}

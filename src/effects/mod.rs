@@ -23,7 +23,9 @@
 //! [`Approver`] first ([`approval`]), inside the live work: a call a store
 //! already holds the outcome of (a journal's finished call) is not asked
 //! again; stores that stand in for the tools (a test's mocks,
-//! [`EffectStore::stands_in`]) answer only decided calls.
+//! [`EffectStore::stands_in`]) answer only decided calls. Under a durable
+//! [`Journal`] the decision is the journal's durable promise
+//! ([`Journal::approval`]), awaited before the call's step is asked for.
 //!
 //! A call of a pure `returns` tool is a computation, not an effect: it
 //! skips the stores and the journal (nothing records or answers it) unless
@@ -166,6 +168,9 @@ pub enum Work {
         tool: u32,
         /// The arguments.
         args: Value,
+        /// The `Idempotency-Key` of an approved call's `http` requests.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idempotency_key: Option<String>,
     },
     /// One attempt to send `body` to `url` through link number `link` of
     /// the provider chain of the program's agent number `agent`.
@@ -288,6 +293,18 @@ pub trait Journal: Send + Sync {
     /// The work's last transient failure once `step.retries` are used up
     /// (kept by the journal too), or why the journal cannot go on.
     fn step(&self, step: Step) -> BoxFuture<'_, Result<Outcome, String>>;
+
+    /// The decision on `call`, which needs approval: a durable promise of
+    /// the journal (a Restate awakeable) that a person resolves; the run
+    /// waits on it, and a replay gets the decision from the journal.
+    ///
+    /// # Errors
+    /// Why the journal cannot go on.
+    fn approval(&self, call: crate::failure::PendingCall)
+    -> BoxFuture<'_, Result<Verdict, String>>;
+
+    /// What makes the run's idempotency keys its own (the run's ID).
+    fn salt(&self) -> &str;
 }
 
 /// Why an effect did not produce an [`Outcome`].
@@ -717,14 +734,18 @@ impl Scope {
         let declared = &program[tool];
         let journaled = self.effects.journaled();
         // A durable journal's steps do not run the live work, where the
-        // gate is: such a call is refused rather than run unapproved.
-        if let (true, Some(call)) = (journaled, &approval) {
-            return Err(EffectError::Live(NodeError::ApprovalRequired(Box::new(call.clone()))));
-        }
+        // gate is: the call is decided before its step is asked for.
+        let (approval, idempotency_key) = match approval {
+            Some(call) if journaled => {
+                (None, Some(self.approve(program, tool, call).await.map_err(EffectError::Live)?))
+            }
+            approval => (approval, None),
+        };
         let definition = self.effects.stored().then(|| definition::tool(program, tool));
         let work = journaled.then(|| Work::Tool {
             tool: u32::try_from(tool.index()).unwrap_or(u32::MAX),
             args: args.clone(),
+            idempotency_key,
         });
         let effect = Effect {
             key,
@@ -772,9 +793,37 @@ impl Scope {
         work: impl Future<Output = Result<Outcome, NodeError>>,
     ) -> Result<Outcome, NodeError> {
         let Some(call) = approval else { return work.await };
-        let approver = self.effects.approver.as_deref();
-        let key = approval::gate(approver, program, tool, call)?;
+        let key = self.approve(program, tool, call).await?;
         crate::tools::http::IDEMPOTENCY_KEY.scope(key, work).await
+    }
+
+    /// The gate before `call` of `tool`, which needs approval: the
+    /// durable journal's promise when there is one (the task waits on it
+    /// as on a step), else the run's approver. The call's
+    /// `Idempotency-Key` when it may start.
+    ///
+    /// # Errors
+    /// The call was denied, waits, or nobody can decide.
+    async fn approve(
+        &self,
+        program: &crate::ir::Program,
+        tool: crate::ir::ToolId,
+        call: crate::failure::PendingCall,
+    ) -> Result<String, NodeError> {
+        let Some((journal, _)) = &self.effects.journal else {
+            return approval::gate(self.effects.approver.as_deref(), program, tool, call);
+        };
+        let id = call.call.clone();
+        let waiting = activity::waiting_on_step();
+        let verdict = journal.approval(call).await;
+        drop(waiting);
+        match verdict.map_err(|message| NodeError::Journal { message, attempts: 1 })? {
+            Verdict::Approved => Ok(approval::idempotency_key(journal.salt(), &id)),
+            Verdict::Denied(reason) => {
+                Err(NodeError::Denied { tool: program[tool].tool_name.clone(), reason })
+            }
+            Verdict::Pending(call) => Err(NodeError::AwaitingApproval(vec![call])),
+        }
     }
 }
 

@@ -219,7 +219,12 @@ impl HttpModel {
             cache: None,
             work: work.as_ref(),
         };
-        // A journal's step is spent by this run, wherever it ran.
+        // A journal's step is spent by this run, wherever it ran: the
+        // run's budgets admit it before it is asked for (a replay counts
+        // it again in a run that starts counting afresh, so once).
+        if journaled {
+            cx.trace.admit_model_request()?;
+        }
         let mut live = journaled;
         let work = async {
             // Past the run's budget the request is not sent.

@@ -281,22 +281,22 @@ impl Engine {
     pub async fn perform(&self, work: &Work) -> Result<Outcome, String> {
         let program = self.program();
         match work {
-            Work::Tool { tool, args } => {
+            Work::Tool { tool, args, idempotency_key } => {
                 let tool = *tool as usize;
                 if tool >= program.tools.len() {
                     return Err(format!(
                         "no tool with id {tool} in this program: the workers serve different programs"
                     ));
                 }
-                crate::effects::tool_work(
-                    &self.toolbox,
-                    program,
-                    ToolId::from_index(tool),
-                    args.clone(),
-                    true,
-                )
-                .await
-                .map_err(|e| e.to_string())
+                let tool = ToolId::from_index(tool);
+                let work =
+                    crate::effects::tool_work(&self.toolbox, program, tool, args.clone(), true);
+                let result = match idempotency_key {
+                    // An approved call: its requests carry the approval's key.
+                    Some(key) => crate::tools::http::IDEMPOTENCY_KEY.scope(key.clone(), work).await,
+                    None => work.await,
+                };
+                result.map_err(|e| e.to_string())
             }
             Work::Model { agent, link, url, body } => {
                 let agent = AgentId::from_index(*agent as usize);

@@ -216,7 +216,7 @@ pub(super) fn document(paths: &mut Map<String, Value>, errors: &Map<String, Valu
 }
 
 /// The body of a paused run: `202` with the run ID and the waiting calls.
-pub(super) fn waiting(id: &str, calls: &[PendingCall]) -> Value {
+pub(crate) fn waiting(id: &str, calls: &[PendingCall]) -> Value {
     let code = crate::diagnostic::Code::RunAwaitingApproval.as_str();
     json!({"run": id, "status": "waiting", "code": code, "pending": calls})
 }
