@@ -3,8 +3,9 @@
 //!
 //! Input: a parsed [`ast::File`] and its text. Output: the same tree with
 //! every span zeroed and every name expression (whose text lives only in
-//! the source) given its text, parentheses aside; on the way, the spans of
-//! every string literal, which is where a `#` is not a comment.
+//! the source) given its text, parentheses aside. The same walk, run
+//! without changing the tree, finds the spans of every string literal,
+//! which is where a `#` is not a comment.
 
 use crate::ast::{
     Arg, Call, EvalStmt, Expr, ExprKind, File, Ident, Implementation, Item, MatchArm, MockAnswer,
