@@ -16,6 +16,11 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+/// mimalloc, the `ignite` binary's allocator (the server runs in this
+/// process: its checks should allocate as `ignite lsp` does).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -59,6 +64,32 @@ fn main() {
         request(&client, &mut next, "textDocument/hover", at(hover_at));
         indexed.push(start.elapsed());
     }
+    // A small root that `use`s the big file: its edits re-check the big
+    // file too, from the parse kept of it.
+    let small = dir.join("small.ign");
+    let small_text = |seed: usize| {
+        format!(
+            "use \"big.ign\"\n\ncontract Edit {{\n  input seed: integer = {seed}\n  compose a = Chain0(item: {{name: \"n\", price: 1.5, count: 2}}, seed: seed)\n  output a\n}}\n"
+        )
+    };
+    std::fs::write(&small, small_text(1)).unwrap();
+    let small_uri = lsp_types::Url::from_file_path(&small).unwrap().to_string();
+    let doc =
+        json!({"uri": small_uri, "languageId": "ignite", "version": 1, "text": small_text(1)});
+    notify(&client, "textDocument/didOpen", json!({"textDocument": doc}));
+    published(&client, &small_uri);
+    let mut used = Vec::new();
+    for round in 0..ROUNDS {
+        request(&client, &mut next, "textDocument/hover", at(hover_at));
+        let start = Instant::now();
+        let change = json!({"textDocument": {"uri": small_uri, "version": round + 2}, "contentChanges": [{"text": small_text(round % 9 + 1)}]});
+        notify(&client, "textDocument/didChange", change);
+        published(&client, &small_uri);
+        used.push(start.elapsed());
+    }
+    let small_check = time(|| {
+        let _ = igniter::compile(&small);
+    });
     let check = time(|| {
         let _ = igniter::compile_source(path.to_str().unwrap(), &text);
     });
@@ -72,6 +103,8 @@ fn main() {
     report("edit → diagnostics published (debounce in)", edits);
     report("edit → index built (a hover answered)", indexed);
     report("check of the program alone (compile_source)", check);
+    report("edit of a root that uses it → diagnostics", used);
+    report("check of that root alone (no kept parse)", small_check);
     report("hover on a node", hovers);
     report("completion after `.` of a record", completions);
     request(&client, &mut next, "shutdown", Value::Null);

@@ -55,15 +55,33 @@ pub fn load(root: &Path) -> Loaded {
 /// [`load`] with `options`.
 #[must_use]
 pub fn load_with(root: &Path, options: Options) -> Loaded {
-    load_open(root, options, HashMap::new())
+    load_root(root, Loader { options, ..Loader::default() }).loaded
 }
 
 /// Loads `root` like [`load_with`], taking the text of each file from
 /// `open` (keyed by canonical path: an editor's unsaved buffers) when it
-/// is there and from disk otherwise.
+/// is there and from disk otherwise. A file the root `use`s whose text is
+/// the one `cache` parsed before is not parsed again; `cache` keeps the
+/// parses of this load's `use`d files, and only those.
 #[must_use]
-pub fn load_open(root: &Path, options: Options, open: HashMap<PathBuf, Arc<str>>) -> Loaded {
-    let mut loader = Loader { options, open, ..Loader::default() };
+pub fn load_open(
+    root: &Path,
+    options: Options,
+    open: HashMap<PathBuf, Arc<str>>,
+    cache: &mut ParseCache,
+) -> Loaded {
+    let loader = Loader { options, open, cache: Some(std::mem::take(cache)), ..Loader::default() };
+    let mut loader = load_root(root, loader);
+    if let Some(mut used) = loader.cache.take() {
+        used.entries.retain(|_, entry| entry.used);
+        used.entries.values_mut().for_each(|entry| entry.used = false);
+        *cache = used;
+    }
+    loader.loaded
+}
+
+/// Loads `root` and its uses with `loader`.
+fn load_root(root: &Path, mut loader: Loader) -> Loader {
     let folder = root.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     loader.root_dir = Some((key(folder), folder.to_path_buf()));
     match loader.read(root) {
@@ -73,7 +91,27 @@ pub fn load_open(root: &Path, options: Options, open: HashMap<PathBuf, Arc<str>>
         Err(reason) => loader.unreadable_root(root, &reason),
     }
     loader.loaded.lock = read_lock(&folder.join(ir::LOCK_FILE));
-    loader.loaded
+    loader
+}
+
+/// The parses of `use`d files kept from one load to the next (the
+/// language server's, per open root): a file is parsed again only when
+/// its text or its place in the load ([`FileId`], which its spans carry)
+/// changed. The root, edited between loads, is not kept.
+#[derive(Debug, Default)]
+pub struct ParseCache {
+    /// By canonical path.
+    entries: HashMap<PathBuf, Parsed>,
+}
+
+/// One file's parse, for the text it was of.
+#[derive(Debug)]
+struct Parsed {
+    text: Arc<str>,
+    file: FileId,
+    result: Result<ast::File, Diagnostics>,
+    /// Read by the current load.
+    used: bool,
 }
 
 /// The lock file at `path`: `None` when there is none.
@@ -128,6 +166,8 @@ struct Loader {
     root_dir: Option<(PathBuf, PathBuf)>,
     /// Texts that win over the disk, by canonical path.
     open: HashMap<PathBuf, Arc<str>>,
+    /// The parses kept from the last load ([`load_open`]'s).
+    cache: Option<ParseCache>,
 }
 
 impl Loader {
@@ -158,9 +198,10 @@ impl Loader {
         // The text moves into the table first: a big file is held once
         // while it parses.
         let file = self.loaded.sources.add(path.clone(), text);
-        self.seen.insert(key(&path), file);
+        let canonical = key(&path);
+        self.seen.insert(canonical.clone(), file);
         let text = Arc::clone(&self.loaded.sources[file].text);
-        let ast = match syntax::parse(file, &text) {
+        let ast = match self.parse(canonical, file, text) {
             Ok(ast) => ast,
             Err(errors) => {
                 self.loaded.diagnostics.extend(errors);
@@ -176,6 +217,29 @@ impl Loader {
         self.stack.pop();
         self.loaded.files.push((file, ast));
         file
+    }
+
+    /// The syntax tree of `text`, file `file` at canonical path `path`:
+    /// the cached one when the cache has this text there.
+    fn parse(
+        &mut self,
+        path: PathBuf,
+        file: FileId,
+        text: Arc<str>,
+    ) -> Result<ast::File, Diagnostics> {
+        let Some(cache) = self.cache.as_mut().filter(|_| file != FileId(0)) else {
+            return syntax::parse(file, &text);
+        };
+        if let Some(entry) = cache.entries.get_mut(&path) {
+            if entry.file == file && (Arc::ptr_eq(&entry.text, &text) || entry.text == text) {
+                entry.used = true;
+                return entry.result.clone();
+            }
+        }
+        let result = syntax::parse(file, &text);
+        let entry = Parsed { text, file, result: result.clone(), used: true };
+        cache.entries.insert(path, entry);
+        result
     }
 
     /// Loads the file a `use` names, reporting a missing file or a cycle.
@@ -289,5 +353,48 @@ impl Loader {
 
     fn name(&self, file: FileId) -> String {
         self.loaded.sources[file].path.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use super::{ParseCache, load_open};
+
+    /// A `use`d file is parsed again when its text changes, and its parse
+    /// is reused (with the same diagnostics) while it does not.
+    #[test]
+    fn the_parse_cache_follows_the_used_files_text() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let root = dir.path().join("main.ign");
+        let used = dir.path().join("lib.ign");
+        std::fs::write(&root, "use \"lib.ign\"\ncontract A {\n  input x: integer\n  output x\n}\n")
+            .expect("writes");
+        std::fs::write(&used, "type T {\n  a: integer\n}\n").expect("writes");
+        let mut cache = ParseCache::default();
+        let load = |cache: &mut ParseCache| {
+            load_open(&root, super::Options::default(), HashMap::new(), cache)
+        };
+        let first = load(&mut cache);
+        assert!(first.diagnostics.is_empty(), "{:?}", first.diagnostics);
+        assert_eq!(cache.entries.len(), 1, "only the used file is kept");
+        let again = load(&mut cache);
+        assert_eq!(again.files, first.files);
+
+        std::fs::write(&used, "type T {\n  a: integer\n").expect("writes");
+        let broken = load(&mut cache);
+        assert_eq!(broken.files.len(), 1, "the used file no longer parses");
+        assert!(!broken.diagnostics.is_empty());
+        let still = load(&mut cache);
+        assert_eq!(still.diagnostics, broken.diagnostics);
+
+        // An open buffer wins over the disk, and the cache follows it.
+        let fixed: Arc<str> = Arc::from("type T {\n  a: integer\n}\n");
+        let open = HashMap::from([(super::key(&used), fixed)]);
+        let buffer = load_open(&root, super::Options::default(), open, &mut cache);
+        assert!(buffer.diagnostics.is_empty(), "{:?}", buffer.diagnostics);
+        assert_eq!(buffer.files.len(), 2);
     }
 }

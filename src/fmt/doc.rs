@@ -6,12 +6,15 @@
 //! Input: a `Doc` built by the printer. Output: the text, lines without
 //! trailing whitespace, indented with spaces.
 
-/// A piece of layout.
+use std::borrow::Cow;
+
+/// A piece of layout; its text is borrowed (from the source, or static)
+/// where it can be.
 #[derive(Debug, Clone)]
-pub(super) enum Doc {
+pub(super) enum Doc<'a> {
     /// Text without newlines, except inside verbatim strings (the column
     /// after it is then the length of its last line).
-    Text(String),
+    Text(Cow<'a, str>),
     /// A space when flat, a newline when broken.
     Line,
     /// Nothing when flat, a newline when broken.
@@ -23,35 +26,37 @@ pub(super) enum Doc {
     /// The text only when the enclosing group breaks (a trailing comma).
     IfBreak(&'static str),
     /// The lines inside are indented by one more level.
-    Nest(Box<Doc>),
+    Nest(Box<Doc<'a>>),
     /// Flat if it fits, else broken.
-    Group(Box<Doc>),
+    Group(Box<Doc<'a>>),
     /// One after the other.
-    Concat(Vec<Doc>),
+    Concat(Vec<Doc<'a>>),
 }
 
 /// Spaces per indentation level.
 const INDENT: usize = 2;
 
-impl Doc {
+impl<'a> Doc<'a> {
     /// Text.
-    pub(super) fn text(text: impl Into<String>) -> Doc {
+    pub(super) fn text(text: impl Into<Cow<'a, str>>) -> Doc<'a> {
         Doc::Text(text.into())
     }
 
     /// The lines of `self` one level deeper.
-    pub(super) fn nest(self) -> Doc {
+    pub(super) fn nest(self) -> Doc<'a> {
         Doc::Nest(Box::new(self))
     }
 
     /// `self` as one group.
-    pub(super) fn group(self) -> Doc {
+    pub(super) fn group(self) -> Doc<'a> {
         Doc::Group(Box::new(self))
     }
 
     /// Lays the document out at `width` columns.
-    pub(super) fn render(&self, width: usize) -> String {
-        let mut out = Renderer { out: String::new(), column: 0, width };
+    /// `capacity` is a guess of the text's length (the output is written
+    /// into one string of it).
+    pub(super) fn render(&self, width: usize, capacity: usize) -> String {
+        let mut out = Renderer { out: String::with_capacity(capacity), column: 0, width };
         out.print(self);
         out.out
     }
@@ -71,8 +76,8 @@ struct Renderer {
 }
 
 impl Renderer {
-    fn print(&mut self, doc: &Doc) {
-        let mut stack: Vec<(usize, Mode, &Doc)> = vec![(0, Mode::Break, doc)];
+    fn print(&mut self, doc: &Doc<'_>) {
+        let mut stack: Vec<(usize, Mode, &Doc<'_>)> = vec![(0, Mode::Break, doc)];
         while let Some((indent, mode, doc)) = stack.pop() {
             match doc {
                 Doc::Text(text) => self.push(text),
@@ -113,9 +118,9 @@ impl Renderer {
     /// Whether `doc`, flat, and what follows it up to the next possible
     /// line break fit in the rest of the line. A hard break inside `doc`
     /// never fits.
-    fn fits(&self, doc: &Doc, rest: &[(usize, Mode, &Doc)]) -> bool {
+    fn fits(&self, doc: &Doc<'_>, rest: &[(usize, Mode, &Doc<'_>)]) -> bool {
         let mut left = self.width.saturating_sub(self.column);
-        let mut todo: Vec<(Mode, &Doc)> = vec![(Mode::Flat, doc)];
+        let mut todo: Vec<(Mode, &Doc<'_>)> = vec![(Mode::Flat, doc)];
         let mut rest = rest.iter().rev();
         loop {
             let Some((mode, doc)) = todo.pop() else {
@@ -161,7 +166,7 @@ impl Renderer {
 mod tests {
     use super::Doc;
 
-    fn list(items: &[&str]) -> Doc {
+    fn list<'a>(items: &[&'a str]) -> Doc<'a> {
         let mut parts = vec![Doc::text("["), Doc::SoftLine];
         for (i, item) in items.iter().enumerate() {
             if i > 0 {
@@ -175,12 +180,12 @@ mod tests {
 
     #[test]
     fn a_group_that_fits_stays_flat() {
-        assert_eq!(list(&["a", "b"]).render(10), "[a, b]");
+        assert_eq!(list(&["a", "b"]).render(10, 0), "[a, b]");
     }
 
     #[test]
     fn a_group_too_wide_breaks_one_item_per_line() {
-        assert_eq!(list(&["aaaa", "bbbb"]).render(8), "[\n  aaaa,\n  bbbb,\n]");
+        assert_eq!(list(&["aaaa", "bbbb"]).render(8, 0), "[\n  aaaa,\n  bbbb,\n]");
     }
 
     #[test]
@@ -188,6 +193,6 @@ mod tests {
         let doc =
             Doc::Concat(vec![Doc::text("["), Doc::BreakParent, Doc::SoftLine, Doc::text("]")])
                 .group();
-        assert_eq!(doc.render(80), "[\n]");
+        assert_eq!(doc.render(80, 0), "[\n]");
     }
 }

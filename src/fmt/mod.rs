@@ -62,20 +62,25 @@ pub enum FmtError {
 /// [`FmtError::Unsafe`] when the result would not parse to the same tree,
 /// would lose or reorder a comment, or would change when formatted again.
 pub fn format(source: &str) -> Result<String, FmtError> {
-    let file = crate::syntax::parse(FileId(0), source).map_err(FmtError::Syntax)?;
-    let (expected, expected_comments) = canonical(file.clone(), source);
-    let formatted = render(&file, source, &expected_comments);
-    let again = crate::syntax::parse(FileId(0), &formatted)
+    // Each tree is printed with its places, then stripped of them in place
+    // for the comparison: no copy of a tree is made.
+    let mut expected = crate::syntax::parse(FileId(0), source).map_err(FmtError::Syntax)?;
+    let expected_comments = comments::comments(source, strip::strings(&mut expected, source));
+    let formatted = render(&expected, source, &expected_comments);
+    strip::strip(&mut expected, source);
+    let mut again = crate::syntax::parse(FileId(0), &formatted)
         .map_err(|_| FmtError::Unsafe("produce text that does not parse"))?;
-    let (tree, found_comments) = canonical(again.clone(), &formatted);
-    if tree != expected {
+    let found_comments = comments::comments(&formatted, strip::strings(&mut again, &formatted));
+    let stable = render(&again, &formatted, &found_comments) == formatted;
+    strip::strip(&mut again, &formatted);
+    if again != expected {
         return Err(FmtError::Unsafe("change the syntax tree"));
     }
     let texts = |c: &[comments::Comment]| c.iter().map(|c| c.text.clone()).collect::<Vec<_>>();
     if texts(&found_comments) != texts(&expected_comments) {
         return Err(FmtError::Unsafe("lose, add or reorder a comment"));
     }
-    if render(&again, &formatted, &found_comments) != formatted {
+    if !stable {
         return Err(FmtError::Unsafe("not be stable (formatting it again changes it)"));
     }
     Ok(formatted)
@@ -86,7 +91,7 @@ pub fn format(source: &str) -> Result<String, FmtError> {
 /// skip).
 #[must_use]
 pub fn text_spans(file: &ast::File, text: &str) -> Vec<Span> {
-    let strings = strip::strip(&mut file.clone(), text);
+    let strings = strip::strings(&mut file.clone(), text);
     let comments = comments::comments(text, strings.clone());
     let mut spans = strings;
     spans.extend(comments.iter().map(|c| Span::new(FileId(0), c.start, c.start + c.text.len())));
@@ -94,12 +99,8 @@ pub fn text_spans(file: &ast::File, text: &str) -> Vec<Span> {
     spans
 }
 
-/// The tree without its places, and the comments of `source`.
-fn canonical(mut file: ast::File, source: &str) -> (ast::File, Vec<comments::Comment>) {
-    let strings = strip::strip(&mut file, source);
-    (file, comments::comments(source, strings))
-}
-
 fn render(file: &ast::File, source: &str, comments: &[comments::Comment]) -> String {
-    print::print(file, source, comments).render(WIDTH)
+    // The layout mostly adds spaces: a quarter more than the source is
+    // room enough to write it without growing the string.
+    print::print(file, source, comments).render(WIDTH, source.len() + source.len() / 4)
 }

@@ -18,7 +18,7 @@ use crate::ast::{
 };
 
 /// Prints `file`, parsed from `text`, with `comments`.
-pub(super) fn print(file: &ast::File, text: &str, comments: &[Comment]) -> Doc {
+pub(super) fn print<'a>(file: &ast::File, text: &'a str, comments: &'a [Comment]) -> Doc<'a> {
     let mut printer = Printer { text, comments, next: 0 };
     printer.file(file)
 }
@@ -80,18 +80,18 @@ fn start(span: crate::source::Span) -> usize {
     span.start as usize
 }
 
-fn concat(parts: impl IntoIterator<Item = Doc>) -> Doc {
+fn concat<'a>(parts: impl IntoIterator<Item = Doc<'a>>) -> Doc<'a> {
     Doc::Concat(parts.into_iter().collect())
 }
 
-impl Printer<'_> {
+impl<'a> Printer<'a> {
     // ------------------------------------------------------------ comments
 
     /// Takes the comments before `at`: the first as an end-of-line comment
     /// (a space, the text and a forced break) when code came before it on
     /// its line; the others as lines of their own, each with whether a
     /// blank line came before it.
-    fn comments_before(&mut self, at: usize) -> (Doc, Vec<(bool, String)>) {
+    fn comments_before(&mut self, at: usize) -> (Doc<'a>, Vec<(bool, &'a str)>) {
         let mut trailing = Doc::Concat(Vec::new());
         let mut own = Vec::new();
         let mut first = true;
@@ -100,7 +100,7 @@ impl Printer<'_> {
             if first && !comment.own_line {
                 trailing = concat([Doc::text(format!(" {}", comment.text)), Doc::BreakParent]);
             } else {
-                own.push((self.blank_before(comment.start), comment.text.clone()));
+                own.push((self.blank_before(comment.start), comment.text.as_str()));
             }
             first = false;
         }
@@ -122,7 +122,7 @@ impl Printer<'_> {
 
     // ------------------------------------------------------------ file and blocks
 
-    fn file(&mut self, file: &ast::File) -> Doc {
+    fn file(&mut self, file: &ast::File) -> Doc<'a> {
         let mut parts = Vec::new();
         if self.text.starts_with('\u{feff}') {
             parts.push(Doc::text("\u{feff}"));
@@ -174,7 +174,7 @@ impl Printer<'_> {
 
     /// `head {` statements `}`, statements sorted by place and each on a
     /// line of its own; `close` is where the `}` is.
-    fn block(&mut self, head: Doc, mut stmts: Vec<(usize, Stmt<'_>)>, close: usize) -> Doc {
+    fn block(&mut self, head: Doc<'a>, mut stmts: Vec<(usize, Stmt<'_>)>, close: usize) -> Doc<'a> {
         stmts.sort_by_key(|(at, _)| *at);
         let mut inner = Vec::new();
         // Whether a line was printed in the block yet: no blank line
@@ -208,10 +208,10 @@ impl Printer<'_> {
         open: &'static str,
         items: &[T],
         at: impl Fn(&T) -> usize,
-        print: impl Fn(&mut Self, &T) -> Doc,
+        print: impl Fn(&mut Self, &T) -> Doc<'a>,
         close: (usize, &'static str),
         pad: bool,
-    ) -> Doc {
+    ) -> Doc<'a> {
         let mut inner = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let (trailing, own) = self.comments_before(at(item));
@@ -244,7 +244,7 @@ impl Printer<'_> {
 
     // ------------------------------------------------------------ items
 
-    fn item(&mut self, item: &Item) -> Doc {
+    fn item(&mut self, item: &Item) -> Doc<'a> {
         match item {
             Item::Use(u) => concat([Doc::text("use "), self.expr(&u.path)]),
             Item::Tool(t) => self.tool(t),
@@ -288,7 +288,7 @@ impl Printer<'_> {
         }
     }
 
-    fn mcp(&mut self, m: &ast::McpServer) -> Doc {
+    fn mcp(&mut self, m: &ast::McpServer) -> Doc<'a> {
         let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
         stmts.extend(m.commands.iter().map(|c| (start(c.span), Stmt::Command(&c.value))));
         stmts.extend(keyed_settings("url", &m.urls));
@@ -298,7 +298,7 @@ impl Printer<'_> {
         self.block(Doc::text(format!("mcp {}", m.name.name)), stmts, close_of(m.span))
     }
 
-    fn tool(&mut self, t: &ast::Tool) -> Doc {
+    fn tool(&mut self, t: &ast::Tool) -> Doc<'a> {
         let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
         for (kw, exprs) in
             [("description", &t.descriptions), ("timeout", &t.timeouts), ("retries", &t.retries)]
@@ -317,7 +317,7 @@ impl Printer<'_> {
         self.block(Doc::text(format!("tool {}", t.name.name)), stmts, close_of(t.span))
     }
 
-    fn agent(&mut self, a: &ast::Agent) -> Doc {
+    fn agent(&mut self, a: &ast::Agent) -> Doc<'a> {
         let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
         stmts.extend(a.providers.iter().map(|p| (start(p.span), Stmt::Providers(&p.value))));
         stmts.extend(a.models.iter().map(|m| (start(m.span), Stmt::Models(&m.value))));
@@ -343,7 +343,7 @@ impl Printer<'_> {
         self.block(Doc::text(format!("agent {}", a.name.name)), stmts, close_of(a.span))
     }
 
-    fn provider(&mut self, p: &ast::Provider) -> Doc {
+    fn provider(&mut self, p: &ast::Provider) -> Doc<'a> {
         let mut stmts: Vec<(usize, Stmt<'_>)> = Vec::new();
         for kind in &p.kinds {
             stmts.push((start(kind.span), Stmt::Names("kind", std::slice::from_ref(kind))));
@@ -392,7 +392,7 @@ impl Printer<'_> {
 
     // ------------------------------------------------------------ statements
 
-    fn stmt(&mut self, stmt: &Stmt<'_>) -> Doc {
+    fn stmt(&mut self, stmt: &Stmt<'_>) -> Doc<'a> {
         match stmt {
             Stmt::Keyed(kw, e) => self.keyed(kw, e),
             Stmt::Param(kw, p) => self.param(kw, p),
@@ -487,11 +487,24 @@ impl Printer<'_> {
         }
     }
 
-    fn keyed(&mut self, kw: &str, e: &Expr) -> Doc {
-        concat([Doc::text(format!("{kw} ")), self.expr(e)])
+    fn keyed(&mut self, kw: &'static str, e: &Expr) -> Doc<'a> {
+        concat([Doc::text(kw), Doc::text(" "), self.expr(e)])
     }
 
-    fn param(&mut self, kw: &str, p: &Param) -> Doc {
+    /// `kw name = e`: `compute`, `compose`, `guard`, `score`.
+    fn binding(&mut self, kw: &'static str, name: &Ident, e: &Expr) -> Doc<'a> {
+        concat([Doc::text(kw), Doc::text(" "), self.name(name), Doc::text(" = "), self.expr(e)])
+    }
+
+    /// A name's text, borrowed from the source where it was read.
+    pub(super) fn name(&self, ident: &Ident) -> Doc<'a> {
+        match self.text.get(ident.span.range()) {
+            Some(text) if *text == *ident.name => Doc::text(text),
+            _ => Doc::text(ident.name.to_string()),
+        }
+    }
+
+    fn param(&mut self, kw: &str, p: &Param) -> Doc<'a> {
         let kw = if kw.is_empty() { String::new() } else { format!("{kw} ") };
         let mut parts = vec![Doc::text(format!("{kw}{}: {}", p.name.name, type_text(&p.ty)))];
         if let Some(default) = &p.default {
@@ -505,7 +518,7 @@ impl Printer<'_> {
         concat(parts)
     }
 
-    fn implementation(&mut self, i: &Implementation) -> Doc {
+    fn implementation(&mut self, i: &Implementation) -> Doc<'a> {
         match i {
             Implementation::Returns(e, _) => self.keyed("returns", e),
             Implementation::Exec(args, _) => self.words("exec", args),
@@ -523,13 +536,13 @@ impl Printer<'_> {
             Implementation::Native(None, _) => Doc::text("native"),
             Implementation::Native(Some(name), _) => self.keyed("native", name),
             Implementation::Mcp { server, tool, .. } => {
-                self.keyed(&format!("mcp {}", server.name), tool)
+                concat([Doc::text("mcp "), self.name(server), Doc::text(" "), self.expr(tool)])
             }
         }
     }
 
     /// A keyword and its words: `exec "a" "b"`, `command "a" "b"`.
-    fn words(&mut self, kw: &str, words: &[Expr]) -> Doc {
+    fn words(&mut self, kw: &str, words: &[Expr]) -> Doc<'a> {
         let mut parts = vec![Doc::text(kw.to_owned())];
         for word in words {
             parts.push(Doc::text(" "));
@@ -538,13 +551,13 @@ impl Printer<'_> {
         concat(parts)
     }
 
-    fn node(&mut self, node: &Node) -> Doc {
+    fn node(&mut self, node: &Node) -> Doc<'a> {
         match node {
             Node::Input(p) => self.param("input", p),
-            Node::Compute(name, e, _) => self.keyed(&format!("compute {} =", name.name), e),
-            Node::Compose(name, e, _) => self.keyed(&format!("compose {} =", name.name), e),
+            Node::Compute(name, e, _) => self.binding("compute", name, e),
+            Node::Compose(name, e, _) => self.binding("compose", name, e),
             Node::Guard(g) => {
-                let condition = self.keyed(&format!("guard {} =", g.name.name), &g.condition);
+                let condition = self.binding("guard", &g.name, &g.condition);
                 match &g.message {
                     Some(message) => {
                         let message = concat([Doc::Line, Doc::text("else "), self.expr(message)]);
@@ -556,7 +569,7 @@ impl Printer<'_> {
         }
     }
 
-    fn test_stmt(&mut self, t: &TestStmt) -> Doc {
+    fn test_stmt(&mut self, t: &TestStmt) -> Doc<'a> {
         match t {
             TestStmt::Run { contract, args, span } => concat([
                 Doc::text(format!("run {}", contract.name)),
@@ -604,15 +617,13 @@ impl Printer<'_> {
         }
     }
 
-    fn eval_stmt(&mut self, e: &EvalStmt) -> Doc {
+    fn eval_stmt(&mut self, e: &EvalStmt) -> Doc<'a> {
         match e {
             EvalStmt::Run(contract, _) => Doc::text(format!("run {}", contract.name)),
             EvalStmt::Dataset(e, _) => self.keyed("dataset", e),
             EvalStmt::Repeat(e, _) => self.keyed("repeat", e),
             EvalStmt::Require(e, _) => self.keyed("require", e),
-            EvalStmt::Score { name, value, .. } => {
-                self.keyed(&format!("score {} =", name.name), value)
-            }
+            EvalStmt::Score { name, value, .. } => self.binding("score", name, value),
         }
     }
 }
@@ -661,7 +672,7 @@ fn type_text(ty: &TypeExpr) -> String {
 
 /// Pushes comments on lines of their own (each with whether a blank line
 /// stood before it) into a block's lines; none right after its `{`.
-fn own_lines(inner: &mut Vec<Doc>, own: Vec<(bool, String)>, started: &mut bool) {
+fn own_lines<'a>(inner: &mut Vec<Doc<'a>>, own: Vec<(bool, &'a str)>, started: &mut bool) {
     for (blank, text) in own {
         if blank && *started {
             inner.push(Doc::HardLine);

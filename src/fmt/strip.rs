@@ -3,8 +3,9 @@
 //!
 //! Input: a parsed [`ast::File`] and its text. Output: the same tree with
 //! every span zeroed and every name expression (whose text lives only in
-//! the source) given its text, parentheses aside; on the way, the spans of
-//! every string literal, which is where a `#` is not a comment.
+//! the source) given its text, parentheses aside. The same walk, run
+//! without changing the tree, finds the spans of every string literal,
+//! which is where a `#` is not a comment.
 
 use crate::ast::{
     Arg, Call, EvalStmt, Expr, ExprKind, File, Ident, Implementation, Item, MatchArm, MockAnswer,
@@ -18,14 +19,23 @@ const NOWHERE: Span = Span { file: FileId(0), start: 0, end: 0 };
 /// Marks a name's text in a stripped tree: no callee can start with it.
 const NAME_MARK: char = '\0';
 
-/// Strips `file` (parsed from `text`) in place; returns the spans of its
-/// string literals, in no particular order.
-pub(super) fn strip(file: &mut File, text: &str) -> Vec<Span> {
-    let mut strip = Strip { text, strings: Vec::new() };
+/// Strips `file` (parsed from `text`) in place.
+pub(super) fn strip(file: &mut File, text: &str) {
+    walk(file, text, true);
+}
+
+/// The spans of the string literals of `file` (parsed from `text`), in no
+/// particular order; `file` is left as it is (the walk is [`strip`]'s).
+pub(super) fn strings(file: &mut File, text: &str) -> Vec<Span> {
+    walk(file, text, false)
+}
+
+fn walk(file: &mut File, text: &str, strip: bool) -> Vec<Span> {
+    let mut walk = Strip { text, strings: Vec::new(), strip };
     for item in &mut file.items {
-        strip.item(item);
+        walk.item(item);
     }
-    strip.strings
+    walk.strings
 }
 
 /// The text of a name expression at `span`, without the parentheses and
@@ -41,6 +51,8 @@ pub(super) fn name_text(text: &str, span: Span) -> &str {
 struct Strip<'a> {
     text: &'a str,
     strings: Vec<Span>,
+    /// Zero the places (else only find the strings).
+    strip: bool,
 }
 
 impl Strip<'_> {
@@ -48,16 +60,16 @@ impl Strip<'_> {
         match item {
             Item::Use(u) => {
                 self.expr(&mut u.path);
-                u.span = NOWHERE;
+                self.clear(&mut u.span);
             }
             Item::Tool(t) => {
-                ident(&mut t.name);
+                self.ident(&mut t.name);
                 self.exprs(&mut t.descriptions);
                 self.params(&mut t.params);
-                idents(&mut t.capabilities);
+                self.idents(&mut t.capabilities);
                 for approval in &mut t.approvals {
                     approval.value.iter_mut().for_each(|e| self.expr(e));
-                    approval.span = NOWHERE;
+                    self.clear(&mut approval.span);
                 }
                 self.exprs(&mut t.timeouts);
                 self.exprs(&mut t.retries);
@@ -66,26 +78,26 @@ impl Strip<'_> {
                     self.expr(value);
                 }
                 t.implementations.iter_mut().for_each(|i| self.implementation(i));
-                t.results.iter_mut().for_each(type_setting);
-                t.caches.iter_mut().for_each(|c| c.span = NOWHERE);
-                t.span = NOWHERE;
+                t.results.iter_mut().for_each(|s| self.type_setting(s));
+                t.caches.iter_mut().for_each(|c| self.clear(&mut c.span));
+                self.clear(&mut t.span);
             }
             Item::Agent(a) => {
-                ident(&mut a.name);
+                self.ident(&mut a.name);
                 for setting in &mut a.providers {
                     for provider in &mut setting.value {
-                        ident(&mut provider.name);
+                        self.ident(&mut provider.name);
                         provider.file.iter_mut().for_each(|f| self.expr(f));
-                        provider.span = NOWHERE;
+                        self.clear(&mut provider.span);
                     }
-                    setting.span = NOWHERE;
+                    self.clear(&mut setting.span);
                 }
                 for setting in &mut a.models {
                     self.exprs(&mut setting.value);
-                    setting.span = NOWHERE;
+                    self.clear(&mut setting.span);
                 }
-                idents(&mut a.tools);
-                idents(&mut a.capabilities);
+                self.idents(&mut a.tools);
+                self.idents(&mut a.capabilities);
                 for settings in [
                     &mut a.system_prompts,
                     &mut a.max_tool_iterations,
@@ -97,71 +109,71 @@ impl Strip<'_> {
                     self.settings(settings);
                 }
                 self.params(&mut a.inputs);
-                a.results.iter_mut().for_each(type_setting);
-                a.caches.iter_mut().for_each(|c| c.span = NOWHERE);
-                a.span = NOWHERE;
+                a.results.iter_mut().for_each(|s| self.type_setting(s));
+                a.caches.iter_mut().for_each(|c| self.clear(&mut c.span));
+                self.clear(&mut a.span);
             }
             Item::Provider(p) => {
-                ident(&mut p.name);
-                idents(&mut p.kinds);
+                self.ident(&mut p.name);
+                self.idents(&mut p.kinds);
                 for settings in [&mut p.base_urls, &mut p.api_keys, &mut p.timeouts, &mut p.retries]
                 {
                     self.settings(settings);
                 }
                 for rate in p.rate_limits.iter_mut().chain(&mut p.token_limits) {
                     self.expr(&mut rate.value.count);
-                    ident(&mut rate.value.per);
-                    rate.span = NOWHERE;
+                    self.ident(&mut rate.value.per);
+                    self.clear(&mut rate.span);
                 }
                 for price in &mut p.prices {
                     self.expr(&mut price.value.input);
                     self.expr(&mut price.value.output);
-                    price.span = NOWHERE;
+                    self.clear(&mut price.span);
                 }
-                p.span = NOWHERE;
+                self.clear(&mut p.span);
             }
             Item::Contract(c) => {
-                ident(&mut c.name);
+                self.ident(&mut c.name);
                 c.runners.iter_mut().for_each(|r| self.runner(r));
                 for budget in &mut c.budgets {
                     for limit in &mut budget.limits {
                         self.expr(&mut limit.value);
-                        limit.span = NOWHERE;
+                        self.clear(&mut limit.span);
                     }
-                    budget.span = NOWHERE;
+                    self.clear(&mut budget.span);
                 }
                 c.nodes.iter_mut().for_each(|n| self.node(n));
                 for output in &mut c.outputs {
-                    idents(&mut output.path);
-                    output.alias.iter_mut().for_each(ident);
-                    output.span = NOWHERE;
+                    self.idents(&mut output.path);
+                    output.alias.iter_mut().for_each(|i| self.ident(i));
+                    self.clear(&mut output.span);
                 }
-                c.span = NOWHERE;
+                self.clear(&mut c.span);
             }
             Item::Type(t) => {
-                ident(&mut t.name);
+                self.ident(&mut t.name);
                 self.params(&mut t.fields);
-                t.span = NOWHERE;
+                self.clear(&mut t.span);
             }
             Item::Enum(e) => {
-                ident(&mut e.name);
-                idents(&mut e.variants);
-                e.span = NOWHERE;
+                self.ident(&mut e.name);
+                self.idents(&mut e.variants);
+                self.clear(&mut e.span);
             }
             Item::Test(t) => {
                 self.expr(&mut t.name);
                 t.statements.iter_mut().for_each(|s| self.test_stmt(s));
-                t.span = NOWHERE;
+                self.clear(&mut t.span);
             }
             Item::Mcp(m) => {
-                ident(&mut m.name);
+                self.ident(&mut m.name);
                 for command in &mut m.commands {
                     self.exprs(&mut command.value);
-                    command.span = NOWHERE;
+                    self.clear(&mut command.span);
                 }
                 self.settings(&mut m.urls);
                 for (var, value) in &mut m.envs {
-                    ident(var);
+                    self.ident(var);
                     self.expr(value);
                 }
                 for (name, value) in &mut m.headers {
@@ -169,12 +181,12 @@ impl Strip<'_> {
                     self.expr(value);
                 }
                 self.settings(&mut m.timeouts);
-                m.span = NOWHERE;
+                self.clear(&mut m.span);
             }
             Item::Eval(e) => {
                 self.expr(&mut e.name);
                 e.statements.iter_mut().for_each(|s| self.eval_stmt(s));
-                e.span = NOWHERE;
+                self.clear(&mut e.span);
             }
         }
     }
@@ -183,39 +195,39 @@ impl Strip<'_> {
         match implementation {
             Implementation::Returns(e, span) => {
                 self.expr(e);
-                *span = NOWHERE;
+                self.clear(span);
             }
             Implementation::Exec(args, span) => {
                 self.exprs(args);
-                *span = NOWHERE;
+                self.clear(span);
             }
             Implementation::Http { url, span, .. } => {
                 self.expr(url);
-                *span = NOWHERE;
+                self.clear(span);
             }
             Implementation::Builtin { name, config, span } => {
                 self.expr(name);
                 config.iter_mut().for_each(|c| self.expr(c));
-                *span = NOWHERE;
+                self.clear(span);
             }
             Implementation::Native(name, span) => {
                 name.iter_mut().for_each(|n| self.expr(n));
-                *span = NOWHERE;
+                self.clear(span);
             }
             Implementation::Mcp { server, tool, span } => {
-                ident(server);
+                self.ident(server);
                 self.expr(tool);
-                *span = NOWHERE;
+                self.clear(span);
             }
         }
     }
 
     fn runner(&mut self, runner: &mut Runner) {
         match runner {
-            Runner::Inline(span) => *span = NOWHERE,
+            Runner::Inline(span) => self.clear(span),
             Runner::ThreadPool(args, span) => {
                 self.args(args);
-                *span = NOWHERE;
+                self.clear(span);
             }
         }
     }
@@ -224,15 +236,15 @@ impl Strip<'_> {
         match node {
             Node::Input(param) => self.param(param),
             Node::Compute(name, e, span) | Node::Compose(name, e, span) => {
-                ident(name);
+                self.ident(name);
                 self.expr(e);
-                *span = NOWHERE;
+                self.clear(span);
             }
             Node::Guard(guard) => {
-                ident(&mut guard.name);
+                self.ident(&mut guard.name);
                 self.expr(&mut guard.condition);
                 guard.message.iter_mut().for_each(|m| self.expr(m));
-                guard.span = NOWHERE;
+                self.clear(&mut guard.span);
             }
         }
     }
@@ -240,35 +252,35 @@ impl Strip<'_> {
     fn test_stmt(&mut self, stmt: &mut TestStmt) {
         match stmt {
             TestStmt::Run { contract, args, span } => {
-                ident(contract);
+                self.ident(contract);
                 self.args(args);
-                *span = NOWHERE;
+                self.clear(span);
             }
             TestStmt::Mock { tool, args, answer, span } => {
-                ident(tool);
+                self.ident(tool);
                 args.iter_mut().for_each(|a| self.args(a));
                 match answer {
                     MockAnswer::Returns(e) | MockAnswer::Fails(e) => self.expr(e),
                 }
-                *span = NOWHERE;
+                self.clear(span);
             }
             TestStmt::ExpectCalls { tool, args, count, span, .. } => {
-                ident(tool);
+                self.ident(tool);
                 args.iter_mut().for_each(|a| self.args(a));
                 self.expr(count);
-                *span = NOWHERE;
+                self.clear(span);
             }
             TestStmt::Replay(e, span)
             | TestStmt::Expect(e, span)
             | TestStmt::ExpectError(e, span) => {
                 self.expr(e);
-                *span = NOWHERE;
+                self.clear(span);
             }
-            TestStmt::Snapshot { span, .. } => *span = NOWHERE,
+            TestStmt::Snapshot { span, .. } => self.clear(span),
             TestStmt::Decide { tool, denial, span } => {
-                ident(tool);
+                self.ident(tool);
                 denial.iter_mut().for_each(|e| self.expr(e));
-                *span = NOWHERE;
+                self.clear(span);
             }
         }
     }
@@ -276,17 +288,17 @@ impl Strip<'_> {
     fn eval_stmt(&mut self, stmt: &mut EvalStmt) {
         match stmt {
             EvalStmt::Run(contract, span) => {
-                ident(contract);
-                *span = NOWHERE;
+                self.ident(contract);
+                self.clear(span);
             }
             EvalStmt::Score { name, value, span } => {
-                ident(name);
+                self.ident(name);
                 self.expr(value);
-                *span = NOWHERE;
+                self.clear(span);
             }
             EvalStmt::Dataset(e, span) | EvalStmt::Repeat(e, span) | EvalStmt::Require(e, span) => {
                 self.expr(e);
-                *span = NOWHERE;
+                self.clear(span);
             }
         }
     }
@@ -296,17 +308,17 @@ impl Strip<'_> {
     }
 
     fn param(&mut self, param: &mut Param) {
-        ident(&mut param.name);
-        type_expr(&mut param.ty);
+        self.ident(&mut param.name);
+        self.type_expr(&mut param.ty);
         param.default.iter_mut().for_each(|d| self.expr(d));
         param.description.iter_mut().for_each(|d| self.expr(d));
-        param.span = NOWHERE;
+        self.clear(&mut param.span);
     }
 
     fn settings(&mut self, settings: &mut [Setting<Expr>]) {
         for setting in settings {
             self.expr(&mut setting.value);
-            setting.span = NOWHERE;
+            self.clear(&mut setting.span);
         }
     }
 
@@ -316,7 +328,7 @@ impl Strip<'_> {
 
     fn args(&mut self, args: &mut [Arg]) {
         for arg in args {
-            arg.name.iter_mut().for_each(ident);
+            arg.name.iter_mut().for_each(|i| self.ident(i));
             self.expr(&mut arg.value);
         }
     }
@@ -337,10 +349,11 @@ impl Strip<'_> {
                 for (key, value) in entries.iter_mut() {
                     // A quoted key is a string too: a `#` in it is text.
                     self.strings.push(key.span);
-                    ident(key);
+                    self.ident(key);
                     self.expr(value);
                 }
             }
+            ExprKind::Name if !self.strip => {}
             ExprKind::Name => {
                 let name = format!("{NAME_MARK}{}", name_text(self.text, expr.span));
                 let callee = Ident { name: name.into(), span: NOWHERE };
@@ -348,14 +361,14 @@ impl Strip<'_> {
             }
             ExprKind::Field(field) => {
                 self.expr(&mut field.0);
-                ident(&mut field.1);
+                self.ident(&mut field.1);
             }
             ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
                 self.expr(a);
                 self.expr(b);
             }
             ExprKind::Call(call) => {
-                ident(&mut call.callee);
+                self.ident(&mut call.callee);
                 self.args(&mut call.args);
             }
             ExprKind::Unary(_, e) | ExprKind::Try(e) => self.expr(e),
@@ -369,40 +382,47 @@ impl Strip<'_> {
                 m.1.iter_mut().for_each(|arm| self.arm(arm));
             }
             ExprKind::For(f) => {
-                ident(&mut f.name);
+                self.ident(&mut f.name);
                 self.expr(&mut f.items);
                 f.filter.iter_mut().for_each(|e| self.expr(e));
                 self.expr(&mut f.body);
             }
         }
-        expr.span = NOWHERE;
+        self.clear(&mut expr.span);
     }
 
     fn arm(&mut self, arm: &mut MatchArm) {
         if let PatternKind::Literal(e) = &mut arm.pattern.kind {
             self.expr(e);
         }
-        arm.pattern.span = NOWHERE;
+        self.clear(&mut arm.pattern.span);
         self.expr(&mut arm.body);
-        arm.span = NOWHERE;
+        self.clear(&mut arm.span);
     }
-}
 
-fn ident(ident: &mut Ident) {
-    ident.span = NOWHERE;
-}
+    /// Zeroes `span` (when stripping).
+    fn clear(&self, span: &mut Span) {
+        if self.strip {
+            *span = NOWHERE;
+        }
+    }
 
-fn idents(idents: &mut [Ident]) {
-    idents.iter_mut().for_each(ident);
-}
+    fn ident(&self, ident: &mut Ident) {
+        self.clear(&mut ident.span);
+    }
 
-fn type_expr(ty: &mut TypeExpr) {
-    ident(&mut ty.name);
-    ty.item.iter_mut().for_each(|item| type_expr(item));
-    ty.span = NOWHERE;
-}
+    fn idents(&self, idents: &mut [Ident]) {
+        idents.iter_mut().for_each(|i| self.ident(i));
+    }
 
-fn type_setting(setting: &mut Setting<TypeExpr>) {
-    type_expr(&mut setting.value);
-    setting.span = NOWHERE;
+    fn type_expr(&self, ty: &mut TypeExpr) {
+        self.ident(&mut ty.name);
+        ty.item.iter_mut().for_each(|item| self.type_expr(item));
+        self.clear(&mut ty.span);
+    }
+
+    fn type_setting(&self, setting: &mut Setting<TypeExpr>) {
+        self.type_expr(&mut setting.value);
+        self.clear(&mut setting.span);
+    }
 }

@@ -37,11 +37,16 @@ pub(crate) struct Analysis {
 
 impl Analysis {
     /// Checks `root`, reading the files of `open` (by canonical path) from
-    /// memory. The index is left empty: [`Analysis::index`] builds it once
-    /// the diagnostics are on their way.
+    /// memory, and the unchanged `use`d files from `cache` (the parses of
+    /// the root's last check). The index is left empty: [`Analysis::index`]
+    /// builds it once the diagnostics are on their way.
     #[must_use]
-    pub(crate) fn run(root: &Path, open: HashMap<PathBuf, Arc<str>>) -> Analysis {
-        let loaded = crate::load::load_open(root, crate::load::Options::default(), open);
+    pub(crate) fn run(
+        root: &Path,
+        open: HashMap<PathBuf, Arc<str>>,
+        cache: &mut crate::load::ParseCache,
+    ) -> Analysis {
+        let loaded = crate::load::load_open(root, crate::load::Options::default(), open, cache);
         let files = loaded.files.clone();
         let crate::Compilation { sources, diagnostics, program } = crate::finish(loaded);
         Analysis { sources, files, diagnostics, index: Index::default(), program }

@@ -166,6 +166,8 @@ pub(crate) struct Doc {
     pub parsed: Option<Arc<Analysis>>,
     /// The last check with a checked program (node types).
     pub checked: Option<Arc<Analysis>>,
+    /// The parses of the files the last check `use`d.
+    parses: crate::load::ParseCache,
 }
 
 impl Doc {
@@ -304,7 +306,16 @@ impl Server {
     fn open(&mut self, uri: Url, text: Arc<str>, version: i32) {
         let path = uri.to_file_path().unwrap_or_else(|()| PathBuf::from(uri.path()));
         let analysis = Arc::new(Analysis::default());
-        let doc = Doc { path, text, version, dirty: true, analysis, parsed: None, checked: None };
+        let doc = Doc {
+            path,
+            text,
+            version,
+            dirty: true,
+            analysis,
+            parsed: None,
+            checked: None,
+            parses: crate::load::ParseCache::default(),
+        };
         self.docs.insert(uri, doc);
     }
 
@@ -325,7 +336,7 @@ impl Server {
             let reads_changed = changed.iter().any(|path| doc.analysis.file(path).is_some());
             if doc.dirty || reads_changed {
                 doc.dirty = false;
-                fresh.insert(uri.clone(), Analysis::run(&doc.path, open.clone()));
+                fresh.insert(uri.clone(), Analysis::run(&doc.path, open.clone(), &mut doc.parses));
             }
         }
         let roots = self.docs.iter().map(|(uri, doc)| fresh.get(uri).unwrap_or(&doc.analysis));

@@ -12,9 +12,9 @@ const OPEN_PRECEDENCE: u8 = 0;
 /// Binding power of literals, names, calls and brackets.
 const ATOM_PRECEDENCE: u8 = u8::MAX;
 
-impl Printer<'_> {
+impl<'a> Printer<'a> {
     /// `(args)`; `close` is where the `)` is (or a place after it).
-    pub(super) fn args(&mut self, args: &[Arg], close: usize) -> Doc {
+    pub(super) fn args(&mut self, args: &[Arg], close: usize) -> Doc<'a> {
         let close = self.text.get(..close).and_then(|t| t.rfind(')')).unwrap_or(close);
         // One array or object argument hugs the parentheses: `f([` ... `])`.
         if let [arg] = args {
@@ -25,31 +25,31 @@ impl Printer<'_> {
         self.list("(", args, arg_start, Self::arg, (close, ")"), false)
     }
 
-    fn arg(&mut self, arg: &Arg) -> Doc {
+    fn arg(&mut self, arg: &Arg) -> Doc<'a> {
         match &arg.name {
-            Some(name) => concat([Doc::text(format!("{}: ", name.name)), self.expr(&arg.value)]),
+            Some(name) => concat([self.name(name), Doc::text(": "), self.expr(&arg.value)]),
             None => self.expr(&arg.value),
         }
     }
 
-    pub(super) fn expr(&mut self, e: &Expr) -> Doc {
+    pub(super) fn expr(&mut self, e: &Expr) -> Doc<'a> {
         match &e.kind {
             ExprKind::Null => Doc::text("null"),
             ExprKind::Bool(b) => Doc::text(b.to_string()),
             ExprKind::Integer(n) => {
                 let written = self.source(e);
                 let bare = !written.is_empty() && written.bytes().all(|b| b.is_ascii_digit());
-                Doc::text(if bare { written.to_owned() } else { n.to_string() })
+                if bare { Doc::text(written) } else { Doc::text(n.to_string()) }
             }
             ExprKind::Float(f) => {
                 let written = self.source(e);
                 let bare = written.bytes().next().is_some_and(|b| b.is_ascii_digit())
                     && written.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b));
-                Doc::text(if bare { written.to_owned() } else { format!("{f:?}") })
+                if bare { Doc::text(written) } else { Doc::text(format!("{f:?}")) }
             }
             // Strings byte for byte, interpolations and all.
-            ExprKind::String(_) => Doc::text(self.source(e).to_owned()),
-            ExprKind::Name => Doc::text(name_text(self.text, e.span).to_owned()),
+            ExprKind::String(_) => Doc::text(self.source(e)),
+            ExprKind::Name => Doc::text(name_text(self.text, e.span)),
             ExprKind::Array(items) => {
                 let close = (close_of(e.span), "]");
                 self.list("[", items, |i| start(i.span), Self::expr, close, false)
@@ -57,28 +57,30 @@ impl Printer<'_> {
             ExprKind::Object(entries) => {
                 let close = (close_of(e.span), "}");
                 let entry = |p: &mut Self, (key, value): &(Ident, Expr)| {
-                    let key = p.text.get(key.span.range()).unwrap_or(&key.name).to_owned();
-                    concat([Doc::text(format!("{key}: ")), p.expr(value)])
+                    let key = match p.text.get(key.span.range()) {
+                        Some(written) => Doc::text(written),
+                        None => Doc::text(key.name.to_string()),
+                    };
+                    concat([key, Doc::text(": "), p.expr(value)])
                 };
                 self.list("{", entries, |(k, _)| start(k.span), entry, close, false)
             }
             ExprKind::Field(field) => {
                 let base = self.operand(&field.0, ast::POSTFIX_PRECEDENCE);
-                concat([base, Doc::text(format!(".{}", field.1.name))])
+                concat([base, Doc::text("."), self.name(&field.1)])
             }
             ExprKind::Index(base, index) => {
                 let base = self.operand(base, ast::POSTFIX_PRECEDENCE);
                 concat([base, Doc::text("["), self.expr(index), Doc::text("]")])
             }
             ExprKind::Call(call) => {
-                let callee = Doc::text(call.callee.name.to_string());
-                concat([callee, self.args(&call.args, e.span.end as usize)])
+                concat([self.name(&call.callee), self.args(&call.args, e.span.end as usize)])
             }
             ExprKind::Unary(op, operand) => self.unary(*op, operand),
             ExprKind::Binary(op, a, b) => {
                 let left = self.operand(a, clear(*op, a, op.precedence()));
                 let right = self.operand(b, clear(*op, b, op.precedence() + 1));
-                concat([left, Doc::text(format!(" {} ", op.symbol())), right])
+                concat([left, Doc::text(" "), Doc::text(op.symbol()), Doc::text(" "), right])
             }
             ExprKind::If(parts) => {
                 let condition = self.expr(&parts.0);
@@ -108,7 +110,7 @@ impl Printer<'_> {
         }
     }
 
-    fn unary(&mut self, op: UnaryOp, operand: &Expr) -> Doc {
+    fn unary(&mut self, op: UnaryOp, operand: &Expr) -> Doc<'a> {
         let (symbol, power) = match op {
             UnaryOp::Neg => ("-", ast::NEG_PRECEDENCE),
             UnaryOp::Not => ("not ", ast::NOT_PRECEDENCE),
@@ -128,12 +130,12 @@ impl Printer<'_> {
     }
 
     /// `e`, in parentheses when it binds looser than `power`.
-    fn operand(&mut self, e: &Expr, power: u8) -> Doc {
+    fn operand(&mut self, e: &Expr, power: u8) -> Doc<'a> {
         let doc = self.expr(e);
         if precedence(e) < power { concat([Doc::text("("), doc, Doc::text(")")]) } else { doc }
     }
 
-    fn source(&self, e: &Expr) -> &str {
+    fn source(&self, e: &Expr) -> &'a str {
         self.text.get(e.span.range()).unwrap_or("")
     }
 }
