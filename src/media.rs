@@ -231,7 +231,8 @@ pub fn problem(
 }
 
 /// "an image", "a document".
-fn a_kind(kind: Kind) -> String {
+#[must_use]
+pub fn a_kind(kind: Kind) -> String {
     let name = kind.name();
     if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
         format!("an {name}")
