@@ -14,13 +14,33 @@
 
 use std::io::Read as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest as _, Sha256};
 
-/// The most bytes `file(...)` reads (the default of `--max-bytes`).
+/// The most bytes `file(...)` reads unless told otherwise (the default of
+/// `--max-bytes`).
 pub const FILE_LIMIT: usize = 8 << 20;
+
+/// The most bytes `file(...)` reads in this process: the `--max-bytes` of
+/// the command that runs ([`set_file_limit`]). A process setting, as the
+/// flag is: `file(...)` is a pure function of its path, evaluated where no
+/// engine is at hand.
+static FILE_LIMIT_NOW: AtomicUsize = AtomicUsize::new(FILE_LIMIT);
+
+/// Makes `file(...)` refuse files larger than `bytes` from now on.
+pub fn set_file_limit(bytes: usize) {
+    FILE_LIMIT_NOW.store(bytes, Ordering::Relaxed);
+}
+
+/// The most bytes `file(...)` reads now ([`set_file_limit`], else
+/// [`FILE_LIMIT`]).
+#[must_use]
+pub fn file_limit() -> usize {
+    FILE_LIMIT_NOW.load(Ordering::Relaxed)
+}
 
 /// The two media types of `.ign`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

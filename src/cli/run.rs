@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::media::AtFile;
 use super::{GlobalArgs, WIDTH, usage};
 use crate::effects::{Cache, Effects, JOURNAL_DIR, Recording, RunHeader};
 use crate::runtime::{Engine, RunError, RunOptions};
@@ -207,12 +208,33 @@ impl RunArgs {
             {
                 return usage(&message);
             }
+            // `{"path": ...}` in an `--input` JSON value: from the current folder.
+            let here = super::media::Reach::new(Path::new("."), self.max_bytes);
+            // The array inputs `--input NAME=@FILE` has started: the next adds to it.
+            let mut started = std::collections::HashSet::new();
             for (name, raw) in pairs {
                 let ty = params.inputs().find(|(_, p)| p.name == name).map(|(_, p)| &p.ty);
                 let value = match super::media::at_file(&name, ty, &raw, self.max_bytes) {
-                    Some(Ok(value)) => value,
+                    Some(Ok(AtFile::Value(value))) => value,
+                    Some(Ok(AtFile::Item(item))) => {
+                        let mut items = match given.remove(&name) {
+                            Some(Value::Array(items)) if started.contains(&name) => items,
+                            _ => Vec::new(),
+                        };
+                        items.push(item);
+                        started.insert(name.clone());
+                        Value::Array(items)
+                    }
                     Some(Err(message)) => return usage(&message),
-                    None => input_value(ty, raw),
+                    None => {
+                        let mut value = input_value(ty, raw);
+                        if let Some(ty) = ty
+                            && let Err(message) = here.load_value(ty, &mut value, &name)
+                        {
+                            return usage(&message);
+                        }
+                        value
+                    }
                 };
                 given.insert(name, value);
             }
