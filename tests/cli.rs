@@ -646,7 +646,10 @@ fn run_file_follows_max_bytes() {
     let refused = run(&["--max-bytes", "68"]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("`file`: `./tiny.png` is 69 bytes, more than the limit of 68"), "{stderr}");
+    assert!(
+        stderr.contains("`file`: `./tiny.png` is 69 bytes, more than the limit of 68"),
+        "{stderr}"
+    );
     assert!(stderr.contains("`--max-bytes`"), "{stderr}");
 }
 

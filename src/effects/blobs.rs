@@ -97,10 +97,7 @@ impl Blobs {
         match value {
             Value::String(text) => {
                 let Some(at) = text.find(MARK) else { return Ok(()) };
-                let hex = &text[at + MARK.len()..];
-                if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Ok(());
-                }
+                let Some(hex) = mark(&text[at..]) else { return Ok(()) };
                 let path = self.dir.join(hex);
                 let bytes = std::fs::read(&path).map_err(|e| {
                     format!(
@@ -126,6 +123,85 @@ impl Blobs {
             _ => Ok(()),
         }
     }
+}
+
+/// `value`, a line of the recording or journal `file`, as a page shows it:
+/// every media value `{media_type, data}` as `{media_type, bytes,
+/// sha256}`, and every other string holding media (base64, a `data:` URL,
+/// a blob's mark, as provider requests carry them) as `media image/png, 69
+/// bytes, sha256 HEX`. The bytes are never shown; a blob is only measured
+/// (its size, its first bytes), never read whole.
+pub(crate) fn summarize(value: &mut Value, file: &Path) {
+    let blobs = Blobs::beside(file);
+    blobs.summarize_in(value);
+}
+
+impl Blobs {
+    fn summarize_in(&self, value: &mut Value) {
+        if let Value::Object(fields) = value
+            && fields.len() == 2
+            && let (Some(Value::String(media_type)), Some(Value::String(data))) =
+                (fields.get("media_type"), fields.get("data"))
+            && crate::media::format_of(media_type).is_some()
+            && let Some((bytes, hex)) = self.measure(data)
+        {
+            *value = serde_json::json!({"media_type": media_type, "bytes": bytes, "sha256": hex});
+            return;
+        }
+        match value {
+            Value::String(text) => {
+                if let Some(summary) = self.summary(text) {
+                    *text = summary;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.summarize_in(v)),
+            Value::Object(fields) => fields.values_mut().for_each(|v| self.summarize_in(v)),
+            _ => {}
+        }
+    }
+
+    /// The size and SHA-256 of the bytes `data` holds: base64, or the mark
+    /// of a blob (its size on disk; 0 when it is gone).
+    fn measure(&self, data: &str) -> Option<(u64, String)> {
+        if let Some(hex) = mark(data) {
+            let size = std::fs::metadata(self.dir.join(hex)).map_or(0, |m| m.len());
+            return Some((size, hex.to_owned()));
+        }
+        crate::media::sniff_base64(data)?;
+        let hex = crate::media::digest(data)?;
+        Some((crate::media::decoded_len(data) as u64, hex))
+    }
+
+    /// The words that stand for a string holding media, `None` for any
+    /// other string.
+    fn summary(&self, text: &str) -> Option<String> {
+        let (prefix, data) = match text.strip_prefix("data:") {
+            Some(rest) => text.split_at("data:".len() + rest.find(";base64,")? + ";base64,".len()),
+            None => ("", text),
+        };
+        let from_prefix = prefix.strip_prefix("data:").and_then(|p| p.strip_suffix(";base64,"));
+        let media_type = match (from_prefix, mark(data)) {
+            (Some(media_type), _) => media_type.to_owned(),
+            (None, Some(hex)) => self.sniff_blob(hex)?.to_owned(),
+            (None, None) => crate::media::sniff_base64(data)?.media_type.to_owned(),
+        };
+        let (bytes, hex) = self.measure(data)?;
+        Some(format!("media {media_type}, {bytes} bytes, sha256 {hex}"))
+    }
+
+    /// The media type of blob `hex` by its first bytes.
+    fn sniff_blob(&self, hex: &str) -> Option<&'static str> {
+        let mut head = [0u8; 16];
+        let mut file = std::fs::File::open(self.dir.join(hex)).ok()?;
+        let read = std::io::Read::read(&mut file, &mut head).ok()?;
+        Some(crate::media::sniff(&head[..read])?.media_type)
+    }
+}
+
+/// The digest a mark `ignite-blob:sha256:HEX` names.
+fn mark(text: &str) -> Option<&str> {
+    let hex = text.strip_prefix(MARK)?;
+    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hex)
 }
 
 /// True when a string of `value` holds media.

@@ -229,7 +229,9 @@ impl Lowerer<'_> {
                     format!("the system prompt interpolates {what}"),
                 )
                 .label("sent as text: JSON with the bytes in base64")
-                .help("interpolate it in `prompt`, where it becomes the provider's own content block"),
+                .help(
+                    "interpolate it in `prompt`, where it becomes the provider's own content block",
+                ),
             );
         }
     }

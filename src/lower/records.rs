@@ -57,7 +57,9 @@ impl Lowerer<'_> {
                     name.span,
                     format!("{what} `{builtin}` has the name of a built-in type"),
                 )
-                .label(format!("every `{builtin}` written as a type means the built-in `{builtin}`"))
+                .label(format!(
+                    "every `{builtin}` written as a type means the built-in `{builtin}`"
+                ))
                 .help(format!(
                     "rename the {what} (`{}`, say): the built-in types are {}",
                     capitalized(builtin),
