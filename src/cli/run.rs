@@ -239,7 +239,9 @@ impl RunArgs {
                 given.insert(name, value);
             }
         }
-        let header = RunHeader { contract, inputs: given.clone() };
+        // A copy of the inputs only for the files that keep them.
+        let kept = self.record.is_some() || self.journal;
+        let header = RunHeader { contract, inputs: if kept { given.clone() } else { Map::new() } };
         let (engine, cache, run_id) = match self.effects(header, resumed) {
             Ok((effects, cache, run_id)) => (engine.with_effects(effects), cache, run_id),
             Err(message) => return usage(&message),
@@ -268,7 +270,8 @@ impl RunArgs {
         super::signals::report_on_stop(move || {
             stopped.0.usage().render() + &super::cache_summary(stopped.1.as_ref())
         });
-        let result = chosen.and_then(|chosen| engine.run_traced(chosen, &given, &options, &trace));
+        let result =
+            chosen.and_then(|chosen| engine.run_traced_owned(chosen, given, &options, &trace));
         let saved = engine.effects().finish();
         // The timeline (which ends with the usage and the cache hits) or
         // the usage and the cache hits alone, whether the run succeeded or not.

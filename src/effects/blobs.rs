@@ -52,31 +52,38 @@ impl Blobs {
         if !holds_media(value) {
             return Ok(None);
         }
-        let mut value = value.clone();
-        self.stow_in(&mut value)?;
-        Ok(Some(value))
+        self.stowed(value).map(Some)
     }
 
-    fn stow_in(&self, value: &mut Value) -> Result<(), String> {
-        match value {
-            Value::String(text) => {
-                if let Some((prefix, data)) = media_string(text) {
-                    let bytes = STANDARD.decode(data).map_err(|e| e.to_string())?;
-                    let hex = format!("{:x}", Sha256::digest(&bytes));
-                    self.write(&hex, &bytes)?;
-                    *text = format!("{prefix}{MARK}{hex}");
+    /// A copy of `value` with its media strings as marks: the media
+    /// themselves are never copied, only read into their blobs.
+    fn stowed(&self, value: &Value) -> Result<Value, String> {
+        Ok(match value {
+            Value::String(text) => match media_string(text) {
+                Some((prefix, data)) => {
+                    let hex = crate::media::digest(data).ok_or("media that is not base64")?;
+                    self.write(&hex, data)?;
+                    Value::String(format!("{prefix}{MARK}{hex}"))
                 }
-                Ok(())
+                None => value.clone(),
+            },
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.stowed(v)).collect::<Result<_, _>>()?)
             }
-            Value::Array(items) => items.iter_mut().try_for_each(|v| self.stow_in(v)),
-            Value::Object(fields) => fields.values_mut().try_for_each(|v| self.stow_in(v)),
-            _ => Ok(()),
-        }
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), self.stowed(v)?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+            _ => value.clone(),
+        })
     }
 
-    /// Writes blob `hex` unless it is there (written through a temporary
-    /// file, so a blob is whole or absent).
-    fn write(&self, hex: &str, bytes: &[u8]) -> Result<(), String> {
+    /// Writes blob `hex`, the bytes of base64 `data`, unless it is there
+    /// (decoded a piece at a time through a temporary file, so a blob is
+    /// whole or absent).
+    fn write(&self, hex: &str, data: &str) -> Result<(), String> {
         let path = self.dir.join(hex);
         if path.is_file() {
             return Ok(());
@@ -84,7 +91,14 @@ impl Blobs {
         let failed = |e: std::io::Error| format!("cannot write `{}`: {e}", path.display());
         std::fs::create_dir_all(&self.dir).map_err(failed)?;
         let temp = self.dir.join(format!("{hex}.{}.tmp", std::process::id()));
-        std::fs::write(&temp, bytes).map_err(failed)?;
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&temp).map_err(failed)?);
+        let mut bytes = Vec::new();
+        for piece in data.as_bytes().chunks(1 << 16) {
+            bytes.clear();
+            STANDARD.decode_vec(piece, &mut bytes).map_err(|e| e.to_string())?;
+            std::io::Write::write_all(&mut file, &bytes).map_err(failed)?;
+        }
+        file.into_inner().map_err(|e| failed(e.into_error()))?;
         std::fs::rename(&temp, &path).map_err(failed)
     }
 
