@@ -12,15 +12,35 @@
 //! before they are read whole. [`digest`] names the bytes (SHA-256), which
 //! stores and cache keys use instead of the bytes themselves.
 
-use std::io::Read as _;
+use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest as _, Sha256};
 
-/// The most bytes `file(...)` reads (the default of `--max-bytes`).
+/// The most bytes `file(...)` reads unless told otherwise (the default of
+/// `--max-bytes`).
 pub const FILE_LIMIT: usize = 8 << 20;
+
+/// The most bytes `file(...)` reads in this process: the `--max-bytes` of
+/// the command that runs ([`set_file_limit`]). A process setting, as the
+/// flag is: `file(...)` is a pure function of its path, evaluated where no
+/// engine is at hand.
+static FILE_LIMIT_NOW: AtomicUsize = AtomicUsize::new(FILE_LIMIT);
+
+/// Makes `file(...)` refuse files larger than `bytes` from now on.
+pub fn set_file_limit(bytes: usize) {
+    FILE_LIMIT_NOW.store(bytes, Ordering::Relaxed);
+}
+
+/// The most bytes `file(...)` reads now ([`set_file_limit`], else
+/// [`FILE_LIMIT`]).
+#[must_use]
+pub fn file_limit() -> usize {
+    FILE_LIMIT_NOW.load(Ordering::Relaxed)
+}
 
 /// The two media types of `.ign`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -204,19 +224,10 @@ pub fn problem(
     if !is_base64(data) {
         return Some("`data` is not base64 (the standard alphabet, padded with `=`)".to_owned());
     }
-    let head = head_of(data);
-    let Some(format) = sniff(&head) else {
-        let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        return Some(format!(
-            "expected {} ({}), got bytes that are none of them (they start {})",
-            a_kind(kind),
-            kind.formats_in_words(),
-            shown.join(" ")
-        ));
+    let format = match sniffed(Some(kind), data) {
+        Ok(format) => format,
+        Err(problem) => return Some(problem),
     };
-    if format.kind != kind {
-        return Some(format!("expected {}, got {}", a_kind(kind), format.in_words()));
-    }
     if media_type != format.media_type {
         return Some(format!(
             "`media_type` is `{media_type}` but the bytes are {} (`{}`)",
@@ -224,14 +235,46 @@ pub fn problem(
             format.media_type
         ));
     }
+    whole(format, data).err()
+}
+
+/// The format of the bytes of valid base64 `data`, by its first bytes,
+/// when it is of `kind` (any kind when `None`).
+fn sniffed(kind: Option<Kind>, data: &str) -> Result<&'static Format, String> {
+    let head = head_of(data);
+    let Some(format) = sniff(&head) else {
+        let expected = kind.map_or_else(
+            || "an image or a document (PNG, JPEG, GIF, WebP or PDF)".to_owned(),
+            |k| format!("{} ({})", a_kind(k), k.formats_in_words()),
+        );
+        let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        return Err(format!(
+            "expected {expected}, got bytes that are none of them (they start {})",
+            shown.join(" ")
+        ));
+    };
+    match kind {
+        Some(kind) if kind != format.kind => {
+            Err(format!("expected {}, got {}", a_kind(kind), format.in_words()))
+        }
+        _ => Ok(format),
+    }
+}
+
+/// Whether the bytes of valid base64 `data`, of `format`, are a whole
+/// file (by their first and last bytes).
+fn whole(format: &Format, data: &str) -> Result<(), String> {
     let tail_chars = data.len().min(TAIL.div_ceil(3) * 4);
     let tail = STANDARD.decode(&data[data.len() - tail_chars..]).unwrap_or_default();
-    truncated(format, &head, &tail, decoded_len(data))
-        .map(|why| format!("{} is truncated: {why}", format.in_words()))
+    match truncated(format, &head_of(data), &tail, decoded_len(data)) {
+        Some(why) => Err(format!("{} is truncated: {why}", format.in_words())),
+        None => Ok(()),
+    }
 }
 
 /// "an image", "a document".
-fn a_kind(kind: Kind) -> String {
+#[must_use]
+pub fn a_kind(kind: Kind) -> String {
     let name = kind.name();
     if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
         format!("an {name}")
@@ -240,34 +283,14 @@ fn a_kind(kind: Kind) -> String {
     }
 }
 
-/// Bytes as a media value of `kind`: the media type and the base64 data.
-///
-/// # Errors
-/// The bytes are not a whole file of the kind.
-pub fn from_bytes(kind: Option<Kind>, bytes: &[u8]) -> Result<(&'static str, String), String> {
-    let Some(format) = sniff(bytes) else {
-        let expected = kind.map_or_else(
-            || "an image or a document (PNG, JPEG, GIF, WebP or PDF)".to_owned(),
-            |k| format!("{} ({})", a_kind(k), k.formats_in_words()),
-        );
-        let shown: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        return Err(format!(
-            "expected {expected}, got bytes that are none of them (they start {})",
-            shown.join(" ")
-        ));
-    };
-    if let Some(kind) = kind.filter(|&k| k != format.kind) {
-        return Err(format!("expected {}, got {}", a_kind(kind), format.in_words()));
-    }
-    let tail = &bytes[bytes.len().saturating_sub(TAIL)..];
-    if let Some(why) = truncated(format, bytes, tail, bytes.len()) {
-        return Err(format!("{} is truncated: {why}", format.in_words()));
-    }
-    Ok((format.media_type, STANDARD.encode(bytes)))
-}
+/// Bytes read and encoded at a time: a multiple of 3, so that the base64
+/// of each piece joins the next with no padding between them.
+const CHUNK: usize = 3 << 16;
 
 /// Reads the file at `path` as a media value of `kind` (any kind when
-/// `None`), refusing one larger than `limit` bytes before reading it.
+/// `None`): its media type and its bytes in base64, refusing a file larger
+/// than `limit` bytes before reading it. The bytes are encoded as they are
+/// read, a piece at a time: they are never held whole beside their base64.
 ///
 /// # Errors
 /// The file cannot be read, is too large or is not a whole file of the kind.
@@ -277,30 +300,67 @@ pub fn read_file(
     limit: usize,
 ) -> Result<(&'static str, String), String> {
     let shown = path.display();
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    let size = file.metadata().map_err(|e| format!("cannot read `{shown}`: {e}"))?.len();
+    let cannot = |e: std::io::Error| format!("cannot read `{shown}`: {e}");
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let size = file.metadata().map_err(cannot)?.len();
     if size > limit as u64 {
         return Err(format!(
             "`{shown}` is {size} bytes, more than the limit of {limit} (raise it with `--max-bytes`)"
         ));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    let size = usize::try_from(size).unwrap_or(limit);
+    let mut data = String::with_capacity(size.div_ceil(3) * 4);
+    let mut piece = vec![0; CHUNK.min(size.max(1).div_ceil(3) * 3)];
     // The file may grow between the size check and the read.
-    file.take(limit as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    if bytes.len() > limit {
-        return Err(format!("`{shown}` is more than the limit of {limit} bytes"));
+    let mut reader = file.take(limit as u64 + 1);
+    let mut read = 0;
+    loop {
+        let filled = fill(&mut reader, &mut piece).map_err(cannot)?;
+        read += filled;
+        if read > limit {
+            return Err(format!("`{shown}` is more than the limit of {limit} bytes"));
+        }
+        STANDARD.encode_string(&piece[..filled], &mut data);
+        if filled < piece.len() {
+            break;
+        }
     }
-    from_bytes(kind, &bytes).map_err(|e| format!("`{shown}`: {e}"))
+    if data.is_empty() {
+        return Err(format!("`{shown}` is empty: a media value needs its bytes"));
+    }
+    let format = sniffed(kind, &data).map_err(|e| format!("`{shown}`: {e}"))?;
+    whole(format, &data).map_err(|e| format!("`{shown}`: {e}"))?;
+    Ok((format.media_type, data))
+}
+
+/// Reads from `reader` until `buffer` is full or the input ends: the bytes read.
+fn fill(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 /// The SHA-256 of base64 `data`'s bytes, in hex; `None` when `data` is
 /// not base64.
 #[must_use]
 pub fn digest(data: &str) -> Option<String> {
-    let bytes = STANDARD.decode(data).ok()?;
-    Some(format!("{:x}", Sha256::digest(&bytes)))
+    // Decoded a piece at a time (a multiple of 4 characters, so only the
+    // last may be padded): a digest never holds the bytes whole.
+    let mut hasher = Sha256::new();
+    let mut bytes = Vec::with_capacity(CHUNK);
+    for piece in data.as_bytes().chunks(CHUNK / 3 * 4) {
+        bytes.clear();
+        STANDARD.decode_vec(piece, &mut bytes).ok()?;
+        hasher.update(&bytes);
+    }
+    Some(format!("{:x}", hasher.finalize()))
 }
 
 /// The media value `value` is (`{media_type, data}` of a known media type,
@@ -386,6 +446,27 @@ mod tests {
         assert_eq!(decoded_len(&data), pdf.len());
         let cut = STANDARD.encode(&pdf[..50_000]);
         assert!(problem(Kind::Document, Some("application/pdf"), Some(&cut), false).is_some());
+    }
+
+    #[test]
+    fn files_are_encoded_a_piece_at_a_time() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let path = dir.path().join("big.pdf");
+        let mut pdf = b"%PDF-1.4\n".to_vec();
+        pdf.extend((0..CHUNK * 2 + 7).map(|i| (i % 251) as u8));
+        pdf.extend_from_slice(b"%%EOF\n");
+        std::fs::write(&path, &pdf).expect("written");
+        let (media_type, data) = read_file(&path, Some(Kind::Document), pdf.len()).expect("read");
+        assert_eq!(
+            (media_type, data.as_str()),
+            ("application/pdf", STANDARD.encode(&pdf).as_str())
+        );
+        assert_eq!(digest(&data), Some(format!("{:x}", Sha256::digest(&pdf))));
+        let over = read_file(&path, None, pdf.len() - 1).expect_err("over the limit");
+        assert!(over.ends_with("(raise it with `--max-bytes`)"), "{over}");
+        std::fs::write(&path, b"").expect("emptied");
+        let empty = read_file(&path, None, 10).expect_err("empty");
+        assert!(empty.ends_with("is empty: a media value needs its bytes"), "{empty}");
     }
 
     #[test]

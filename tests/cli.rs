@@ -572,6 +572,87 @@ fn run_media_inputs_from_files() {
     ]));
 }
 
+/// `@FILE` and `{"path": ...}` wherever a media type is written: each
+/// `--input scans=@FILE` adds an item to an `array<image>` (replacing the
+/// array `--inputs` gave), an `image?` input reads its file, and
+/// `{"path": ...}` is read inside records and arrays, in `--inputs` (from
+/// its folder) and in `--input` JSON (from the current folder).
+#[test]
+fn run_media_inputs_in_every_place() {
+    assert_cmd_snapshot!(ignite().args([
+        "run",
+        "tests/corpus/media/places.ign",
+        "--inputs",
+        "tests/corpus/media/places.inputs.json",
+        "--input",
+        "scans=@tests/corpus/media/tiny.png",
+        "--input",
+        "scans=@tests/corpus/media/tiny.jpg",
+        "--input",
+        "cover=@tests/corpus/media/tiny.webp",
+        "--input",
+        r#"receipt={"photo": {"path": "tests/corpus/media/tiny.gif"}, "total": 1}"#,
+    ]));
+    // Without `--input`: the array from `--inputs`, the rest absent.
+    let output = ignite()
+        .args(["run", "tests/corpus/media/places.ign", "--inputs"])
+        .arg("tests/corpus/media/places.inputs.json")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let outputs: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(outputs["scan_types"], serde_json::json!(["image/gif"]));
+    assert_eq!(outputs["cover_type"], serde_json::Value::Null);
+    // A file of the wrong kind for an array's item, and a bad `{"path": ...}`
+    // in `--input` JSON, are input errors naming the place.
+    for (input, expected) in [
+        (
+            "scans=@tests/corpus/media/tiny.pdf",
+            "input `scans`: `tests/corpus/media/tiny.pdf`: expected an image, got a PDF document",
+        ),
+        (
+            r#"receipt={"photo": {"path": "tests/corpus/media/tiny.pdf"}, "total": 1}"#,
+            "input `receipt.photo`: `tests/corpus/media/tiny.pdf`: expected an image, got a PDF document",
+        ),
+    ] {
+        let output = ignite()
+            .args(["run", "tests/corpus/media/places.ign", "--input", input])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{input}: {stderr}");
+        assert!(stderr.contains(expected), "{input}: expected {expected:?} in\n{stderr}");
+    }
+}
+
+/// `file("...")` is refused over `--max-bytes` (8 MiB by default) by its
+/// size, the error naming the file, its size and the flag.
+#[test]
+fn run_file_follows_max_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy("tests/corpus/media/tiny.png", dir.path().join("tiny.png")).unwrap();
+    let text = "contract Logo {\n  compute logo = file(\"tiny.png\")\n  \
+        compute logo_type = logo.media_type\n  output logo_type\n}\n";
+    std::fs::write(dir.path().join("logo.ign"), text).unwrap();
+    let run = |extra: &[&str]| {
+        ignite().current_dir(dir.path()).args(["run", "logo.ign"]).args(extra).output().unwrap()
+    };
+    let read = run(&["--max-bytes", "69"]);
+    assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&read.stdout).unwrap(),
+        serde_json::json!({"logo_type": "image/png"})
+    );
+    let refused = run(&["--max-bytes", "68"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("`file`: `./tiny.png` is 69 bytes, more than the limit of 68"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`--max-bytes`"), "{stderr}");
+}
+
 /// Every bad media file is an input error (exit 2) naming the input and
 /// what its bytes are; a path out of the inputs file's folder and the
 /// current folder is refused, and a file over `--max-bytes` is refused by

@@ -153,3 +153,62 @@ fn the_run_page_of_a_recording_shows_every_effect_in_a_browser() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("neither a journal or recording nor a saved eval"), "{stderr}");
 }
+
+/// Images and documents are shown by kind, size and SHA-256, never their
+/// bytes: in the inputs, the requests (Anthropic's `source.data` and
+/// OpenAI's `data:` URL, stored as blobs or inline) and the results.
+#[test]
+fn the_run_page_shows_media_by_digest_and_size_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("invoices.html");
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["report", "contracts/invoices/invoices.jsonl", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let invoices = dom(&page);
+    let pdf = "b3ff683dc8212deb0499587ba8a169299fbd815ab3c1c8001fb67bb3a3347c8f";
+    let png = "86dac1f3e73cd73c5642b6a6180d0cd5d4dbf1b9169bdea3469820ffe3c9b43b";
+    // The inputs: `{media_type, bytes, sha256}`.
+    let input = format!(
+        "\"media_type\": \"application/pdf\",\n    \"bytes\": 1025,\n    \"sha256\": \"{pdf}\""
+    );
+    assert!(invoices.contains(&input), "{invoices}");
+    // A request's content block: the blob's words.
+    let block = format!("media image/png, 1149 bytes, sha256 {png}");
+    assert!(invoices.contains(&block), "{invoices}");
+    assert!(!invoices.contains("ignite-blob:"), "{invoices}");
+
+    // Inline base64 (small values are not blobs) in a request's `data:` URL
+    // and a tool's result.
+    let gif = "R0lGODlhAQABAIAAAP///wAAACwAAAAAAQABAAACAkQBADs=";
+    let lines = [
+        serde_json::json!({"version": 2, "contract": "Thumbs",
+            "inputs": {"photo": {"media_type": "image/gif", "data": gif}}}),
+        serde_json::json!({"key": {"node": "Thumbs > read", "seq": 0}, "kind": "model",
+            "name": "openai", "route": "http://127.0.0.1/v1/chat/completions",
+            "request": {"model": "m", "messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": format!("data:image/gif;base64,{gif}")}}]}]},
+            "value": {"response": {"choices": []}}}),
+        serde_json::json!({"key": {"node": "Thumbs > small", "seq": 0}, "kind": "tool",
+            "name": "Thumb", "request": {"photo": {"media_type": "image/gif", "data": gif}},
+            "value": {"media_type": "image/gif", "data": gif}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.path().join("thumbs.jsonl"), text).unwrap();
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(dir.path())
+        .args(["report", "thumbs.jsonl", "-o", "thumbs.html"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dom = dom(&dir.path().join("thumbs.html"));
+    assert!(!dom.contains("R0lGOD"), "{dom}");
+    let digest = "6adc3d4c1056996e4e8b765a62604c78b1f867cceb3b15d0b9bedb7c4857f992";
+    // The input, the tool's argument and its result.
+    assert_eq!(dom.matches(&format!("\"sha256\": \"{digest}\"")).count(), 3, "{dom}");
+    assert_eq!(dom.matches("\"bytes\": 35").count(), 3, "{dom}");
+    assert!(dom.contains(&format!("media image/gif, 35 bytes, sha256 {digest}")), "{dom}");
+}

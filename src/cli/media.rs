@@ -5,7 +5,10 @@
 //!
 //! Only places whose declared type is `image` or `document` (at any depth:
 //! `array<image>`, a record's field, `T?`) read files; the value read is
-//! checked against the type when the run admits its inputs.
+//! checked against the type when the run admits its inputs. `--input
+//! NAME=@FILE` reads an `image` or `document` input, or adds an item to an
+//! `array<image>` one each time it is given; `{"path": ...}` inside an
+//! `--input` JSON value is read from the current folder.
 
 use std::path::{Path, PathBuf};
 
@@ -14,16 +17,18 @@ use serde_json::{Map, Value, json};
 use crate::ir::{Type, TypeKind};
 use crate::media::{self, Kind};
 
-/// The media kind an input of type `ty` takes directly (`image`, `document?`).
-fn kind_of(ty: &Type) -> Option<Kind> {
-    match ty.kind {
-        TypeKind::Media(kind) => Some(kind),
-        _ => None,
-    }
+/// How an `--input NAME=@FILE` value is put among the inputs.
+pub(super) enum AtFile {
+    /// The input's value (an `image` or `document` input, `image?`).
+    Value(Value),
+    /// One more item of the input's array (`array<image>`): each
+    /// `--input NAME=@FILE` of the same name adds one, in order.
+    Item(Value),
 }
 
 /// An `--input NAME=@FILE` value: the file read as a media value when the
-/// input is `image` or `document`, else `None` (the text is read as usual).
+/// input is `image` or `document` (or `T?`), or an array of them; else
+/// `None` (the text is read as usual).
 ///
 /// # Errors
 /// The file cannot be read, is too large or does not fit the kind.
@@ -32,12 +37,22 @@ pub(super) fn at_file(
     ty: Option<&Type>,
     raw: &str,
     limit: usize,
-) -> Option<Result<Value, String>> {
-    let kind = kind_of(ty?)?;
+) -> Option<Result<AtFile, String>> {
+    let (kind, item) = match &ty?.kind {
+        TypeKind::Media(kind) => (*kind, false),
+        TypeKind::Array(Some(item)) => match item.kind {
+            TypeKind::Media(kind) => (kind, true),
+            _ => return None,
+        },
+        _ => return None,
+    };
     let path = raw.strip_prefix('@')?;
     Some(
         media::read_file(Path::new(path), Some(kind), limit)
-            .map(|(media_type, data)| json!({"media_type": media_type, "data": data}))
+            .map(|(media_type, data)| {
+                let value = json!({"media_type": media_type, "data": data});
+                if item { AtFile::Item(value) } else { AtFile::Value(value) }
+            })
             .map_err(|e| format!("input `{name}`: {e}")),
     )
 }
@@ -79,7 +94,10 @@ impl Reach {
     }
 
     /// [`Reach::load`] of one value of type `ty`, `at` naming it.
-    fn load_value(&self, ty: &Type, value: &mut Value, at: &str) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// The first place whose file cannot be used, named.
+    pub(super) fn load_value(&self, ty: &Type, value: &mut Value, at: &str) -> Result<(), String> {
         match (&ty.kind, value) {
             (TypeKind::Media(kind), Value::Object(fields)) if fields.len() == 1 => {
                 let Some(Value::String(path)) = fields.get("path") else { return Ok(()) };

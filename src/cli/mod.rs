@@ -257,8 +257,10 @@ fn write_stdout(
 }
 
 /// An engine over `program` with live providers (from the environment)
-/// and tools, both capped at `max_bytes` per result.
+/// and tools, both capped at `max_bytes` per result, and `file(...)`
+/// refusing files larger than it.
 fn live_engine(program: crate::ir::Program, max_bytes: usize) -> crate::runtime::Engine {
+    crate::media::set_file_limit(max_bytes);
     crate::runtime::Engine::new(program)
         .with_llm(crate::llm::Llm::from_env().with_max_bytes(max_bytes))
         .with_toolbox(crate::tools::Toolbox::new().with_max_bytes(max_bytes))

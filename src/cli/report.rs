@@ -1,6 +1,8 @@
 //! `ignite report RUN_ID|FILE -o PAGE.html`: one self-contained HTML page
 //! of a run (its journal `.ignite/runs/RUN_ID.jsonl`, or a recording
-//! FILE) or of an eval (a file `ignite eval --save` wrote).
+//! FILE) or of an eval (a file `ignite eval --save` wrote). A run's images
+//! and documents are summarized (kind, size, SHA-256) before the page is
+//! drawn: a page never holds their bytes.
 
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
@@ -58,7 +60,11 @@ fn page(path: &Path, source: &str) -> Result<String, String> {
             continue;
         }
         match serde_json::from_str::<Value>(&line) {
-            Ok(value) => lines.push(value),
+            Ok(mut value) => {
+                // Images and documents by kind, size and digest, never their bytes.
+                crate::effects::summarize_media(&mut value, path);
+                lines.push(value);
+            }
             // A saved eval is one pretty-printed object, not lines.
             Err(_) if i == 0 => return eval_page(path),
             Err(e) => {

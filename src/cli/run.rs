@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::media::AtFile;
 use super::{GlobalArgs, WIDTH, usage};
 use crate::effects::{Cache, Effects, JOURNAL_DIR, Recording, RunHeader};
 use crate::runtime::{Engine, RunError, RunOptions};
@@ -207,17 +208,40 @@ impl RunArgs {
             {
                 return usage(&message);
             }
+            // `{"path": ...}` in an `--input` JSON value: from the current folder.
+            let here = super::media::Reach::new(Path::new("."), self.max_bytes);
+            // The array inputs `--input NAME=@FILE` has started: the next adds to it.
+            let mut started = std::collections::HashSet::new();
             for (name, raw) in pairs {
                 let ty = params.inputs().find(|(_, p)| p.name == name).map(|(_, p)| &p.ty);
                 let value = match super::media::at_file(&name, ty, &raw, self.max_bytes) {
-                    Some(Ok(value)) => value,
+                    Some(Ok(AtFile::Value(value))) => value,
+                    Some(Ok(AtFile::Item(item))) => {
+                        let mut items = match given.remove(&name) {
+                            Some(Value::Array(items)) if started.contains(&name) => items,
+                            _ => Vec::new(),
+                        };
+                        items.push(item);
+                        started.insert(name.clone());
+                        Value::Array(items)
+                    }
                     Some(Err(message)) => return usage(&message),
-                    None => input_value(ty, raw),
+                    None => {
+                        let mut value = input_value(ty, raw);
+                        if let Some(ty) = ty
+                            && let Err(message) = here.load_value(ty, &mut value, &name)
+                        {
+                            return usage(&message);
+                        }
+                        value
+                    }
                 };
                 given.insert(name, value);
             }
         }
-        let header = RunHeader { contract, inputs: given.clone() };
+        // A copy of the inputs only for the files that keep them.
+        let kept = self.record.is_some() || self.journal;
+        let header = RunHeader { contract, inputs: if kept { given.clone() } else { Map::new() } };
         let (engine, cache, run_id) = match self.effects(header, resumed) {
             Ok((effects, cache, run_id)) => (engine.with_effects(effects), cache, run_id),
             Err(message) => return usage(&message),
@@ -246,7 +270,8 @@ impl RunArgs {
         super::signals::report_on_stop(move || {
             stopped.0.usage().render() + &super::cache_summary(stopped.1.as_ref())
         });
-        let result = chosen.and_then(|chosen| engine.run_traced(chosen, &given, &options, &trace));
+        let result =
+            chosen.and_then(|chosen| engine.run_traced_owned(chosen, given, &options, &trace));
         let saved = engine.effects().finish();
         // The timeline (which ends with the usage and the cache hits) or
         // the usage and the cache hits alone, whether the run succeeded or not.

@@ -52,31 +52,38 @@ impl Blobs {
         if !holds_media(value) {
             return Ok(None);
         }
-        let mut value = value.clone();
-        self.stow_in(&mut value)?;
-        Ok(Some(value))
+        self.stowed(value).map(Some)
     }
 
-    fn stow_in(&self, value: &mut Value) -> Result<(), String> {
-        match value {
-            Value::String(text) => {
-                if let Some((prefix, data)) = media_string(text) {
-                    let bytes = STANDARD.decode(data).map_err(|e| e.to_string())?;
-                    let hex = format!("{:x}", Sha256::digest(&bytes));
-                    self.write(&hex, &bytes)?;
-                    *text = format!("{prefix}{MARK}{hex}");
+    /// A copy of `value` with its media strings as marks: the media
+    /// themselves are never copied, only read into their blobs.
+    fn stowed(&self, value: &Value) -> Result<Value, String> {
+        Ok(match value {
+            Value::String(text) => match media_string(text) {
+                Some((prefix, data)) => {
+                    let hex = crate::media::digest(data).ok_or("media that is not base64")?;
+                    self.write(&hex, data)?;
+                    Value::String(format!("{prefix}{MARK}{hex}"))
                 }
-                Ok(())
+                None => value.clone(),
+            },
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.stowed(v)).collect::<Result<_, _>>()?)
             }
-            Value::Array(items) => items.iter_mut().try_for_each(|v| self.stow_in(v)),
-            Value::Object(fields) => fields.values_mut().try_for_each(|v| self.stow_in(v)),
-            _ => Ok(()),
-        }
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), self.stowed(v)?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+            _ => value.clone(),
+        })
     }
 
-    /// Writes blob `hex` unless it is there (written through a temporary
-    /// file, so a blob is whole or absent).
-    fn write(&self, hex: &str, bytes: &[u8]) -> Result<(), String> {
+    /// Writes blob `hex`, the bytes of base64 `data`, unless it is there
+    /// (decoded a piece at a time through a temporary file, so a blob is
+    /// whole or absent).
+    fn write(&self, hex: &str, data: &str) -> Result<(), String> {
         let path = self.dir.join(hex);
         if path.is_file() {
             return Ok(());
@@ -84,7 +91,14 @@ impl Blobs {
         let failed = |e: std::io::Error| format!("cannot write `{}`: {e}", path.display());
         std::fs::create_dir_all(&self.dir).map_err(failed)?;
         let temp = self.dir.join(format!("{hex}.{}.tmp", std::process::id()));
-        std::fs::write(&temp, bytes).map_err(failed)?;
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&temp).map_err(failed)?);
+        let mut bytes = Vec::new();
+        for piece in data.as_bytes().chunks(1 << 16) {
+            bytes.clear();
+            STANDARD.decode_vec(piece, &mut bytes).map_err(|e| e.to_string())?;
+            std::io::Write::write_all(&mut file, &bytes).map_err(failed)?;
+        }
+        file.into_inner().map_err(|e| failed(e.into_error()))?;
         std::fs::rename(&temp, &path).map_err(failed)
     }
 
@@ -97,10 +111,7 @@ impl Blobs {
         match value {
             Value::String(text) => {
                 let Some(at) = text.find(MARK) else { return Ok(()) };
-                let hex = &text[at + MARK.len()..];
-                if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Ok(());
-                }
+                let Some(hex) = mark(&text[at..]) else { return Ok(()) };
                 let path = self.dir.join(hex);
                 let bytes = std::fs::read(&path).map_err(|e| {
                     format!(
@@ -126,6 +137,85 @@ impl Blobs {
             _ => Ok(()),
         }
     }
+}
+
+/// `value`, a line of the recording or journal `file`, as a page shows it:
+/// every media value `{media_type, data}` as `{media_type, bytes,
+/// sha256}`, and every other string holding media (base64, a `data:` URL,
+/// a blob's mark, as provider requests carry them) as `media image/png, 69
+/// bytes, sha256 HEX`. The bytes are never shown; a blob is only measured
+/// (its size, its first bytes), never read whole.
+pub(crate) fn summarize(value: &mut Value, file: &Path) {
+    let blobs = Blobs::beside(file);
+    blobs.summarize_in(value);
+}
+
+impl Blobs {
+    fn summarize_in(&self, value: &mut Value) {
+        if let Value::Object(fields) = value
+            && fields.len() == 2
+            && let (Some(Value::String(media_type)), Some(Value::String(data))) =
+                (fields.get("media_type"), fields.get("data"))
+            && crate::media::format_of(media_type).is_some()
+            && let Some((bytes, hex)) = self.measure(data)
+        {
+            *value = serde_json::json!({"media_type": media_type, "bytes": bytes, "sha256": hex});
+            return;
+        }
+        match value {
+            Value::String(text) => {
+                if let Some(summary) = self.summary(text) {
+                    *text = summary;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.summarize_in(v)),
+            Value::Object(fields) => fields.values_mut().for_each(|v| self.summarize_in(v)),
+            _ => {}
+        }
+    }
+
+    /// The size and SHA-256 of the bytes `data` holds: base64, or the mark
+    /// of a blob (its size on disk; 0 when it is gone).
+    fn measure(&self, data: &str) -> Option<(u64, String)> {
+        if let Some(hex) = mark(data) {
+            let size = std::fs::metadata(self.dir.join(hex)).map_or(0, |m| m.len());
+            return Some((size, hex.to_owned()));
+        }
+        crate::media::sniff_base64(data)?;
+        let hex = crate::media::digest(data)?;
+        Some((crate::media::decoded_len(data) as u64, hex))
+    }
+
+    /// The words that stand for a string holding media, `None` for any
+    /// other string.
+    fn summary(&self, text: &str) -> Option<String> {
+        let (prefix, data) = match text.strip_prefix("data:") {
+            Some(rest) => text.split_at("data:".len() + rest.find(";base64,")? + ";base64,".len()),
+            None => ("", text),
+        };
+        let from_prefix = prefix.strip_prefix("data:").and_then(|p| p.strip_suffix(";base64,"));
+        let media_type = match (from_prefix, mark(data)) {
+            (Some(media_type), _) => media_type.to_owned(),
+            (None, Some(hex)) => self.sniff_blob(hex)?.to_owned(),
+            (None, None) => crate::media::sniff_base64(data)?.media_type.to_owned(),
+        };
+        let (bytes, hex) = self.measure(data)?;
+        Some(format!("media {media_type}, {bytes} bytes, sha256 {hex}"))
+    }
+
+    /// The media type of blob `hex` by its first bytes.
+    fn sniff_blob(&self, hex: &str) -> Option<&'static str> {
+        let mut head = [0u8; 16];
+        let mut file = std::fs::File::open(self.dir.join(hex)).ok()?;
+        let read = std::io::Read::read(&mut file, &mut head).ok()?;
+        Some(crate::media::sniff(&head[..read])?.media_type)
+    }
+}
+
+/// The digest a mark `ignite-blob:sha256:HEX` names.
+fn mark(text: &str) -> Option<&str> {
+    let hex = text.strip_prefix(MARK)?;
+    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hex)
 }
 
 /// True when a string of `value` holds media.

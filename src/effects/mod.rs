@@ -89,6 +89,7 @@ use crate::trace::Trace;
 pub use activity::Activity;
 pub(crate) use activity::track;
 pub use approval::{Approver, Verdict};
+pub(crate) use blobs::summarize as summarize_media;
 pub use cache::{Cache, CacheStats};
 pub use decisions::Decision;
 pub use recording::{JOURNAL_DIR, Recording, RunHeader};

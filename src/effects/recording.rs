@@ -407,10 +407,24 @@ fn create(path: &Path, header: &RunHeader) -> Result<LineFile, String> {
         .open(path)
         .map_err(|e| format!("cannot create `{}`: {e}", path.display()))?;
     let file = LineFile::open(path, file, 0)?;
-    let inputs = Value::Object(header.inputs.clone());
-    let run = match Blobs::beside(path).stow(&inputs)? {
-        Some(Value::Object(inputs)) => Cow::Owned(RunHeader { inputs, ..header.clone() }),
-        _ => Cow::Borrowed(header),
+    // The inputs with their media as marks, built without a copy of the media.
+    let blobs = Blobs::beside(path);
+    let mut inputs = Map::new();
+    let mut stowed = false;
+    for (name, value) in &header.inputs {
+        let value = match blobs.stow(value)? {
+            Some(marked) => {
+                stowed = true;
+                marked
+            }
+            None => value.clone(),
+        };
+        inputs.insert(name.clone(), value);
+    }
+    let run = if stowed {
+        Cow::Owned(RunHeader { contract: header.contract.clone(), inputs })
+    } else {
+        Cow::Borrowed(header)
     };
     file.append_json(&Header { version: VERSION, run })?;
     Ok(file)

@@ -140,8 +140,9 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
         }
         Function::File => {
             let path = text(0)?;
+            let limit = crate::media::file_limit();
             let (media_type, data) =
-                crate::media::read_file(std::path::Path::new(path), None, crate::media::FILE_LIMIT)
+                crate::media::read_file(std::path::Path::new(path), None, limit)
                     .map_err(|e| format!("`file`: {e}"))?;
             let mut fields = Fields::with_capacity(2);
             fields.insert("media_type".into(), Val::from(media_type));

@@ -31,7 +31,7 @@
 use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt as _};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::client::{CallContext, ModelClient};
 use super::error::LlmError;
@@ -60,12 +60,16 @@ pub(crate) struct Run<'a> {
 /// system prompt is text.
 pub(crate) fn prompts(
     agent: &Agent,
-    inputs: &Map<String, Value>,
+    inputs: &eval::Fields,
 ) -> Result<(Option<String>, Vec<Content>), LlmError> {
     let scope: Vec<eval::Val> = agent
         .inputs
         .iter()
-        .map(|p| inputs.get(&p.name).or(p.default.as_ref()).map_or(eval::Val::Null, Into::into))
+        .map(|p| match (inputs.get(&p.name), &p.default) {
+            (Some(value), _) => value.clone(),
+            (None, Some(default)) => default.into(),
+            (None, None) => eval::Val::Null,
+        })
         .collect();
     let value = |expr: &Expr| {
         eval::eval(expr, scope.as_slice())

@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 
 use super::message::{
     Content, Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, Usage, count,
+    object,
 };
 use crate::tools::ToolView;
 
@@ -71,17 +72,24 @@ fn user_content(content: &[Content]) -> Value {
         .iter()
         .map(|piece| match piece {
             Content::Text(text) => json!({"type": "text", "text": text}),
-            Content::Media(media) => json!({
-                "type": if media.is_image() { "image" } else { "document" },
-                "source": {"type": "base64", "media_type": media.format.media_type, "data": &*media.data},
-            }),
+            Content::Media(media) => {
+                let source = object([
+                    ("type", "base64".into()),
+                    ("media_type", media.format.media_type.into()),
+                    ("data", String::clone(&media.data).into()),
+                ]);
+                let kind = if media.is_image() { "image" } else { "document" };
+                object([("type", kind.into()), ("source", source)])
+            }
         })
         .collect()
 }
 
 fn message(message: &Message) -> Value {
     match message {
-        Message::User(content) => json!({"role": "user", "content": user_content(content)}),
+        Message::User(content) => {
+            object([("role", "user".into()), ("content", user_content(content))])
+        }
         Message::Assistant { echo, .. } if Echo::for_kind(echo.as_ref(), NAME).is_some() => {
             json!({"role": "assistant", "content": Echo::for_kind(echo.as_ref(), NAME)})
         }

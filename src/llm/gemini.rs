@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 
 use super::message::{
     Content, Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult,
-    Usage, count,
+    Usage, count, object,
 };
 use crate::tools::ToolView;
 
@@ -57,13 +57,16 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
                     .iter()
                     .map(|piece| match piece {
                         Content::Text(text) => json!({"text": text}),
-                        Content::Media(media) => json!({"inlineData": {
-                            "mimeType": media.format.media_type,
-                            "data": &*media.data,
-                        }}),
+                        Content::Media(media) => object([(
+                            "inlineData",
+                            object([
+                                ("mimeType", media.format.media_type.into()),
+                                ("data", String::clone(&media.data).into()),
+                            ]),
+                        )]),
                     })
                     .collect();
-                contents.push(json!({"role": "user", "parts": parts}));
+                contents.push(object([("role", "user".into()), ("parts", Value::Array(parts))]));
             }
             Message::Assistant { text, tool_calls, echo } => {
                 let content = match Echo::for_kind(echo.as_ref(), NAME) {

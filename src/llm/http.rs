@@ -323,7 +323,11 @@ impl HttpModel {
         let client = self.shared.http.as_ref().map_err(|e| {
             Unkept::Error(LlmError::config(format!("the HTTP client could not be created: {e}")))
         })?;
-        let mut builder = client.post(url).timeout(endpoint.timeout).json(body);
+        let mut builder = client
+            .post(url)
+            .timeout(endpoint.timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(json_bytes(body));
         for (name, value) in self.headers() {
             builder = builder.header(name, value);
         }
@@ -385,4 +389,27 @@ impl HttpModel {
             _ => text.to_owned(),
         }
     }
+}
+
+/// `body` as JSON bytes, in a buffer of exactly their size: a request that
+/// carries a 13 MB `data:` URL is not grown by doubling (which holds the
+/// old and the new buffer at once) as `reqwest`'s `.json` does.
+fn json_bytes(body: &Value) -> Vec<u8> {
+    /// Counts the bytes written to it.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to memory cannot fail: its keys are strings.
+    let _ = serde_json::to_writer(&mut count, body);
+    let mut bytes = Vec::with_capacity(count.0);
+    let _ = serde_json::to_writer(&mut bytes, body);
+    bytes
 }

@@ -95,8 +95,21 @@ impl Media {
     /// The bytes as a `data:` URL (OpenAI's form).
     #[must_use]
     pub fn data_url(&self) -> String {
-        format!("data:{};base64,{}", self.format.media_type, self.data)
+        let media_type = self.format.media_type;
+        let mut url =
+            String::with_capacity(";base64,".len() + 5 + media_type.len() + self.data.len());
+        for piece in ["data:", media_type, ";base64,", &self.data] {
+            url.push_str(piece);
+        }
+        url
     }
+}
+
+/// The JSON object of `fields`, each value moved in: `json!` copies every
+/// value it interpolates, so a 13 MB `data:` URL built into a block that
+/// `json!` then nests in a message would be copied at every level.
+pub(super) fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(fields.into_iter().map(|(key, value)| (key.to_owned(), value)).collect())
 }
 
 /// The text of a user message's pieces, media left out.

@@ -69,6 +69,7 @@ use crate::effects::{CachePolicy, Effect, EffectError, EffectKind, Outcome, Scop
 use crate::ir::{AgentId, Program};
 use crate::tools::Toolbox;
 use crate::trace::Trace;
+use crate::value::{Fields, Val};
 use agent_loop::Run;
 use http::{HttpModel, Shared};
 use limits::Limiters;
@@ -98,11 +99,12 @@ impl fmt::Debug for Llm {
 struct Asked<'a> {
     program: &'a Program,
     agent: AgentId,
-    inputs: &'a Map<String, Value>,
+    inputs: &'a Fields,
     toolbox: &'a Toolbox,
     trace: &'a Trace,
     scope: &'a Scope,
 }
+
 impl Llm {
     /// Captures the process environment once.
     #[must_use]
@@ -166,6 +168,25 @@ impl Llm {
         trace: &Trace,
         scope: &Scope,
     ) -> Result<Value, LlmError> {
+        let inputs: Fields = inputs.iter().map(|(k, v)| (k.clone(), Val::from(v))).collect();
+        self.run_agent_on(program, agent, &inputs, toolbox, trace, scope).await
+    }
+
+    /// [`Llm::run_agent`] on runtime values, as an agent node calls it: the
+    /// inputs' strings (a document's base64) are shared with the run's
+    /// values all the way to the prompt's content blocks, never copied.
+    ///
+    /// # Errors
+    /// See [`Llm::run_agent`].
+    pub(crate) async fn run_agent_on(
+        &self,
+        program: &Program,
+        agent: AgentId,
+        inputs: &Fields,
+        toolbox: &Toolbox,
+        trace: &Trace,
+        scope: &Scope,
+    ) -> Result<Value, LlmError> {
         let asked = Asked { program, agent, inputs, toolbox, trace, scope };
         if scope.effects().answers_agents() {
             return self.run_mocked(asked).await;
@@ -179,7 +200,7 @@ impl Llm {
     async fn run_mocked(&self, asked: Asked<'_>) -> Result<Value, LlmError> {
         let Asked { program, agent, inputs, scope, .. } = asked;
         let declared = &program[agent];
-        let request = Value::Object(inputs.clone());
+        let request = Value::Object(inputs.iter().map(|(k, v)| (k.clone(), v.to_json())).collect());
         let key = scope.next_key();
         let effect = Effect {
             key: &key,

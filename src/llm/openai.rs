@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 
 use super::message::{
     Content, Echo, Message, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult,
-    Usage, count,
+    Usage, count, object,
 };
 use crate::tools::{ToolView, strict_schema};
 
@@ -143,19 +143,20 @@ fn user_message(content: &[Content]) -> Value {
         .iter()
         .map(|piece| match piece {
             Content::Text(text) => json!({"type": "text", "text": text}),
-            Content::Media(media) if media.is_image() => {
-                json!({"type": "image_url", "image_url": {"url": media.data_url()}})
-            }
+            Content::Media(media) if media.is_image() => object([
+                ("type", "image_url".into()),
+                ("image_url", object([("url", media.data_url().into())])),
+            ]),
             Content::Media(media) => {
                 documents += 1;
-                json!({"type": "file", "file": {
-                    "filename": format!("document-{documents}.pdf"),
-                    "file_data": media.data_url(),
-                }})
+                let filename = format!("document-{documents}.pdf");
+                let file =
+                    object([("filename", filename.into()), ("file_data", media.data_url().into())]);
+                object([("type", "file".into()), ("file", file)])
             }
         })
         .collect();
-    json!({"role": "user", "content": parts})
+    object([("role", "user".into()), ("content", Value::Array(parts))])
 }
 
 /// Arguments as the string OpenAI expects: text the model sent as is, else JSON.

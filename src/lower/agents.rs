@@ -94,6 +94,9 @@ impl Lowerer<'_> {
         let system_prompt = self
             .single(&agent.system_prompts, |s| s.span, "system_prompt")
             .map(|s| self.lower_expr(&s.value, &scope));
+        if let Some(system) = &system_prompt {
+            self.media_in_system_prompt(system, &inputs);
+        }
         let prompt = self.prompt(agent, &inputs, &scope);
         let result =
             self.single(&agent.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
@@ -201,6 +204,35 @@ impl Lowerer<'_> {
                     break;
                 }
             }
+        }
+    }
+
+    /// Reports each image or document the system prompt `system` would
+    /// interpolate: the system prompt is text for every provider, so the
+    /// value would be sent as JSON, its base64 and all.
+    fn media_in_system_prompt(&mut self, system: &ir::Expr, inputs: &[ir::Param]) {
+        let ExprKind::Interpolate(parts) = &system.kind else { return };
+        for part in parts {
+            let ir::Part::Expr(part) = part else { continue };
+            let Some(ty) = place_type(part, inputs) else { continue };
+            let mut kinds = Vec::new();
+            media_in(&ty, &mut kinds);
+            let Some(media) = kinds.first() else { continue };
+            let what = match ty.kind {
+                ir::TypeKind::Media(_) => crate::media::a_kind(*media),
+                _ => format!("`{ty}`, which holds {}", crate::media::a_kind(*media)),
+            };
+            self.push(
+                Diagnostic::error(
+                    Code::SystemMedia,
+                    part.span,
+                    format!("the system prompt interpolates {what}"),
+                )
+                .label("sent as text: JSON with the bytes in base64")
+                .help(
+                    "interpolate it in `prompt`, where it becomes the provider's own content block",
+                ),
+            );
         }
     }
 
@@ -372,6 +404,23 @@ impl Lowerer<'_> {
 }
 
 /// Pushes the media kinds a value of type `ty` may hold, once each.
+/// The declared type of `expr` when it is an input or a place in one
+/// (`receipt.scan`, `pages[0]`), from the agent's `inputs`.
+fn place_type(expr: &ir::Expr, inputs: &[ir::Param]) -> Option<ir::Type> {
+    match &expr.kind {
+        ExprKind::Var(var) => inputs.get(*var as usize).map(|p| p.ty.clone()),
+        ExprKind::Field(field) => {
+            let target = place_type(&field.0, inputs)?;
+            target.record()?.field(&field.1).map(|f| f.ty.clone())
+        }
+        ExprKind::Index(target, _) => match place_type(target, inputs)?.kind {
+            ir::TypeKind::Array(Some(item)) => Some((*item).clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn media_in(ty: &ir::Type, out: &mut Vec<Kind>) {
     match &ty.kind {
         ir::TypeKind::Media(kind) if !out.contains(kind) => out.push(*kind),

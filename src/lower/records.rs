@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::Lowerer;
+use super::types::TYPE_NAMES;
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{Enum, Record, TypeKind};
@@ -30,6 +31,7 @@ pub(super) enum Slot {
 impl Lowerer<'_> {
     /// Lowers every record and enum, so that unused ones are checked too.
     pub(super) fn lower_declared_types(&mut self) {
+        self.check_builtin_type_names();
         self.records = vec![Slot::Todo; self.decls.types.len()];
         self.enums = vec![None; self.decls.enums.len()];
         for i in 0..self.decls.types.len() {
@@ -37,6 +39,33 @@ impl Lowerer<'_> {
         }
         for i in 0..self.decls.enums.len() {
             let _ = self.enum_type(i);
+        }
+    }
+
+    /// Reports each `type` or `enum` named like a built-in type (`image`,
+    /// `string`, ...): every use of the name means the built-in, so the
+    /// declaration would be silently unused.
+    fn check_builtin_type_names(&mut self) {
+        let names = self.decls.types.iter().map(|t| (&t.name, "type"));
+        let names = names.chain(self.decls.enums.iter().map(|e| (&e.name, "enum")));
+        let shadowed: Vec<_> = names.filter(|(n, _)| TYPE_NAMES.contains(&&*n.name)).collect();
+        for (name, what) in shadowed {
+            let builtin = &name.name;
+            self.push(
+                Diagnostic::error(
+                    Code::BuiltinTypeName,
+                    name.span,
+                    format!("{what} `{builtin}` has the name of a built-in type"),
+                )
+                .label(format!(
+                    "every `{builtin}` written as a type means the built-in `{builtin}`"
+                ))
+                .help(format!(
+                    "rename the {what} (`{}`, say): the built-in types are {}",
+                    capitalized(builtin),
+                    crate::suggest::list(&TYPE_NAMES)
+                )),
+            );
         }
     }
 
@@ -110,4 +139,11 @@ impl Lowerer<'_> {
         self.enums[index] = Some(Arc::clone(&e));
         TypeKind::Enum(e)
     }
+}
+
+/// `name` with its first letter upper-case, as declared types are
+/// written: `image` → `Image`.
+fn capitalized(name: &str) -> String {
+    let mut chars = name.chars();
+    chars.next().map(|c| c.to_ascii_uppercase()).into_iter().chain(chars).collect()
 }

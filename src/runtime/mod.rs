@@ -31,6 +31,7 @@ use crate::llm::Llm;
 use crate::tools::Toolbox;
 use crate::trace::Trace;
 use crate::usage::UsageTotals;
+use crate::value::Val;
 
 pub use error::RunError;
 pub use inputs::InputsFrom;
@@ -268,6 +269,23 @@ impl Engine {
         options: &RunOptions,
         trace: &Arc<Trace>,
     ) -> Result<Map<String, Value>, RunError> {
+        let inputs = inputs.iter().map(|(k, v)| (k.clone(), Val::from(v))).collect();
+        schedule::run(self, contract, inputs, options, trace)
+    }
+
+    /// [`Engine::run_traced`] taking the inputs: their strings (a
+    /// document's base64) become the run's values as they are, not copied.
+    ///
+    /// # Errors
+    /// As [`Engine::run`].
+    pub fn run_traced_owned(
+        &self,
+        contract: ContractId,
+        inputs: Map<String, Value>,
+        options: &RunOptions,
+        trace: &Arc<Trace>,
+    ) -> Result<Map<String, Value>, RunError> {
+        let inputs = inputs.into_iter().map(|(k, v)| (k, Val::from(v))).collect();
         schedule::run(self, contract, inputs, options, trace)
     }
 

@@ -308,15 +308,11 @@ impl Nodes for Ir<'_> {
             }),
             Callee::Agent(agent) => {
                 let params = &self.program[agent].inputs;
-                let given: Map<String, Value> = bind_call(params, &given, node.span, job)
+                // Runtime values all the way: a document's base64 is shared,
+                // not copied into JSON and back.
+                let given: Fields = bind_call(params, &given, node.span, job)
                     .map_err(NotStarted::Args)
-                    .map(|values| {
-                        params
-                            .iter()
-                            .map(|p| p.name.clone())
-                            .zip(values.into_iter().map(Val::into_json))
-                            .collect()
-                    })?;
+                    .map(|values| params.iter().map(|p| p.name.clone()).zip(values).collect())?;
                 let llm = self.engine.llm.clone();
                 // A model turn's tool calls wait like nodes: as many at once as
                 // nodes may wait.
@@ -325,7 +321,7 @@ impl Nodes for Ir<'_> {
                     limit => toolbox.with_turn_calls(limit),
                 };
                 Box::pin(async move {
-                    llm.run_agent(&program, agent, &given, &toolbox, &trace, &scope).await
+                    llm.run_agent_on(&program, agent, &given, &toolbox, &trace, &scope).await
                 })
             }
             Callee::Contract(_) => unreachable!("contract calls do not wait"),
