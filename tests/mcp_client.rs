@@ -744,3 +744,215 @@ contract Pictures {{
     assert_eq!(captioned[0], "grey");
     assert_eq!(captioned[1]["media_type"], "image/png");
 }
+
+/// The fixture's log (`FIXTURE_LOG`) once it holds `needle`, waited for at
+/// most `limit`.
+fn logged(log: &Path, needle: &str, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let seen = std::fs::read_to_string(log).unwrap_or_default();
+        if seen.contains(needle) {
+            return seen;
+        }
+        assert!(Instant::now() < deadline, "the fixture never logged {needle:?}: {seen:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The pid the fixture logged at start (`started PID`), the last one.
+fn server_pid(log: &str) -> u32 {
+    let line = log.lines().filter(|l| l.starts_with("started ")).last().expect("a started line");
+    line["started ".len()..].trim().parse().expect("a pid")
+}
+
+/// True once process `pid` is gone (a zombie counts as gone: it runs no more).
+fn gone(pid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            // `PID (comm) STATE ...`
+            Ok(stat) if stat.rsplit(") ").next().is_some_and(|rest| rest.starts_with('Z')) => {
+                return true;
+            }
+            Ok(_) if Instant::now() >= deadline => return false,
+            Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// Sends `signal` (`-INT`, `-TERM`, `-KILL`) to `pid`.
+fn signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill").args([signal, &pid.to_string()]).status().expect("kill runs");
+    assert!(sent.success(), "kill {signal} {pid}");
+}
+
+/// Waits at most `limit` for `child` to exit.
+fn exits(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("waits") {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "ignite did not exit within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A program whose contract `Wait` calls the fixture's `slow` for 30 s
+/// (and `Quick` its `echo`), the fixture logging to `fixture.log`.
+fn waiting_project() -> (Project, PathBuf) {
+    let project = Project::new(&format!(
+        "{}
+tool Patient {{
+  mcp Fixture \"slow\"
+}}
+tool Echo {{
+  mcp Fixture \"echo\"
+}}
+contract Wait {{
+  compute slept = Patient(seconds: 30)
+  output slept
+}}
+contract Quick {{
+  compute echoed = Echo(text: \"warm\")
+  output echoed
+}}
+",
+        fixture_server("  env FIXTURE_LOG = env(\"FIXTURE_LOG\", \"\")\n")
+    ));
+    project.lock();
+    let log = project.path("fixture.log");
+    (project, log)
+}
+
+#[test]
+fn ctrl_c_and_a_served_deadline_cancel_the_call_and_leave_no_child() {
+    // Ctrl-C in `ignite run`: the server hears `notifications/cancelled`,
+    // then its input closes and its group is killed.
+    let (project, log) = waiting_project();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_ignite"))
+        .args(["run", "p.ign", "--contract", "Wait"])
+        .current_dir(project.dir.path())
+        .env("FIXTURE_LOG", &log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ignite runs");
+    let seen = logged(&log, "slow 30.0", Duration::from_secs(60));
+    let pid = server_pid(&seen);
+    let started = Instant::now();
+    signal(run.id(), "-INT");
+    let status = exits(&mut run, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert!(seen.contains("cancelled slow(30.0)"), "the server saw no cancellation: {seen:?}");
+    assert!(gone(pid, Duration::from_secs(5)), "the server {pid} outlived ignite");
+
+    // `serve --timeout`: the run is stopped at its deadline and the call
+    // cancelled; the server child goes when serve stops.
+    std::fs::remove_file(&log).unwrap();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_ignite"))
+        .args(["serve", "p.ign", "--port", "0", "--timeout", "10"])
+        .current_dir(project.dir.path())
+        .env("FIXTURE_LOG", &log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ignite serve starts");
+    let address = listening_on(serve.stderr.take().expect("stderr"));
+    // The server starts with the first run (Python takes its time); the
+    // deadline is for the second's call.
+    let answer = post(&address, "/contracts/Quick", "{}");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let answer = post(&address, "/contracts/Wait", "{}");
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+    assert!(answer.contains("ignite::run::deadline"), "{answer}");
+    let seen = logged(&log, "cancelled slow(30.0)", Duration::from_secs(10));
+    let pid = server_pid(&seen);
+    signal(serve.id(), "-TERM");
+    assert!(exits(&mut serve, Duration::from_secs(10)).success());
+    assert!(gone(pid, Duration::from_secs(5)), "the server {pid} outlived ignite serve");
+}
+
+/// The `ADDRESS` of the `listening on http://ADDRESS` line on `stderr`;
+/// the rest of stderr is drained on a thread.
+fn listening_on(stderr: std::process::ChildStderr) -> String {
+    use std::io::BufRead as _;
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let address = loop {
+        let line = lines.next().expect("serve says where it listens").expect("reads");
+        if let Some(address) = line.split("listening on http://").nth(1) {
+            break address.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    address
+}
+
+/// `POST path` with `body` to `address`: the whole answer, head and body.
+fn post(address: &str, path: &str, body: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(address).expect("connects");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("sends");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("reads");
+    answer
+}
+
+#[test]
+fn resume_does_not_repeat_a_finished_mcp_call() {
+    let project = Project::new(&format!(
+        "{}
+tool Echo {{
+  mcp Fixture \"echo\"
+}}
+tool Gate {{
+  mcp Fixture \"gate\"
+}}
+contract Twice {{
+  input gate: string
+  compute first = Echo(text: \"one\")
+  compute second = Gate(path: if first.result == \"one\" then gate else \"never\")
+  output first
+  output second
+}}
+",
+        fixture_server("  env FIXTURE_LOG = env(\"FIXTURE_LOG\", \"\")\n")
+    ));
+    project.lock();
+    let log = project.path("fixture.log");
+    let gate = project.path("open").display().to_string();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_ignite"))
+        .args(["run", "p.ign", "--journal", "--input", &format!("gate={gate}")])
+        .current_dir(project.dir.path())
+        .env("FIXTURE_LOG", &log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ignite runs");
+    // The first call finished (the second needs its value) and the second waits.
+    logged(&log, &format!("gate {gate}"), Duration::from_secs(60));
+    signal(run.id(), "-KILL");
+    assert_eq!(exits(&mut run, Duration::from_secs(10)).code(), None, "killed");
+    let journals: Vec<_> =
+        std::fs::read_dir(project.path(".ignite/runs")).unwrap().flatten().collect();
+    assert_eq!(journals.len(), 1, "{journals:?}");
+    let file_name = journals[0].file_name();
+    let id = file_name.to_str().unwrap().trim_end_matches(".jsonl");
+    std::fs::write(project.path("open"), "").unwrap();
+    let outputs = project
+        .run(&["--resume", id], &[("FIXTURE_LOG", &log.display().to_string())])
+        .expect("resumes");
+    assert_eq!(outputs["first"], json!({"result": "one"}));
+    assert_eq!(outputs["second"], json!({"result": format!("opened {gate}")}));
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(seen.matches("echo one").count(), 1, "the finished call ran again: {seen:?}");
+    assert_eq!(seen.matches("gate ").count(), 2, "the unfinished call runs again: {seen:?}");
+}
