@@ -956,3 +956,62 @@ contract Twice {{
     assert_eq!(seen.matches("echo one").count(), 1, "the finished call ran again: {seen:?}");
     assert_eq!(seen.matches("gate ").count(), 2, "the unfinished call runs again: {seen:?}");
 }
+
+#[test]
+fn a_flooding_server_is_cut_off_and_progress_shows_in_the_trace() {
+    let project = Project::new(&format!(
+        "{}
+tool Flood {{
+  timeout 20
+  mcp Fixture \"flood\"
+}}
+tool Count {{
+  mcp Fixture \"count\"
+}}
+contract Junk {{
+  input kind: string
+  compute flooded = Flood(kind: kind)
+  output flooded
+}}
+contract Steps {{
+  compute steps = Count(steps: 3)
+  output steps
+}}
+",
+        fixture_server("  env FIXTURE_LOG = env(\"FIXTURE_LOG\", \"\")\n")
+    ));
+    project.lock();
+    let log = project.path("fixture.log");
+    let env = [("FIXTURE_LOG", log.display().to_string())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // Lines of junk: cut off well before the call's timeout.
+    let started = Instant::now();
+    let error =
+        project.run(&["--contract", "Junk", "--input", "kind=lines"], &env).expect_err("floods");
+    assert!(
+        error.contains("MCP server `Fixture` wrote more than 1048576 bytes to its stdout that are not JSON-RPC messages"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    let pid = server_pid(&std::fs::read_to_string(&log).unwrap());
+    assert!(gone(pid, Duration::from_secs(5)), "the flooding server {pid} outlived ignite");
+    // One endless line: cut off at the line limit.
+    let started = Instant::now();
+    let error = project
+        .run(&["--contract", "Junk", "--input", "kind=endless", "--max-bytes", "1M"], &env)
+        .expect_err("floods");
+    assert!(
+        error.contains("a message of MCP server `Fixture` is larger than the size limit"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    let pid = server_pid(&std::fs::read_to_string(&log).unwrap());
+    assert!(gone(pid, Duration::from_secs(5)), "the flooding server {pid} outlived ignite");
+    // Progress notifications during a call are in the trace.
+    let out = project.ignite(&["run", "p.ign", "--contract", "Steps", "--trace"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let trace = text(&out.stderr);
+    for step in 1..=3 {
+        assert!(trace.contains(&format!("`count` of `Fixture`: {step}/3 step {step}")), "{trace}");
+    }
+}

@@ -27,7 +27,7 @@
 //!   value larger than the toolbox's size limit fails.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -57,6 +57,15 @@ pub(crate) const PASSED_VARS: [&str; 7] =
 
 /// How much of a child's stderr is kept for messages.
 const STDERR_KEPT: usize = 2048;
+
+/// How many bytes of lines that are not JSON-RPC messages a child may write
+/// to its stdout in a row (a stray log line passes, a flood does not).
+const JUNK_LIMIT: usize = 1024 * 1024;
+
+/// The child sent a message over the line limit (see [`Lines`]).
+const OVERSIZED: u8 = 1;
+/// The child flooded its stdout with lines that are not messages.
+const FLOODED: u8 = 2;
 
 /// How long a stopping ignite waits for its calls in flight to tell their
 /// servers they are cancelled, before it kills the servers.
@@ -269,9 +278,9 @@ struct Connection {
     tools: BTreeMap<String, LockedTool>,
     /// The child's stderr tail (empty for HTTP).
     stderr: Arc<Mutex<Vec<u8>>>,
-    /// Set when the child sent a message over the line limit (which ends
-    /// the connection).
-    oversized: Arc<AtomicBool>,
+    /// Why the child's output ended the connection, if it did: [`OVERSIZED`]
+    /// or [`FLOODED`] (0: it did not).
+    broken: Arc<AtomicU8>,
     /// The size limit the connection was made with.
     max_bytes: usize,
     /// Kills the child's process group when the connection goes.
@@ -434,13 +443,13 @@ fn check_tool(connection: &Connection, mcp: &ir::McpTool) -> Result<(), ToolErro
 /// Connects to `server` and lists its tools, within its timeout.
 async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection, ToolError> {
     let stderr = Arc::new(Mutex::new(Vec::new()));
-    let oversized = Arc::new(AtomicBool::new(false));
+    let broken = Arc::new(AtomicU8::new(0));
     let mut exited = None;
     let (service, group) = match &server.transport {
         McpTransport::Command { program, args } => {
             let limit = line_limit(max_bytes);
             let (child, group, child_exited) =
-                spawn(server, program, args, &stderr, limit, &oversized)?;
+                spawn(server, program, args, &stderr, limit, &broken)?;
             exited = Some(child_exited);
             let started =
                 tokio::time::timeout(server.timeout, Handler::default().serve(child)).await;
@@ -453,6 +462,9 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
         }
     };
     let partial = |message: String| {
+        if let Some(error) = broken_reason(server, &broken, max_bytes) {
+            return error;
+        }
         let connection_stderr = tail(&stderr);
         let detail = if connection_stderr.is_empty() {
             String::new()
@@ -502,7 +514,7 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
     open.retain(|closer| closer.strong_count() > 0);
     open.push(Arc::downgrade(&closer));
     drop(open);
-    Ok(Connection { service, tools, stderr, oversized, max_bytes, _group: group, _closer: closer })
+    Ok(Connection { service, tools, stderr, broken, max_bytes, _group: group, _closer: closer })
 }
 
 /// Starts `server`'s child: stdout and stdin for JSON-RPC, stderr kept.
@@ -512,7 +524,7 @@ fn spawn(
     args: &[String],
     stderr: &Arc<Mutex<Vec<u8>>>,
     limit: usize,
-    oversized: &Arc<AtomicBool>,
+    broken: &Arc<AtomicU8>,
 ) -> Result<
     (AsyncRwTransport<RoleClient, Lines, tokio::process::ChildStdin>, Group, Arc<Exited>),
     ToolError,
@@ -577,7 +589,8 @@ fn spawn(
         *reaped.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
         reaped.1.notify_all();
     });
-    let stdout = Lines { inner: stdout, line: 0, limit, oversized: Arc::clone(oversized) };
+    let stdout =
+        Lines { inner: stdout, line: 0, message: None, junk: 0, limit, broken: Arc::clone(broken) };
     // rmcp's own cap would drop a long line silently; this one ends the
     // connection first, so the call fails at once and says why.
     let transport =
@@ -591,13 +604,47 @@ fn line_limit(max_bytes: usize) -> usize {
     max_bytes.saturating_mul(2).saturating_add(64 * 1024)
 }
 
-/// A child's stdout that fails once a line grows past `limit` bytes.
+/// A child's stdout that fails once a line grows past `limit` bytes, or
+/// once [`JUNK_LIMIT`] bytes in a row are lines that are not messages.
 pub(crate) struct Lines {
     inner: tokio::process::ChildStdout,
     /// Bytes since the last newline.
     line: usize,
+    /// Whether the line so far is a message (it starts with `{` or `[`);
+    /// `None` before its first byte that is not a space.
+    message: Option<bool>,
+    /// Bytes of the lines in a row that are not messages.
+    junk: usize,
     limit: usize,
-    oversized: Arc<AtomicBool>,
+    broken: Arc<AtomicU8>,
+}
+
+impl Lines {
+    /// Takes in one byte: the reason to end the connection, if any.
+    fn scan(&mut self, byte: u8) -> Option<u8> {
+        if byte == b'\n' {
+            self.line = 0;
+            if self.message == Some(true) {
+                self.junk = 0;
+            }
+            self.message = None;
+            return None;
+        }
+        self.line += 1;
+        if self.message.is_none() && !byte.is_ascii_whitespace() {
+            self.message = Some(byte == b'{' || byte == b'[');
+        }
+        if self.message == Some(false) {
+            self.junk += 1;
+        }
+        if self.line > self.limit {
+            Some(OVERSIZED)
+        } else if self.junk > JUNK_LIMIT {
+            Some(FLOODED)
+        } else {
+            None
+        }
+    }
 }
 
 impl tokio::io::AsyncRead for Lines {
@@ -609,19 +656,31 @@ impl tokio::io::AsyncRead for Lines {
         let before = buf.filled().len();
         let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
         if polled.is_ready() {
-            let read = &buf.filled()[before..];
-            let mut line = self.line;
-            for &byte in read {
-                line = if byte == b'\n' { 0 } else { line + 1 };
-                if line > self.limit {
-                    self.oversized.store(true, Ordering::SeqCst);
-                    let message = "a message over the line limit";
+            let lines = &mut *self;
+            for &byte in &buf.filled()[before..] {
+                if let Some(reason) = lines.scan(byte) {
+                    lines.broken.store(reason, Ordering::SeqCst);
+                    let message = "the server's output ended the connection";
                     return std::task::Poll::Ready(Err(std::io::Error::other(message)));
                 }
             }
-            self.line = line;
         }
         polled
+    }
+}
+
+/// Why `broken` ended a connection, in words naming `server`.
+fn broken_reason(server: &McpServer, broken: &AtomicU8, max_bytes: usize) -> Option<ToolError> {
+    match broken.load(Ordering::SeqCst) {
+        OVERSIZED => {
+            let what = format!("a message of MCP server `{}`", server.name);
+            Some(ToolError::Failed(super::too_big(&what, max_bytes)))
+        }
+        FLOODED => Some(ToolError::Unreachable(format!(
+            "MCP server `{}` wrote more than {JUNK_LIMIT} bytes to its stdout that are not JSON-RPC messages; the connection was closed (a server must log to stderr)",
+            server.name
+        ))),
+        _ => None,
     }
 }
 
@@ -701,9 +760,8 @@ fn value_of(
 
 /// A failure of a call on `connection`, with the child's stderr tail.
 fn failed(server: &McpServer, connection: &Connection, message: &str) -> ToolError {
-    if connection.oversized.load(Ordering::SeqCst) {
-        let what = format!("a message of MCP server `{}`", server.name);
-        return ToolError::Failed(super::too_big(&what, connection.max_bytes));
+    if let Some(error) = broken_reason(server, &connection.broken, connection.max_bytes) {
+        return error;
     }
     let stderr = tail(&connection.stderr);
     if stderr.is_empty() {

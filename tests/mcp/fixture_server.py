@@ -32,6 +32,10 @@ MODE = next(
 
 server = MCPServer("ignite-fixture")
 
+# The protocol's output, kept before the SDK points descriptor 1 at stderr
+# (so that stray prints cannot break the protocol): `flood` writes here.
+PROTOCOL_OUT = os.dup(1)
+
 
 def log(line: str) -> None:
     """Appends `line` to the file `FIXTURE_LOG` names, if any."""
@@ -103,10 +107,16 @@ async def gate(path: str) -> str:
 
 @server.tool(description="Floods its standard output: junk `lines`, or one `endless` line")
 async def flood(kind: str) -> str:
-    chunk = b"junk that is not JSON-RPC\n" * 4096 if kind == "lines" else b"x" * 65536
+    log(f"flood {kind}")
+    if kind == "lines":
+        chunk = b"junk that is not JSON-RPC\n" * 4096
+    else:
+        # A message that never ends.
+        os.write(PROTOCOL_OUT, b'{"jsonrpc": "2.0", "method": "')
+        chunk = b"x" * 65536
     while True:
-        os.write(1, chunk)
-        await asyncio.sleep(0.001)
+        os.write(PROTOCOL_OUT, chunk)
+        await asyncio.sleep(0.01)
 
 
 @server.tool(description="The names of the environment variables the server sees")
