@@ -1015,3 +1015,54 @@ contract Steps {{
         assert!(trace.contains(&format!("`count` of `Fixture`: {step}/3 step {step}")), "{trace}");
     }
 }
+
+#[test]
+fn locking_one_file_keeps_the_servers_of_the_folders_other_files() {
+    let project = Project::new(&format!(
+        "{}
+tool Echo {{
+  mcp Fixture \"echo\"
+}}
+contract Say {{
+  compute echoed = Echo(text: \"a\")
+  output echoed
+}}
+",
+        fixture_server("")
+    ));
+    let other = format!(
+        "mcp Other {{\n  command {:?} {:?}\n}}
+tool Add {{
+  mcp Other \"add\"
+}}
+contract Sum {{
+  compute sum = Add(a: 1, b: 2)
+  output sum
+}}
+",
+        python().display().to_string(),
+        fixture().display().to_string()
+    );
+    std::fs::write(project.path("q.ign"), other).unwrap();
+    project.lock();
+    let out = project.ignite(&["mcp", "lock", "q.ign"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let servers = |project: &Project| -> Vec<String> {
+        let lock: Value =
+            serde_json::from_str(&std::fs::read_to_string(project.path("ignite.lock")).unwrap())
+                .unwrap();
+        lock["servers"].as_object().unwrap().keys().cloned().collect()
+    };
+    assert_eq!(servers(&project), ["Fixture", "Other"]);
+    for file in ["p.ign", "q.ign"] {
+        let out = project.ignite(&["check", file], &[]);
+        assert!(out.status.success(), "{file}: {}", text(&out.stderr));
+    }
+    // `--prune` keeps only what the file declares.
+    let out = project.ignite(&["mcp", "lock", "q.ign", "--prune"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("pruned `Fixture`"), "{}", text(&out.stderr));
+    assert_eq!(servers(&project), ["Other"]);
+    let out = project.ignite(&["check", "p.ign"], &[]);
+    assert!(text(&out.stderr).contains("MCP server `Fixture` is not in `ignite.lock`"));
+}
