@@ -1066,3 +1066,115 @@ contract Sum {{
     let out = project.ignite(&["check", "p.ign"], &[]);
     assert!(text(&out.stderr).contains("MCP server `Fixture` is not in `ignite.lock`"));
 }
+
+/// Runs `openssl ARGS` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl runs");
+    assert!(out.status.success(), "openssl {args:?}: {}", text(&out.stderr));
+}
+
+#[test]
+fn calls_a_server_over_https_when_its_certificate_is_trusted() {
+    // A certificate authority of the test's own, and a certificate for
+    // 127.0.0.1 that it signed.
+    let certs = tempfile::tempdir().unwrap();
+    let dir = certs.path();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=ignite test CA",
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(dir.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+        .unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ],
+    );
+    let port = free_port();
+    let mut command = Command::new(python());
+    command.arg(fixture()).args(["normal", "--https", &port.to_string()]);
+    command.arg(dir.join("server.pem")).arg(dir.join("server.key"));
+    let _server = Killed(serve_http(command, port));
+    let project = Project::new(&format!(
+        "mcp Fixture {{
+  url \"https://127.0.0.1:{port}/mcp\"
+  timeout 20
+}}
+tool Echo {{
+  mcp Fixture \"echo\"
+}}
+contract Secure {{
+  compute echoed = Echo(text: \"over tls\")
+  output echoed
+}}
+"
+    ));
+    let out = project.ignite(&["check", "p.ign"], &[]);
+    assert!(
+        text(&out.stderr).contains("ignite::lower::mcp_lock"),
+        "https is accepted: {}",
+        text(&out.stderr)
+    );
+    // Untrusted: the handshake fails, naming the server and what to trust.
+    let out = project.ignite(&["mcp", "lock", "p.ign"], &[]);
+    assert!(!out.status.success());
+    let error = text(&out.stderr);
+    assert!(
+        error.contains(&format!(
+            "MCP server `Fixture` (url \"https://127.0.0.1:{port}/mcp\"): cannot connect"
+        )),
+        "{error}"
+    );
+    assert!(error.contains("the server's certificate must verify"), "{error}");
+    // Trusted through `SSL_CERT_FILE`.
+    let ca = dir.join("ca.pem").display().to_string();
+    let trusted = [("SSL_CERT_FILE", ca.as_str())];
+    let out = project.ignite(&["mcp", "lock", "p.ign"], &trusted);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let outputs = project.run(&[], &trusted).expect("runs over https");
+    assert_eq!(outputs["echoed"], json!({"result": "over tls"}));
+}

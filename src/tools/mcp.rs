@@ -456,6 +456,10 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
             (started, Some(group))
         }
         McpTransport::Url(url) => {
+            // rmcp's reqwest takes the process's TLS provider: ring, which
+            // ignite's other HTTP client already uses (an error says one is
+            // installed already).
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let config = http_config(server, url)?;
             let transport = StreamableHttpClientTransport::from_config(config);
             (tokio::time::timeout(server.timeout, Handler::default().serve(transport)).await, None)
@@ -483,7 +487,14 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
                 server.timeout.as_secs_f64()
             )));
         }
-        Ok(Err(error)) => return Err(partial(format!("cannot connect: {error}"))),
+        Ok(Err(error)) => {
+            let mut message = format!("cannot connect: {}", causes(&error));
+            if matches!(&server.transport, McpTransport::Url(url) if url.starts_with("https://")) {
+                // (rmcp keeps the TLS reason of a failed handshake to itself.)
+                message.push_str(" (over `https` the server's certificate must verify against the system's certificate authorities or those `SSL_CERT_FILE` names)");
+            }
+            return Err(partial(message));
+        }
         Ok(Ok(service)) => service,
     };
     let listed = tokio::time::timeout(server.timeout, service.peer().list_all_tools()).await;
@@ -772,6 +783,22 @@ fn failed(server: &McpServer, connection: &Connection, message: &str) -> ToolErr
             server.name, server.name
         ))
     }
+}
+
+/// `error` and each error under it (a TLS handshake's reason is deep
+/// under rmcp's "error sending request"), joined by `: `.
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let words = inner.to_string();
+        if !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+        cause = inner.source();
+    }
+    text
 }
 
 /// The kept stderr, as text.

@@ -2,13 +2,15 @@
 MCP client (tests/mcp_client.rs): plain and structured results, errors,
 progress, slow calls, and servers that misbehave.
 
-    python fixture_server.py [MODE] [--http PORT]
+    python fixture_server.py [MODE] [--http PORT | --https PORT CERT KEY]
 
 MODE (else the variable `FIXTURE_MODE`) is `normal` (the default), `drift` (the same tools, `echo` described
 differently and `add` gone), `mute` (reads its input and never answers),
 `garbage` (writes lines that are not JSON-RPC to stdout, then serves) or
 `die` (exits at once with a message on stderr). With `--http PORT` it
-serves Streamable HTTP on 127.0.0.1:PORT at /mcp instead of stdio.
+serves Streamable HTTP on 127.0.0.1:PORT at /mcp instead of stdio; with
+`--https PORT CERT KEY` the same over TLS, with that certificate and key
+(PEM files).
 
 With the variable `FIXTURE_LOG` set it appends to that file what a test
 looks for: `started PID` at start, each `echo TEXT` and `slow SECONDS`
@@ -169,7 +171,14 @@ def main() -> None:
     if MODE == "garbage":
         for _ in range(3):
             print("this is not JSON-RPC", flush=True)
-    if "--http" in sys.argv:
+    if "--https" in sys.argv:
+        import uvicorn
+
+        at = sys.argv.index("--https")
+        port, cert, key = int(sys.argv[at + 1]), sys.argv[at + 2], sys.argv[at + 3]
+        app = server.streamable_http_app(host="127.0.0.1")
+        uvicorn.run(app, host="127.0.0.1", port=port, ssl_certfile=cert, ssl_keyfile=key, log_level="warning")
+    elif "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)
     else:
