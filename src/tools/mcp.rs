@@ -21,10 +21,16 @@
 //!   it can reach before it starts); a missing or changed tool fails,
 //!   naming what changed ([`ToolError::McpDrift`]).
 //! - **Limits**: connecting and each call are bounded by the tool's
-//!   `timeout`, else the server's; a call that outlasts it, or whose future
-//!   is dropped (Ctrl-C, a run's deadline), is cancelled with
-//!   `notifications/cancelled` (rmcp sends it when a call is abandoned). A
-//!   value larger than the toolbox's size limit fails.
+//!   `timeout`, else the server's (progress does not extend it); a call
+//!   that outlasts it, or whose future is dropped (a run's deadline), is
+//!   cancelled with `notifications/cancelled`. A value larger than the
+//!   toolbox's size limit fails; so does a child that floods its stdout
+//!   with lines that are not messages ([`Lines`]).
+//! - **Stopping** ([`crate::shutdown::halt`], Ctrl-C): every call in flight
+//!   sends `notifications/cancelled`, then each connection is closed and
+//!   its child given a moment to exit before its group is killed.
+//! - **Progress**: a server's `notifications/progress` for a call go to the
+//!   run's trace ([`PROGRESS`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -152,6 +158,11 @@ struct Closer {
 /// Whether a child exited, and the condition to wait on it.
 type Exited = (Mutex<bool>, std::sync::Condvar);
 
+/// The senders of the calls' progress notifications, by progress token.
+type ProgressSenders = Arc<
+    Mutex<HashMap<ProgressToken, tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>>>,
+>;
+
 /// Resolves once ignite stops.
 async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
     // (The guard `wait_for` gives is not `Send`: it is not kept.)
@@ -216,22 +227,14 @@ fn progress_detail(mcp: &ir::McpTool, step: &ProgressNotificationParam) -> Strin
 /// the call that its token names.
 #[derive(Default)]
 struct Handler {
-    calls: Arc<
-        Mutex<
-            HashMap<ProgressToken, tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>>,
-        >,
-    >,
+    calls: ProgressSenders,
 }
 
 /// A call's progress notifications, until it is dropped.
 struct Progress {
     receiver: tokio::sync::mpsc::UnboundedReceiver<ProgressNotificationParam>,
     token: ProgressToken,
-    calls: Arc<
-        Mutex<
-            HashMap<ProgressToken, tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>>,
-        >,
-    >,
+    calls: ProgressSenders,
 }
 
 impl Handler {
@@ -528,6 +531,9 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
     Ok(Connection { service, tools, stderr, broken, max_bytes, _group: group, _closer: closer })
 }
 
+/// JSON-RPC over a child's stdout and stdin.
+type ChildTransport = AsyncRwTransport<RoleClient, Lines, tokio::process::ChildStdin>;
+
 /// Starts `server`'s child: stdout and stdin for JSON-RPC, stderr kept.
 fn spawn(
     server: &McpServer,
@@ -536,10 +542,7 @@ fn spawn(
     stderr: &Arc<Mutex<Vec<u8>>>,
     limit: usize,
     broken: &Arc<AtomicU8>,
-) -> Result<
-    (AsyncRwTransport<RoleClient, Lines, tokio::process::ChildStdin>, Group, Arc<Exited>),
-    ToolError,
-> {
+) -> Result<(ChildTransport, Group, Arc<Exited>), ToolError> {
     let dir = std::path::absolute(&server.dir).unwrap_or_else(|_| server.dir.clone());
     let program_path =
         if program.contains('/') { dir.join(program).into_os_string() } else { program.into() };
