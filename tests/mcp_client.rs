@@ -761,7 +761,7 @@ fn logged(log: &Path, needle: &str, limit: Duration) -> String {
 
 /// The pid the fixture logged at start (`started PID`), the last one.
 fn server_pid(log: &str) -> u32 {
-    let line = log.lines().filter(|l| l.starts_with("started ")).last().expect("a started line");
+    let line = log.lines().rfind(|l| l.starts_with("started ")).expect("a started line");
     line["started ".len()..].trim().parse().expect("a pid")
 }
 
