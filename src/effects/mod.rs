@@ -780,8 +780,11 @@ impl Scope {
         };
         match self.trace.as_ref().filter(|trace| trace.enabled()) {
             Some(trace) => {
-                let progress = (Arc::clone(trace), self.path.clone());
-                crate::tools::mcp::PROGRESS.scope(progress, work).await
+                let (trace, path) = (Arc::clone(trace), self.path.clone());
+                let sink: crate::tools::mcp::ProgressSink = Arc::new(move |detail| {
+                    trace.record(&path, "progress", "ok", std::time::Instant::now(), detail);
+                });
+                crate::tools::mcp::PROGRESS.scope(sink, work).await
             }
             None => work.await,
         }

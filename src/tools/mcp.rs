@@ -77,10 +77,13 @@ const FLOODED: u8 = 2;
 /// servers they are cancelled, before it kills the servers.
 const CANCEL_WAIT: Duration = Duration::from_secs(1);
 
+/// What a call's progress notifications are told to, in words.
+pub(crate) type ProgressSink = Arc<dyn Fn(String) + Send + Sync>;
+
 tokio::task_local! {
-    /// Where a call's progress notifications go: the run's trace and the
-    /// path of the node (or agent step) that calls (see `effects`).
-    pub(crate) static PROGRESS: (Arc<crate::trace::Trace>, String);
+    /// Where a call's progress notifications go: `effects` records them
+    /// in the run's trace, on the node (or agent step) that calls.
+    pub(crate) static PROGRESS: ProgressSink;
 }
 
 /// Set once ignite stops: every call in flight cancels itself.
@@ -318,7 +321,7 @@ impl Clients {
         };
         let mut progress = connection.service.service().watch(handle.progress_token.clone());
         let mut abandoned = Abandoned { peer: peer.clone(), id: Some(handle.id.clone()) };
-        let traced = PROGRESS.try_with(Clone::clone).ok();
+        let sink = PROGRESS.try_with(Arc::clone).ok();
         let mut stop = STOP.subscribe();
         let response = handle.await_response();
         let limit = tokio::time::sleep(timeout);
@@ -341,8 +344,8 @@ impl Clients {
                     return std::future::pending().await;
                 }
                 Some(step) = progress.receiver.recv() => {
-                    if let Some((trace, path)) = &traced {
-                        trace.record(path, "progress", "ok", std::time::Instant::now(), progress_detail(mcp, &step));
+                    if let Some(sink) = &sink {
+                        sink(progress_detail(mcp, &step));
                     }
                 }
             }
