@@ -3,19 +3,22 @@
 //!
 //! Batch lines and the lines of journals and recordings are written inside
 //! [`whole`]. [`halt`] waits for the writes in progress, blocks every later
-//! one, and kills the process group of every `exec` child still running
-//! (grandchildren too); no child starts after it. The caller then reports and exits: the
+//! one, runs the hooks given to [`before_kill`] (MCP calls in flight tell
+//! their servers they are cancelled), and kills the process group of every
+//! child still running (grandchildren too); no child starts after it. The caller then reports and exits: the
 //! library installs no signal handler of its own (the CLI does, see
 //! `cli::signals`).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, RwLock, RwLockWriteGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockWriteGuard};
 
 static GATE: RwLock<()> = RwLock::new(());
 static HALTED: AtomicBool = AtomicBool::new(false);
 /// Process group ids of the `exec` children still running.
 static CHILDREN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// What [`halt`] runs before it kills the children.
+static BEFORE_KILL: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
 /// Runs `write` so that [`halt`] never cuts it in half.
 pub(crate) fn whole<T>(write: impl FnOnce() -> T) -> T {
@@ -37,9 +40,19 @@ pub(crate) fn halt() {
     let guard: RwLockWriteGuard<'static, ()> =
         GATE.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     std::mem::forget(guard);
+    let hooks = std::mem::take(&mut *BEFORE_KILL.lock().unwrap_or_else(PoisonError::into_inner));
+    for hook in hooks {
+        hook();
+    }
     for pgid in children().drain(..) {
         kill_group(pgid);
     }
+}
+
+/// Makes [`halt`] run `hook` (once) before it kills the children: a hook
+/// that waits must bound its wait, the process is stopping.
+pub(crate) fn before_kill(hook: fn()) {
+    BEFORE_KILL.lock().unwrap_or_else(PoisonError::into_inner).push(hook);
 }
 
 /// Starts a child that leads its own process group (`start` spawns it and

@@ -20,7 +20,8 @@ use crate::usage::{ModelCall, UsageTotals};
 pub struct Entry {
     /// Node path: `Report.pricing > tax`; agent steps add ` > model` or ` > tool name`.
     pub path: String,
-    /// `compute`, `tool`, `agent`, `compose`, `guard`, `input`, `model`, `tool_call`.
+    /// `compute`, `tool`, `agent`, `compose`, `guard`, `input`, `model`, `tool_call`,
+    /// `progress` (an MCP server's progress notification during a call).
     pub kind: String,
     /// `ok`, `failed`, `retry`, ...
     pub status: String,

@@ -744,3 +744,437 @@ contract Pictures {{
     assert_eq!(captioned[0], "grey");
     assert_eq!(captioned[1]["media_type"], "image/png");
 }
+
+/// The fixture's log (`FIXTURE_LOG`) once it holds `needle`, waited for at
+/// most `limit`.
+fn logged(log: &Path, needle: &str, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let seen = std::fs::read_to_string(log).unwrap_or_default();
+        if seen.contains(needle) {
+            return seen;
+        }
+        assert!(Instant::now() < deadline, "the fixture never logged {needle:?}: {seen:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The pid the fixture logged at start (`started PID`), the last one.
+fn server_pid(log: &str) -> u32 {
+    let line = log.lines().rfind(|l| l.starts_with("started ")).expect("a started line");
+    line["started ".len()..].trim().parse().expect("a pid")
+}
+
+/// True once process `pid` is gone (a zombie counts as gone: it runs no more).
+fn gone(pid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            // `PID (comm) STATE ...`
+            Ok(stat) if stat.rsplit(") ").next().is_some_and(|rest| rest.starts_with('Z')) => {
+                return true;
+            }
+            Ok(_) if Instant::now() >= deadline => return false,
+            Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// Sends `signal` (`-INT`, `-TERM`, `-KILL`) to `pid`.
+fn signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill").args([signal, &pid.to_string()]).status().expect("kill runs");
+    assert!(sent.success(), "kill {signal} {pid}");
+}
+
+/// Waits at most `limit` for `child` to exit.
+fn exits(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("waits") {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "ignite did not exit within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A program whose contract `Wait` calls the fixture's `slow` for 30 s
+/// (and `Quick` its `echo`), the fixture logging to `fixture.log`.
+fn waiting_project() -> (Project, PathBuf) {
+    let project = Project::new(&format!(
+        "{}
+tool Patient {{
+  mcp Fixture \"slow\"
+}}
+tool Echo {{
+  mcp Fixture \"echo\"
+}}
+contract Wait {{
+  compute slept = Patient(seconds: 30)
+  output slept
+}}
+contract Quick {{
+  compute echoed = Echo(text: \"warm\")
+  output echoed
+}}
+",
+        fixture_server("  env FIXTURE_LOG = env(\"FIXTURE_LOG\", \"\")\n")
+    ));
+    project.lock();
+    let log = project.path("fixture.log");
+    (project, log)
+}
+
+#[test]
+fn ctrl_c_and_a_served_deadline_cancel_the_call_and_leave_no_child() {
+    // Ctrl-C in `ignite run`: the server hears `notifications/cancelled`,
+    // then its input closes and its group is killed.
+    let (project, log) = waiting_project();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_ignite"))
+        .args(["run", "p.ign", "--contract", "Wait"])
+        .current_dir(project.dir.path())
+        .env("FIXTURE_LOG", &log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ignite runs");
+    let seen = logged(&log, "slow 30.0", Duration::from_secs(60));
+    let pid = server_pid(&seen);
+    let started = Instant::now();
+    signal(run.id(), "-INT");
+    let status = exits(&mut run, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert!(seen.contains("cancelled slow(30.0)"), "the server saw no cancellation: {seen:?}");
+    assert!(gone(pid, Duration::from_secs(5)), "the server {pid} outlived ignite");
+
+    // `serve --timeout`: the run is stopped at its deadline and the call
+    // cancelled; the server child goes when serve stops.
+    std::fs::remove_file(&log).unwrap();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_ignite"))
+        .args(["serve", "p.ign", "--port", "0", "--timeout", "10"])
+        .current_dir(project.dir.path())
+        .env("FIXTURE_LOG", &log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ignite serve starts");
+    let address = listening_on(serve.stderr.take().expect("stderr"));
+    // The server starts with the first run (Python takes its time); the
+    // deadline is for the second's call.
+    let answer = post(&address, "/contracts/Quick", "{}");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let answer = post(&address, "/contracts/Wait", "{}");
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+    assert!(answer.contains("ignite::run::deadline"), "{answer}");
+    let seen = logged(&log, "cancelled slow(30.0)", Duration::from_secs(10));
+    let pid = server_pid(&seen);
+    signal(serve.id(), "-TERM");
+    assert!(exits(&mut serve, Duration::from_secs(10)).success());
+    assert!(gone(pid, Duration::from_secs(5)), "the server {pid} outlived ignite serve");
+}
+
+/// The `ADDRESS` of the `listening on http://ADDRESS` line on `stderr`;
+/// the rest of stderr is drained on a thread.
+fn listening_on(stderr: std::process::ChildStderr) -> String {
+    use std::io::BufRead as _;
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let address = loop {
+        let line = lines.next().expect("serve says where it listens").expect("reads");
+        if let Some(address) = line.split("listening on http://").nth(1) {
+            break address.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    address
+}
+
+/// `POST path` with `body` to `address`: the whole answer, head and body.
+fn post(address: &str, path: &str, body: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(address).expect("connects");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("sends");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("reads");
+    answer
+}
+
+#[test]
+fn resume_does_not_repeat_a_finished_mcp_call() {
+    let project = Project::new(&format!(
+        "{}
+tool Echo {{
+  mcp Fixture \"echo\"
+}}
+tool Gate {{
+  mcp Fixture \"gate\"
+}}
+contract Twice {{
+  input gate: string
+  compute first = Echo(text: \"one\")
+  compute second = Gate(path: if first.result == \"one\" then gate else \"never\")
+  output first
+  output second
+}}
+",
+        fixture_server("  env FIXTURE_LOG = env(\"FIXTURE_LOG\", \"\")\n")
+    ));
+    project.lock();
+    let log = project.path("fixture.log");
+    let gate = project.path("open").display().to_string();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_ignite"))
+        .args(["run", "p.ign", "--journal", "--input", &format!("gate={gate}")])
+        .current_dir(project.dir.path())
+        .env("FIXTURE_LOG", &log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ignite runs");
+    // The first call finished (the second needs its value) and the second waits.
+    logged(&log, &format!("gate {gate}"), Duration::from_secs(60));
+    signal(run.id(), "-KILL");
+    assert_eq!(exits(&mut run, Duration::from_secs(10)).code(), None, "killed");
+    let journals: Vec<_> =
+        std::fs::read_dir(project.path(".ignite/runs")).unwrap().flatten().collect();
+    assert_eq!(journals.len(), 1, "{journals:?}");
+    let file_name = journals[0].file_name();
+    let id = file_name.to_str().unwrap().trim_end_matches(".jsonl");
+    std::fs::write(project.path("open"), "").unwrap();
+    let outputs = project
+        .run(&["--resume", id], &[("FIXTURE_LOG", &log.display().to_string())])
+        .expect("resumes");
+    assert_eq!(outputs["first"], json!({"result": "one"}));
+    assert_eq!(outputs["second"], json!({"result": format!("opened {gate}")}));
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(seen.matches("echo one").count(), 1, "the finished call ran again: {seen:?}");
+    assert_eq!(seen.matches("gate ").count(), 2, "the unfinished call runs again: {seen:?}");
+}
+
+#[test]
+fn a_flooding_server_is_cut_off_and_progress_shows_in_the_trace() {
+    let project = Project::new(&format!(
+        "{}
+tool Flood {{
+  timeout 20
+  mcp Fixture \"flood\"
+}}
+tool Count {{
+  mcp Fixture \"count\"
+}}
+contract Junk {{
+  input kind: string
+  compute flooded = Flood(kind: kind)
+  output flooded
+}}
+contract Steps {{
+  compute steps = Count(steps: 3)
+  output steps
+}}
+",
+        fixture_server("  env FIXTURE_LOG = env(\"FIXTURE_LOG\", \"\")\n")
+    ));
+    project.lock();
+    let log = project.path("fixture.log");
+    let env = [("FIXTURE_LOG", log.display().to_string())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // Lines of junk: cut off well before the call's timeout.
+    let started = Instant::now();
+    let error =
+        project.run(&["--contract", "Junk", "--input", "kind=lines"], &env).expect_err("floods");
+    assert!(
+        error.contains("MCP server `Fixture` wrote more than 1048576 bytes to its stdout that are not JSON-RPC messages"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    let pid = server_pid(&std::fs::read_to_string(&log).unwrap());
+    assert!(gone(pid, Duration::from_secs(5)), "the flooding server {pid} outlived ignite");
+    // One endless line: cut off at the line limit.
+    let started = Instant::now();
+    let error = project
+        .run(&["--contract", "Junk", "--input", "kind=endless", "--max-bytes", "1M"], &env)
+        .expect_err("floods");
+    assert!(
+        error.contains("a message of MCP server `Fixture` is larger than the size limit"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    let pid = server_pid(&std::fs::read_to_string(&log).unwrap());
+    assert!(gone(pid, Duration::from_secs(5)), "the flooding server {pid} outlived ignite");
+    // Progress notifications during a call are in the trace.
+    let out = project.ignite(&["run", "p.ign", "--contract", "Steps", "--trace"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let trace = text(&out.stderr);
+    for step in 1..=3 {
+        assert!(trace.contains(&format!("`count` of `Fixture`: {step}/3 step {step}")), "{trace}");
+    }
+}
+
+#[test]
+fn locking_one_file_keeps_the_servers_of_the_folders_other_files() {
+    let project = Project::new(&format!(
+        "{}
+tool Echo {{
+  mcp Fixture \"echo\"
+}}
+contract Say {{
+  compute echoed = Echo(text: \"a\")
+  output echoed
+}}
+",
+        fixture_server("")
+    ));
+    let other = format!(
+        "mcp Other {{\n  command {:?} {:?}\n}}
+tool Add {{
+  mcp Other \"add\"
+}}
+contract Sum {{
+  compute sum = Add(a: 1, b: 2)
+  output sum
+}}
+",
+        python().display().to_string(),
+        fixture().display().to_string()
+    );
+    std::fs::write(project.path("q.ign"), other).unwrap();
+    project.lock();
+    let out = project.ignite(&["mcp", "lock", "q.ign"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let servers = |project: &Project| -> Vec<String> {
+        let lock: Value =
+            serde_json::from_str(&std::fs::read_to_string(project.path("ignite.lock")).unwrap())
+                .unwrap();
+        lock["servers"].as_object().unwrap().keys().cloned().collect()
+    };
+    assert_eq!(servers(&project), ["Fixture", "Other"]);
+    for file in ["p.ign", "q.ign"] {
+        let out = project.ignite(&["check", file], &[]);
+        assert!(out.status.success(), "{file}: {}", text(&out.stderr));
+    }
+    // `--prune` keeps only what the file declares.
+    let out = project.ignite(&["mcp", "lock", "q.ign", "--prune"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("pruned `Fixture`"), "{}", text(&out.stderr));
+    assert_eq!(servers(&project), ["Other"]);
+    let out = project.ignite(&["check", "p.ign"], &[]);
+    assert!(text(&out.stderr).contains("MCP server `Fixture` is not in `ignite.lock`"));
+}
+
+/// Runs `openssl ARGS` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl runs");
+    assert!(out.status.success(), "openssl {args:?}: {}", text(&out.stderr));
+}
+
+#[test]
+fn calls_a_server_over_https_when_its_certificate_is_trusted() {
+    // A certificate authority of the test's own, and a certificate for
+    // 127.0.0.1 that it signed.
+    let certs = tempfile::tempdir().unwrap();
+    let dir = certs.path();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=ignite test CA",
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(dir.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+        .unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ],
+    );
+    let port = free_port();
+    let mut command = Command::new(python());
+    command.arg(fixture()).args(["normal", "--https", &port.to_string()]);
+    command.arg(dir.join("server.pem")).arg(dir.join("server.key"));
+    let _server = Killed(serve_http(command, port));
+    let project = Project::new(&format!(
+        "mcp Fixture {{
+  url \"https://127.0.0.1:{port}/mcp\"
+  timeout 20
+}}
+tool Echo {{
+  mcp Fixture \"echo\"
+}}
+contract Secure {{
+  compute echoed = Echo(text: \"over tls\")
+  output echoed
+}}
+"
+    ));
+    let out = project.ignite(&["check", "p.ign"], &[]);
+    assert!(
+        text(&out.stderr).contains("ignite::lower::mcp_lock"),
+        "https is accepted: {}",
+        text(&out.stderr)
+    );
+    // Untrusted: the handshake fails, naming the server and what to trust.
+    let out = project.ignite(&["mcp", "lock", "p.ign"], &[]);
+    assert!(!out.status.success());
+    let error = text(&out.stderr);
+    assert!(
+        error.contains(&format!(
+            "MCP server `Fixture` (url \"https://127.0.0.1:{port}/mcp\"): cannot connect"
+        )),
+        "{error}"
+    );
+    assert!(error.contains("the server's certificate must verify"), "{error}");
+    // Trusted through `SSL_CERT_FILE`.
+    let ca = dir.join("ca.pem").display().to_string();
+    let trusted = [("SSL_CERT_FILE", ca.as_str())];
+    let out = project.ignite(&["mcp", "lock", "p.ign"], &trusted);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let outputs = project.run(&[], &trusted).expect("runs over https");
+    assert_eq!(outputs["echoed"], json!({"result": "over tls"}));
+}

@@ -785,7 +785,8 @@ impl Scope {
     /// `work`, once the run's approver approved `approval` (when the call
     /// needs one), with the approval's `Idempotency-Key` on its requests.
     /// Being the live work, this runs only when no store holds the call's
-    /// outcome: a finished approved call is never asked or run again.
+    /// outcome: a finished approved call is never asked or run again. An
+    /// MCP call's progress goes to the trace, when it records.
     async fn gated(
         &self,
         approval: Option<crate::failure::PendingCall>,
@@ -793,9 +794,21 @@ impl Scope {
         tool: crate::ir::ToolId,
         work: impl Future<Output = Result<Outcome, NodeError>>,
     ) -> Result<Outcome, NodeError> {
-        let Some(call) = approval else { return work.await };
-        let key = self.approve(program, tool, call).await?;
-        crate::tools::http::IDEMPOTENCY_KEY.scope(key, work).await
+        let work = async {
+            let Some(call) = approval else { return work.await };
+            let key = self.approve(program, tool, call).await?;
+            crate::tools::http::IDEMPOTENCY_KEY.scope(key, work).await
+        };
+        match self.trace.as_ref().filter(|trace| trace.enabled()) {
+            Some(trace) => {
+                let (trace, path) = (Arc::clone(trace), self.path.clone());
+                let sink: crate::tools::mcp::ProgressSink = Arc::new(move |detail| {
+                    trace.record(&path, "progress", "ok", std::time::Instant::now(), detail);
+                });
+                crate::tools::mcp::PROGRESS.scope(sink, work).await
+            }
+            None => work.await,
+        }
     }
 
     /// The gate before `call` of `tool`, which needs approval: the

@@ -73,13 +73,7 @@ impl Lowerer<'_> {
                 let url = self.single(&server.urls, |s| s.span, "url");
                 url.and_then(|url| self.expect_plain_string(&url.value, "a `url`")).map(|url| {
                     let span = server.urls[0].value.span;
-                    if url.starts_with("https://") {
-                        let message =
-                            format!("`url` of `{name}` is `https`, which ignite cannot reach yet");
-                        self.push(self.bad_value(span, message).help(
-                            "reach it through a local proxy or tunnel: `url \"http://127.0.0.1:PORT/mcp\"`",
-                        ));
-                    } else if !url.starts_with("http://") {
+                    if !url.starts_with("http://") && !url.starts_with("https://") {
                         self.push(
                             self.bad_value(span, format!("`url` of `{name}` is not an HTTP URL"))
                                 .help(

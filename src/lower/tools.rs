@@ -104,14 +104,6 @@ impl Lowerer<'_> {
         let implementation = self.lower_implementation(tool, &scope, &name);
         let result =
             self.single(&tool.results, |s| s.span, "result").map(|s| self.lower_type(&s.value));
-        let approval = self.single(&tool.approvals, |s| s.span, "requires_approval").map(|s| {
-            let when = s.value.as_ref().map(|condition| {
-                let condition = self.lower_expr(condition, &scope);
-                self.check_approval_condition(&condition, &params);
-                condition
-            });
-            ir::Approval { when, span: s.span }
-        });
         let mut description = description;
         let (params, result) = match &implementation {
             Implementation::Mcp(mcp) => {
@@ -122,6 +114,21 @@ impl Lowerer<'_> {
             }
             _ => (params, result),
         };
+        // After the signature: an `mcp` tool's condition reads the params
+        // the lock gives it.
+        let approval = self.single(&tool.approvals, |s| s.span, "requires_approval").map(|s| {
+            let scope = Scope::new(
+                params.iter().map(|p| p.name.as_str()).collect(),
+                "param",
+                format!("tool `{}`", tool.name.name),
+            );
+            let when = s.value.as_ref().map(|condition| {
+                let condition = self.lower_expr(condition, &scope);
+                self.check_approval_condition(&condition, &params);
+                condition
+            });
+            ir::Approval { when, span: s.span }
+        });
         if let Implementation::Builtin { builtin, config } = &implementation {
             self.check_builtin(tool, *builtin, config, &params);
         }

@@ -21,18 +21,30 @@
 //!   it can reach before it starts); a missing or changed tool fails,
 //!   naming what changed ([`ToolError::McpDrift`]).
 //! - **Limits**: connecting and each call are bounded by the tool's
-//!   `timeout`, else the server's; a call that outlasts it, or whose future
-//!   is dropped (Ctrl-C, a run's deadline), is cancelled with
-//!   `notifications/cancelled` (rmcp sends it when a call is abandoned). A
-//!   value larger than the toolbox's size limit fails.
+//!   `timeout`, else the server's (progress does not extend it); a call
+//!   that outlasts it, or whose future is dropped (a run's deadline), is
+//!   cancelled with `notifications/cancelled`. A value larger than the
+//!   toolbox's size limit fails; so does a child that floods its stdout
+//!   with lines that are not messages ([`Lines`]).
+//! - **Stopping** ([`crate::shutdown::halt`], Ctrl-C): every call in flight
+//!   sends `notifications/cancelled`, then each connection is closed and
+//!   its child given a moment to exit before its group is killed.
+//! - **Progress**: a server's `notifications/progress` for a call go to the
+//!   run's trace ([`PROGRESS`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::handler::client::ClientHandler;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ServiceExt as _, transport::async_rw::AsyncRwTransport};
@@ -52,6 +64,210 @@ pub(crate) const PASSED_VARS: [&str; 7] =
 /// How much of a child's stderr is kept for messages.
 const STDERR_KEPT: usize = 2048;
 
+/// How many bytes of lines that are not JSON-RPC messages a child may write
+/// to its stdout in a row (a stray log line passes, a flood does not).
+const JUNK_LIMIT: usize = 1024 * 1024;
+
+/// The child sent a message over the line limit (see [`Lines`]).
+const OVERSIZED: u8 = 1;
+/// The child flooded its stdout with lines that are not messages.
+const FLOODED: u8 = 2;
+
+/// How long a stopping ignite waits for its calls in flight to tell their
+/// servers they are cancelled, before it kills the servers.
+const CANCEL_WAIT: Duration = Duration::from_secs(1);
+
+/// What a call's progress notifications are told to, in words.
+pub(crate) type ProgressSink = Arc<dyn Fn(String) + Send + Sync>;
+
+tokio::task_local! {
+    /// Where a call's progress notifications go: `effects` records them
+    /// in the run's trace, on the node (or agent step) that calls.
+    pub(crate) static PROGRESS: ProgressSink;
+}
+
+/// Set once ignite stops: every call in flight cancels itself.
+static STOP: std::sync::LazyLock<tokio::sync::watch::Sender<bool>> =
+    std::sync::LazyLock::new(|| tokio::sync::watch::Sender::new(false));
+
+/// How many calls are in flight, and the condition [`stop_calls`] waits on.
+static IN_FLIGHT: (Mutex<usize>, std::sync::Condvar) = (Mutex::new(0), std::sync::Condvar::new());
+
+/// A call counted in [`IN_FLIGHT`] while it lives.
+struct InFlight;
+
+impl InFlight {
+    /// Counts a call, unless ignite is stopping (`None`). The first call
+    /// makes [`crate::shutdown::halt`] run [`stop_calls`].
+    fn enter() -> Option<Self> {
+        static HOOKED: std::sync::Once = std::sync::Once::new();
+        HOOKED.call_once(|| crate::shutdown::before_kill(stop_calls));
+        *IN_FLIGHT.0.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        let entered = Self;
+        // Counted first, then looked: `stop_calls` sets the flag first,
+        // then waits for the count, so no call slips between the two.
+        (!*STOP.borrow()).then_some(entered)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut count = IN_FLIGHT.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *count = count.saturating_sub(1);
+        IN_FLIGHT.1.notify_all();
+    }
+}
+
+/// Cancels every call in flight (each sends `notifications/cancelled` to
+/// its server) and waits for them, at most [`CANCEL_WAIT`]: run by
+/// [`crate::shutdown::halt`] before it kills the servers' process groups.
+fn stop_calls() {
+    STOP.send_replace(true);
+    let count = IN_FLIGHT.0.lock().unwrap_or_else(PoisonError::into_inner);
+    let _ = IN_FLIGHT.1.wait_timeout_while(count, CANCEL_WAIT, |count| *count > 0);
+    // Then each server's input is closed (how MCP ends a stdio server) and
+    // its child given the rest of the wait to act on the cancellations
+    // and exit, before `halt` kills what is left.
+    let open: Vec<Arc<Closer>> = OPEN
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .drain(..)
+        .filter_map(|closer| closer.upgrade())
+        .collect();
+    for closer in &open {
+        if let Some(token) = closer.token.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            token.cancel();
+        }
+    }
+    let until = std::time::Instant::now() + CANCEL_WAIT;
+    for closer in open.iter().filter_map(|closer| closer.exited.as_ref()) {
+        let exited = closer.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        let _ = closer.1.wait_timeout_while(exited, left, |exited| !*exited);
+    }
+}
+
+/// The open connections, for [`stop_calls`] to close.
+static OPEN: Mutex<Vec<std::sync::Weak<Closer>>> = Mutex::new(Vec::new());
+
+/// How [`stop_calls`] closes a connection and sees its child exit.
+struct Closer {
+    /// Ends the connection's service, which closes its transport.
+    token: Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
+    /// Set when the child exited (a `command` server's).
+    exited: Option<Arc<Exited>>,
+}
+
+/// Whether a child exited, and the condition to wait on it.
+type Exited = (Mutex<bool>, std::sync::Condvar);
+
+/// The senders of the calls' progress notifications, by progress token.
+type ProgressSenders = Arc<
+    Mutex<HashMap<ProgressToken, tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>>>,
+>;
+
+/// Resolves once ignite stops.
+async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    // (The guard `wait_for` gives is not `Send`: it is not kept.)
+    let _ = stop.wait_for(|stopping| *stopping).await.map(|_| ());
+}
+
+/// The failure of a call that ignite's stop cancelled.
+fn stopping(server: &McpServer) -> ToolError {
+    ToolError::Unreachable(format!(
+        "MCP server `{}`: the call was cancelled, ignite is stopping",
+        server.name
+    ))
+}
+
+/// A sent request that the server is told of when it is abandoned.
+struct Abandoned {
+    peer: Peer<RoleClient>,
+    /// The request, until it is answered.
+    id: Option<RequestId>,
+}
+
+impl Abandoned {
+    /// Tells the server now, and waits until the notification is sent.
+    async fn cancel(&mut self, reason: &str) {
+        if let Some(id) = self.id.take() {
+            let _ = self.peer.notify_cancelled(cancelled(id, reason)).await;
+        }
+    }
+}
+
+impl Drop for Abandoned {
+    /// A call dropped unanswered (its run ended: a deadline, an MCP
+    /// client's cancellation) tells the server as soon as it can.
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let _ = peer.notify_cancelled(cancelled(id, "the run stopped")).await;
+        });
+    }
+}
+
+/// The params of `notifications/cancelled` for `id`.
+fn cancelled(id: RequestId, reason: &str) -> CancelledNotificationParam {
+    CancelledNotificationParam::new(Some(id), Some(reason.to_owned()))
+}
+
+/// The trace's words for one progress notification of a call.
+fn progress_detail(mcp: &ir::McpTool, step: &ProgressNotificationParam) -> String {
+    let mut detail = format!("`{}` of `{}`: {}", mcp.tool, mcp.server.name, step.progress);
+    if let Some(total) = step.total {
+        detail.push_str(&format!("/{total}"));
+    }
+    if let Some(message) = &step.message {
+        detail.push_str(&format!(" {message}"));
+    }
+    detail
+}
+
+/// The client side of a connection: hands each progress notification to
+/// the call that its token names.
+#[derive(Default)]
+struct Handler {
+    calls: ProgressSenders,
+}
+
+/// A call's progress notifications, until it is dropped.
+struct Progress {
+    receiver: tokio::sync::mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    token: ProgressToken,
+    calls: ProgressSenders,
+}
+
+impl Handler {
+    /// The progress notifications of the call with `token`.
+    fn watch(&self, token: ProgressToken) -> Progress {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).insert(token.clone(), sender);
+        Progress { receiver, token, calls: Arc::clone(&self.calls) }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.token);
+    }
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(call) = calls.get(&params.progress_token) {
+            let _ = call.send(params);
+        }
+    }
+}
+
 /// The MCP connections of a toolbox, by server name.
 #[derive(Default)]
 pub(crate) struct Clients {
@@ -63,23 +279,27 @@ type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
 
 /// One live connection.
 struct Connection {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, Handler>,
     /// The tools it listed when it connected, as the lock would hold them.
     tools: BTreeMap<String, LockedTool>,
     /// The child's stderr tail (empty for HTTP).
     stderr: Arc<Mutex<Vec<u8>>>,
-    /// Set when the child sent a message over the line limit (which ends
-    /// the connection).
-    oversized: Arc<AtomicBool>,
+    /// Why the child's output ended the connection, if it did: [`OVERSIZED`]
+    /// or [`FLOODED`] (0: it did not).
+    broken: Arc<AtomicU8>,
     /// The size limit the connection was made with.
     max_bytes: usize,
     /// Kills the child's process group when the connection goes.
     _group: Option<Group>,
+    /// Listed in [`OPEN`] while the connection lives.
+    _closer: Arc<Closer>,
 }
 
 impl Clients {
     /// Calls `mcp`'s tool with `args`, within `timeout`, its value at most
-    /// `max_bytes` long.
+    /// `max_bytes` long. The server's progress notifications for the call
+    /// go to the trace of the task's [`PROGRESS`], when it has one; they do
+    /// not extend `timeout`.
     pub(crate) async fn call(
         &self,
         mcp: &ir::McpTool,
@@ -91,22 +311,69 @@ impl Clients {
         check_tool(&connection, mcp)?;
         let mut params = CallToolRequestParams::new(mcp.tool.clone());
         params.arguments = Some(args);
-        let call = connection.service.peer().call_tool(params);
-        let result = match tokio::time::timeout(timeout, call).await {
-            Err(_) => return Err(ToolError::Timeout(timeout)),
-            Ok(Err(error)) => {
-                if matches!(error, ServiceError::TransportClosed) {
-                    self.forget(&mcp.server.name, &connection).await;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let Some(in_flight) = InFlight::enter() else { return Err(stopping(&mcp.server)) };
+        let peer = connection.service.peer();
+        let sent = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await;
+        let handle = match sent {
+            Ok(handle) => handle,
+            Err(error) => return Err(self.call_failed(mcp, &connection, &error).await),
+        };
+        let mut progress = connection.service.service().watch(handle.progress_token.clone());
+        let mut abandoned = Abandoned { peer: peer.clone(), id: Some(handle.id.clone()) };
+        let sink = PROGRESS.try_with(Arc::clone).ok();
+        let mut stop = STOP.subscribe();
+        let response = handle.await_response();
+        let limit = tokio::time::sleep(timeout);
+        tokio::pin!(response, limit);
+        let result = loop {
+            tokio::select! {
+                answered = &mut response => {
+                    abandoned.id = None;
+                    break answered;
                 }
-                return Err(failed(
-                    &mcp.server,
-                    &connection,
-                    &format!("the call of `{}` failed: {error}", mcp.tool),
-                ));
+                () = &mut limit => {
+                    abandoned.cancel("timed out").await;
+                    return Err(ToolError::Timeout(timeout));
+                }
+                () = stopped(&mut stop) => {
+                    abandoned.cancel("ignite is stopping").await;
+                    // The process exits once its servers had their chance:
+                    // the run gets no answer that it could report first.
+                    drop(in_flight);
+                    return std::future::pending().await;
+                }
+                Some(step) = progress.receiver.recv() => {
+                    if let Some(sink) = &sink {
+                        sink(progress_detail(mcp, &step));
+                    }
+                }
             }
-            Ok(Ok(result)) => result,
+        };
+        let result = match result {
+            Ok(ServerResult::CallToolResult(result)) => result,
+            Ok(_) => {
+                let message =
+                    format!("the call of `{}` got an answer that is not a tool's result", mcp.tool);
+                return Err(failed(&mcp.server, &connection, &message));
+            }
+            Err(error) => return Err(self.call_failed(mcp, &connection, &error).await),
         };
         value_of(&mcp.server, &mcp.tool, result, max_bytes)
+    }
+
+    /// The failure of a call that got no result; a closed connection is
+    /// dropped (the next call starts another).
+    async fn call_failed(
+        &self,
+        mcp: &ir::McpTool,
+        connection: &Arc<Connection>,
+        error: &ServiceError,
+    ) -> ToolError {
+        if matches!(error, ServiceError::TransportClosed) {
+            self.forget(&mcp.server.name, connection).await;
+        }
+        failed(&mcp.server, connection, &format!("the call of `{}` failed: {error}", mcp.tool))
     }
 
     /// Fails when the live tool list of `mcp`'s server lacks the tool or
@@ -182,21 +449,32 @@ fn check_tool(connection: &Connection, mcp: &ir::McpTool) -> Result<(), ToolErro
 /// Connects to `server` and lists its tools, within its timeout.
 async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection, ToolError> {
     let stderr = Arc::new(Mutex::new(Vec::new()));
-    let oversized = Arc::new(AtomicBool::new(false));
+    let broken = Arc::new(AtomicU8::new(0));
+    let mut exited = None;
     let (service, group) = match &server.transport {
         McpTransport::Command { program, args } => {
             let limit = line_limit(max_bytes);
-            let (child, group) = spawn(server, program, args, &stderr, limit, &oversized)?;
-            let started = tokio::time::timeout(server.timeout, ().serve(child)).await;
+            let (child, group, child_exited) =
+                spawn(server, program, args, &stderr, limit, &broken)?;
+            exited = Some(child_exited);
+            let started =
+                tokio::time::timeout(server.timeout, Handler::default().serve(child)).await;
             (started, Some(group))
         }
         McpTransport::Url(url) => {
+            // rmcp's reqwest takes the process's TLS provider: ring, which
+            // ignite's other HTTP client already uses (an error says one is
+            // installed already).
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let config = http_config(server, url)?;
             let transport = StreamableHttpClientTransport::from_config(config);
-            (tokio::time::timeout(server.timeout, ().serve(transport)).await, None)
+            (tokio::time::timeout(server.timeout, Handler::default().serve(transport)).await, None)
         }
     };
     let partial = |message: String| {
+        if let Some(error) = broken_reason(server, &broken, max_bytes) {
+            return error;
+        }
         let connection_stderr = tail(&stderr);
         let detail = if connection_stderr.is_empty() {
             String::new()
@@ -215,7 +493,14 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
                 server.timeout.as_secs_f64()
             )));
         }
-        Ok(Err(error)) => return Err(partial(format!("cannot connect: {error}"))),
+        Ok(Err(error)) => {
+            let mut message = format!("cannot connect: {}", causes(&error));
+            if matches!(&server.transport, McpTransport::Url(url) if url.starts_with("https://")) {
+                // (rmcp keeps the TLS reason of a failed handshake to itself.)
+                message.push_str(" (over `https` the server's certificate must verify against the system's certificate authorities or those `SSL_CERT_FILE` names)");
+            }
+            return Err(partial(message));
+        }
         Ok(Ok(service)) => service,
     };
     let listed = tokio::time::timeout(server.timeout, service.peer().list_all_tools()).await;
@@ -241,8 +526,16 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
             (tool.name.to_string(), locked)
         })
         .collect();
-    Ok(Connection { service, tools, stderr, oversized, max_bytes, _group: group })
+    let closer = Arc::new(Closer { token: Mutex::new(Some(service.cancellation_token())), exited });
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    open.retain(|closer| closer.strong_count() > 0);
+    open.push(Arc::downgrade(&closer));
+    drop(open);
+    Ok(Connection { service, tools, stderr, broken, max_bytes, _group: group, _closer: closer })
 }
+
+/// JSON-RPC over a child's stdout and stdin.
+type ChildTransport = AsyncRwTransport<RoleClient, Lines, tokio::process::ChildStdin>;
 
 /// Starts `server`'s child: stdout and stdin for JSON-RPC, stderr kept.
 fn spawn(
@@ -251,8 +544,8 @@ fn spawn(
     args: &[String],
     stderr: &Arc<Mutex<Vec<u8>>>,
     limit: usize,
-    oversized: &Arc<AtomicBool>,
-) -> Result<(AsyncRwTransport<RoleClient, Lines, tokio::process::ChildStdin>, Group), ToolError> {
+    broken: &Arc<AtomicU8>,
+) -> Result<(ChildTransport, Group, Arc<Exited>), ToolError> {
     let dir = std::path::absolute(&server.dir).unwrap_or_else(|_| server.dir.clone());
     let program_path =
         if program.contains('/') { dir.join(program).into_os_string() } else { program.into() };
@@ -306,15 +599,20 @@ fn spawn(
     }
     // The child is reaped when the connection (and with it the pipes) goes;
     // its group is killed by `group` then.
+    let exited = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let reaped = Arc::clone(&exited);
     tokio::spawn(async move {
         let _ = child.wait().await;
+        *reaped.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        reaped.1.notify_all();
     });
-    let stdout = Lines { inner: stdout, line: 0, limit, oversized: Arc::clone(oversized) };
+    let stdout =
+        Lines { inner: stdout, line: 0, message: None, junk: 0, limit, broken: Arc::clone(broken) };
     // rmcp's own cap would drop a long line silently; this one ends the
     // connection first, so the call fails at once and says why.
     let transport =
         AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(limit.saturating_add(1));
-    Ok((transport, group))
+    Ok((transport, group, exited))
 }
 
 /// The longest message line for values of at most `max_bytes`: a result
@@ -323,13 +621,47 @@ fn line_limit(max_bytes: usize) -> usize {
     max_bytes.saturating_mul(2).saturating_add(64 * 1024)
 }
 
-/// A child's stdout that fails once a line grows past `limit` bytes.
+/// A child's stdout that fails once a line grows past `limit` bytes, or
+/// once [`JUNK_LIMIT`] bytes in a row are lines that are not messages.
 pub(crate) struct Lines {
     inner: tokio::process::ChildStdout,
     /// Bytes since the last newline.
     line: usize,
+    /// Whether the line so far is a message (it starts with `{` or `[`);
+    /// `None` before its first byte that is not a space.
+    message: Option<bool>,
+    /// Bytes of the lines in a row that are not messages.
+    junk: usize,
     limit: usize,
-    oversized: Arc<AtomicBool>,
+    broken: Arc<AtomicU8>,
+}
+
+impl Lines {
+    /// Takes in one byte: the reason to end the connection, if any.
+    fn scan(&mut self, byte: u8) -> Option<u8> {
+        if byte == b'\n' {
+            self.line = 0;
+            if self.message == Some(true) {
+                self.junk = 0;
+            }
+            self.message = None;
+            return None;
+        }
+        self.line += 1;
+        if self.message.is_none() && !byte.is_ascii_whitespace() {
+            self.message = Some(byte == b'{' || byte == b'[');
+        }
+        if self.message == Some(false) {
+            self.junk += 1;
+        }
+        if self.line > self.limit {
+            Some(OVERSIZED)
+        } else if self.junk > JUNK_LIMIT {
+            Some(FLOODED)
+        } else {
+            None
+        }
+    }
 }
 
 impl tokio::io::AsyncRead for Lines {
@@ -341,19 +673,31 @@ impl tokio::io::AsyncRead for Lines {
         let before = buf.filled().len();
         let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
         if polled.is_ready() {
-            let read = &buf.filled()[before..];
-            let mut line = self.line;
-            for &byte in read {
-                line = if byte == b'\n' { 0 } else { line + 1 };
-                if line > self.limit {
-                    self.oversized.store(true, Ordering::SeqCst);
-                    let message = "a message over the line limit";
+            let lines = &mut *self;
+            for &byte in &buf.filled()[before..] {
+                if let Some(reason) = lines.scan(byte) {
+                    lines.broken.store(reason, Ordering::SeqCst);
+                    let message = "the server's output ended the connection";
                     return std::task::Poll::Ready(Err(std::io::Error::other(message)));
                 }
             }
-            self.line = line;
         }
         polled
+    }
+}
+
+/// Why `broken` ended a connection, in words naming `server`.
+fn broken_reason(server: &McpServer, broken: &AtomicU8, max_bytes: usize) -> Option<ToolError> {
+    match broken.load(Ordering::SeqCst) {
+        OVERSIZED => {
+            let what = format!("a message of MCP server `{}`", server.name);
+            Some(ToolError::Failed(super::too_big(&what, max_bytes)))
+        }
+        FLOODED => Some(ToolError::Unreachable(format!(
+            "MCP server `{}` wrote more than {JUNK_LIMIT} bytes to its stdout that are not JSON-RPC messages; the connection was closed (a server must log to stderr)",
+            server.name
+        ))),
+        _ => None,
     }
 }
 
@@ -433,9 +777,8 @@ fn value_of(
 
 /// A failure of a call on `connection`, with the child's stderr tail.
 fn failed(server: &McpServer, connection: &Connection, message: &str) -> ToolError {
-    if connection.oversized.load(Ordering::SeqCst) {
-        let what = format!("a message of MCP server `{}`", server.name);
-        return ToolError::Failed(super::too_big(&what, connection.max_bytes));
+    if let Some(error) = broken_reason(server, &connection.broken, connection.max_bytes) {
+        return error;
     }
     let stderr = tail(&connection.stderr);
     if stderr.is_empty() {
@@ -446,6 +789,22 @@ fn failed(server: &McpServer, connection: &Connection, message: &str) -> ToolErr
             server.name, server.name
         ))
     }
+}
+
+/// `error` and each error under it (a TLS handshake's reason is deep
+/// under rmcp's "error sending request"), joined by `: `.
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let words = inner.to_string();
+        if !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+        cause = inner.source();
+    }
+    text
 }
 
 /// The kept stderr, as text.

@@ -43,7 +43,7 @@ mod error;
 mod exec;
 mod group;
 pub(crate) mod http;
-mod mcp;
+pub(crate) mod mcp;
 mod native;
 pub mod registry;
 mod returns;

@@ -2,13 +2,19 @@
 MCP client (tests/mcp_client.rs): plain and structured results, errors,
 progress, slow calls, and servers that misbehave.
 
-    python fixture_server.py [MODE] [--http PORT]
+    python fixture_server.py [MODE] [--http PORT | --https PORT CERT KEY]
 
 MODE (else the variable `FIXTURE_MODE`) is `normal` (the default), `drift` (the same tools, `echo` described
 differently and `add` gone), `mute` (reads its input and never answers),
 `garbage` (writes lines that are not JSON-RPC to stdout, then serves) or
 `die` (exits at once with a message on stderr). With `--http PORT` it
-serves Streamable HTTP on 127.0.0.1:PORT at /mcp instead of stdio.
+serves Streamable HTTP on 127.0.0.1:PORT at /mcp instead of stdio; with
+`--https PORT CERT KEY` the same over TLS, with that certificate and key
+(PEM files).
+
+With the variable `FIXTURE_LOG` set it appends to that file what a test
+looks for: `started PID` at start, each `echo TEXT` and `slow SECONDS`
+and `gate PATH` call, and `cancelled slow(SECONDS)` when a call is cancelled.
 """
 
 import asyncio
@@ -28,6 +34,18 @@ MODE = next(
 
 server = MCPServer("ignite-fixture")
 
+# The protocol's output, kept before the SDK points descriptor 1 at stderr
+# (so that stray prints cannot break the protocol): `flood` writes here.
+PROTOCOL_OUT = os.dup(1)
+
+
+def log(line: str) -> None:
+    """Appends `line` to the file `FIXTURE_LOG` names, if any."""
+    path = os.environ.get("FIXTURE_LOG")
+    if path:
+        with open(path, "a") as out:
+            out.write(line + "\n")
+
 
 class Forecast(BaseModel):
     """A day's weather."""
@@ -41,6 +59,7 @@ class Forecast(BaseModel):
     description="Echoes the text back" if MODE != "drift" else "Echoes the text back, and mails it to a stranger"
 )
 def echo(text: str) -> str:
+    log(f"echo {text}")
     return text
 
 
@@ -63,14 +82,12 @@ def fail(message: str) -> str:
 
 @server.tool(description="Answers after some seconds")
 async def slow(seconds: float) -> str:
+    log(f"slow {seconds}")
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
         # The client sent `notifications/cancelled`: say so where the test looks.
-        log = os.environ.get("FIXTURE_LOG")
-        if log:
-            with open(log, "a") as out:
-                out.write(f"cancelled slow({seconds})\n")
+        log(f"cancelled slow({seconds})")
         raise
     return f"slept {seconds}"
 
@@ -80,6 +97,28 @@ async def count(steps: int, ctx: Context) -> int:
     for step in range(steps):
         await ctx.report_progress(step + 1, steps, f"step {step + 1}")
     return steps
+
+
+@server.tool(description="Answers once the file exists")
+async def gate(path: str) -> str:
+    log(f"gate {path}")
+    while not os.path.exists(path):
+        await asyncio.sleep(0.05)
+    return f"opened {path}"
+
+
+@server.tool(description="Floods its standard output: junk `lines`, or one `endless` line")
+async def flood(kind: str) -> str:
+    log(f"flood {kind}")
+    if kind == "lines":
+        chunk = b"junk that is not JSON-RPC\n" * 4096
+    else:
+        # A message that never ends.
+        os.write(PROTOCOL_OUT, b'{"jsonrpc": "2.0", "method": "')
+        chunk = b"x" * 65536
+    while True:
+        os.write(PROTOCOL_OUT, chunk)
+        await asyncio.sleep(0.01)
 
 
 @server.tool(description="The names of the environment variables the server sees")
@@ -121,6 +160,7 @@ def crash() -> str:
 
 
 def main() -> None:
+    log(f"started {os.getpid()}")
     if MODE == "die":
         print("fixture: cannot start, no such database", file=sys.stderr, flush=True)
         sys.exit(4)
@@ -131,7 +171,14 @@ def main() -> None:
     if MODE == "garbage":
         for _ in range(3):
             print("this is not JSON-RPC", flush=True)
-    if "--http" in sys.argv:
+    if "--https" in sys.argv:
+        import uvicorn
+
+        at = sys.argv.index("--https")
+        port, cert, key = int(sys.argv[at + 1]), sys.argv[at + 2], sys.argv[at + 3]
+        app = server.streamable_http_app(host="127.0.0.1")
+        uvicorn.run(app, host="127.0.0.1", port=port, ssl_certfile=cert, ssl_keyfile=key, log_level="warning")
+    elif "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)
     else:
