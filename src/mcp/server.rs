@@ -256,13 +256,15 @@ impl ServerHandler for Server {
 }
 
 /// Serves `server` on standard input and output until the client closes
-/// them. Nothing else is written to standard output.
+/// them, refusing a message over `cap` bytes. Nothing else is written to
+/// standard output.
 ///
 /// # Errors
 /// The client did not open the session, or the transport failed.
-pub(crate) async fn serve_stdio(server: Server) -> Result<(), String> {
+pub(crate) async fn serve_stdio(server: Server, cap: usize) -> Result<(), String> {
+    let (input, output) = rmcp::transport::stdio_pipes();
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(super::stdio::LineTransport::new(input, output, cap))
         .await
         .map_err(|e| format!("the MCP session did not start: {e}"))?;
     running.waiting().await.map_err(|e| format!("the MCP session failed: {e}"))?;
