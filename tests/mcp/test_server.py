@@ -149,6 +149,26 @@ async def test_a_progress_token_gets_a_notification_per_finished_node(era):
     assert tool == [(1, 1, "finished `add`")]
 
 
+async def test_a_for_of_calls_reports_each_finished_item(era):
+    seen = []
+
+    async def progress(done, total, message):
+        seen.append((done, total, message))
+
+    async with session(era, program=str(HERE / "naps.ign")) as client:
+        result = await client.call_tool(
+            "Naps", {"lengths": [0.2, 0.8, 1.4]}, progress_callback=progress
+        )
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content == {"naps": ["rested"] * 3}
+    # The `for` node and its three items: the items as they finish (0.6 s
+    # apart), the node with the last one or after it.
+    assert [total for _, total, _ in seen] == [4] * len(seen), seen
+    done = [d for d, _, _ in seen]
+    assert done[:2] == [1, 2] and done[-1] == 4 and done == sorted(set(done)), seen
+    assert [m for _, _, m in seen[:2]] == ["finished `naps[0]`", "finished `naps[1]`"], seen
+
+
 async def test_a_cancelled_call_is_stopped(era, tmp_path):
     marks = {name: tmp_path / f"{name}.txt" for name in ("mark", "Marked")}
     async with session(era) as client:
