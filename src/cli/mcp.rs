@@ -155,7 +155,8 @@ async fn serve_http(address: &str, server: &Server, limits: &HttpLimits) -> Resu
     let (router, end_streams) = crate::mcp::http::router(server, limits);
     let stop = async move {
         super::serve::stop_signal().await;
-        end_streams();
+        // The calls in flight are answered first.
+        end_streams.await;
     };
     axum::serve(listener, router)
         .with_graceful_shutdown(stop)

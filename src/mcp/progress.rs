@@ -114,12 +114,8 @@ fn finished_nodes(trace: &Trace, prefix: &str) -> Tally {
             last = Some((end, node.to_owned()));
         }
     }
-    let items = trace
-        .item_counts()
-        .iter()
-        .filter(|(path, _)| root(path))
-        .map(|(_, count)| count)
-        .sum();
+    let items =
+        trace.item_counts().iter().filter(|(path, _)| root(path)).map(|(_, count)| count).sum();
     Tally { done: seen.len(), items, last: last.map(|(_, node)| node) }
 }
 
