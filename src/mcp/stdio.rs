@@ -144,7 +144,7 @@ where
         }
         if method.is_none() && (value.get("result").is_some() || value.get("error").is_some()) {
             // Answering a response could start an endless exchange.
-            eprintln!("ignite mcp: a response to no request of this server was ignored: {problem}");
+            note(&format!("a response to no request of this server was ignored: {problem}"));
             return None;
         }
         let message = if value.is_array() {
@@ -157,6 +157,13 @@ where
         self.answer(&error(id.cloned().unwrap_or(Value::Null), INVALID_REQUEST, &message));
         None
     }
+}
+
+/// A note on stderr (stdout is JSON-RPC's).
+fn note(message: &str) {
+    use std::io::Write as _;
+    // Nowhere to say that stderr failed.
+    let _ = writeln!(std::io::stderr().lock(), "ignite mcp: {message}");
 }
 
 /// A JSON-RPC error response.
@@ -211,12 +218,12 @@ where
                         "invalid request: the message is longer than the limit of {} bytes; send less, or start the server with a larger `--max-body`",
                         self.cap
                     );
-                    eprintln!("ignite mcp: {message}");
+                    note(&message);
                     self.answer(&error(Value::Null, INVALID_REQUEST, &message));
                 }
                 Ok(Read::End) => return None,
                 Err(e) => {
-                    eprintln!("ignite mcp: standard input failed: {e}");
+                    note(&format!("standard input failed: {e}"));
                     return None;
                 }
             }
