@@ -38,7 +38,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::diagnostic::Code;
 use crate::ir::{self, ContractId, Program, Type, TypeKind};
@@ -57,6 +57,15 @@ pub(crate) struct Limits {
     pub max_runs: usize,
     /// The longest a request may wait for its turn and run.
     pub timeout: Duration,
+}
+
+/// Why a run got no turn ([`Service::turn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NoTurn {
+    /// The server is draining: it takes no new runs.
+    ShuttingDown,
+    /// Every turn stayed taken until the run's deadline.
+    TimedOut,
 }
 
 /// The shared state of one server.
@@ -278,11 +287,10 @@ impl Service {
                 format!("the run did not finish within {:?} and was stopped", self.limits.timeout),
             )
         };
-        let turn = match tokio::time::timeout_at(deadline, self.turns.clone().acquire_owned()).await
-        {
-            Ok(Ok(turn)) => turn,
-            Ok(Err(_)) => return shutting_down(),
-            Err(_) => return timed_out(),
+        let turn = match self.turn(deadline).await {
+            Ok(turn) => turn,
+            Err(NoTurn::ShuttingDown) => return shutting_down(),
+            Err(NoTurn::TimedOut) => return timed_out(),
         };
         let name = name.to_owned();
         let (engine, run_id) = match &self.runs {
@@ -390,6 +398,32 @@ impl Service {
     fn run_error(&self, error: &RunError) -> Response {
         let (status, body) = run_error(self.engine.program(), error);
         (status, axum::Json(body)).into_response()
+    }
+
+    /// A turn to run (one of [`Limits::max_runs`], shared by the HTTP
+    /// API and `serve --mcp`'s calls), waited for until `deadline`. The
+    /// run holds it until it stops.
+    ///
+    /// # Errors
+    /// The server is shutting down, or no turn came by `deadline`.
+    pub(crate) async fn turn(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Result<OwnedSemaphorePermit, NoTurn> {
+        if self.draining.load(Ordering::SeqCst) {
+            return Err(NoTurn::ShuttingDown);
+        }
+        match tokio::time::timeout_at(deadline, self.turns.clone().acquire_owned()).await {
+            Ok(Ok(turn)) => Ok(turn),
+            Ok(Err(_)) => Err(NoTurn::ShuttingDown),
+            Err(_) => Err(NoTurn::TimedOut),
+        }
+    }
+
+    /// What the server takes on.
+    #[must_use]
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// Runs in flight.
@@ -645,8 +679,10 @@ async fn refuse_when_draining(
 }
 
 /// Serves on `listener`, with the routes of `mounted` beside the API
-/// (`ignite serve --mcp`: the MCP endpoint), until `stop` resolves, then
-/// refuses new requests (503), waits for the runs in flight and returns.
+/// (`ignite serve --mcp`: the MCP endpoint, whose calls take turns too),
+/// until `stop` resolves, then refuses new runs (503), waits for the runs
+/// in flight, then for `end_mounted` (the mounted routes' answers in
+/// flight sent and their open streams ended) and returns.
 ///
 /// # Errors
 /// The listener failed.
@@ -655,6 +691,7 @@ pub(crate) async fn serve(
     service: Arc<Service>,
     mounted: Router,
     stop: impl Future<Output = ()> + Send + 'static,
+    end_mounted: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(Arc::clone(&service)).merge(mounted);
     let drained = async move {
@@ -665,6 +702,8 @@ pub(crate) async fn serve(
         // still waiting for a turn answer 503.
         let _all_turns = service.turns.acquire_many(all).await;
         service.turns.close();
+        // Not before: an MCP call's answer goes out on its stream.
+        end_mounted.await;
     };
     axum::serve(listener, app).with_graceful_shutdown(drained).await
 }
@@ -788,6 +827,38 @@ contract Asked {
         assert_eq!(body["error"]["code"], "ignite::run::budget", "{body}");
         let message = body["error"]["message"].as_str().expect("a message");
         assert!(message.contains("the budget `model_calls 1` of contract `Asked`"), "{message}");
+        tokio::task::spawn_blocking(move || drop(service)).await.expect("dropped");
+    }
+
+    /// Turns are what HTTP runs and `serve --mcp`'s calls share: with all
+    /// of them taken a run waits until its deadline, and a draining
+    /// server gives none.
+    #[tokio::test]
+    async fn a_turn_waits_until_the_deadline_and_none_is_given_when_draining() {
+        use super::NoTurn;
+        use std::sync::atomic::Ordering;
+        use tokio::time::{Instant, timeout};
+
+        let program =
+            crate::compile_source("t.ign", "contract C {\n  input a: integer\n  output a\n}\n")
+                .program
+                .expect("compiles");
+        let limits = Limits { max_body: 1 << 10, max_runs: 1, timeout: Duration::from_secs(60) };
+        let service = Arc::new(Service::new(Engine::new(program), limits));
+        let soon = || Instant::now() + Duration::from_millis(50);
+        let first = service.turn(soon()).await.expect("a turn is free");
+        assert_eq!(service.running(), 1);
+        assert_eq!(service.turn(soon()).await.err(), Some(NoTurn::TimedOut));
+        let waiting = {
+            let service = Arc::clone(&service);
+            tokio::spawn(async move {
+                service.turn(Instant::now() + Duration::from_secs(30)).await.is_ok()
+            })
+        };
+        drop(first);
+        assert!(timeout(Duration::from_secs(30), waiting).await.expect("in time").expect("joined"));
+        service.draining.store(true, Ordering::SeqCst);
+        assert_eq!(service.turn(soon()).await.err(), Some(NoTurn::ShuttingDown));
         tokio::task::spawn_blocking(move || drop(service)).await.expect("dropped");
     }
 }

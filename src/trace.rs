@@ -43,6 +43,8 @@ pub struct Trace {
     usage: Mutex<UsageTotals>,
     /// The budgets the run's model calls spend on.
     meters: Mutex<Vec<Arc<Meter>>>,
+    /// The `for` nodes whose calls started, with their item counts.
+    items: Mutex<Vec<(String, usize)>>,
 }
 
 impl Trace {
@@ -55,6 +57,7 @@ impl Trace {
             entries: Mutex::new(Vec::new()),
             usage: Mutex::new(UsageTotals::default()),
             meters: Mutex::new(Vec::new()),
+            items: Mutex::new(Vec::new()),
         }
     }
 
@@ -93,6 +96,22 @@ impl Trace {
             detail,
         };
         self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
+    }
+
+    /// Records that the `for` node at `path` starts `count` calls, one per
+    /// item (each item's line comes when it finished).
+    pub fn record_items(&self, path: &str, count: usize) {
+        if self.enabled {
+            let mut items = self.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            items.push((path.to_owned(), count));
+        }
+    }
+
+    /// The `for` nodes whose calls started, with their item counts, in
+    /// the order they started.
+    #[must_use]
+    pub fn item_counts(&self) -> Vec<(String, usize)> {
+        self.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Records a model call that answered and adds what it spent to the

@@ -1,7 +1,8 @@
 //! `ignite mcp` driven by real MCP clients: the official Python SDK's
 //! (`mcp` on PyPI, pinned in scripts/requirements-test.txt) runs the
 //! pytest files of tests/mcp/ against the `ignite` binary over stdio, in
-//! both protocol eras.
+//! both protocol eras; the MCP Inspector's CLI and the official
+//! conformance suite (Node packages pinned in scripts/peers/package.json).
 
 mod support;
 
@@ -103,4 +104,81 @@ fn the_inspector_cli_lists_and_calls_over_stdio() {
     let text = failed["content"][0]["text"].as_str().expect("a text block");
     assert!(text.starts_with("error[ignite::run::guard_failed]"), "{text}");
     assert!(text.contains("node: Checkout > some"), "{text}");
+}
+
+/// Kills and reaps a child when dropped (a test that fails leaves none).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The official conformance suite (`@modelcontextprotocol/conformance`,
+/// run by the pinned Node 22) runs its server scenarios against `ignite
+/// mcp --http tests/mcp/conformance.ign`. It passes when exactly the
+/// scenarios of tests/mcp/conformance-expected.yml fail: a new failure
+/// and a listed scenario that passes both fail it.
+#[test]
+fn the_conformance_suite_passes_its_server_scenarios_but_the_listed_ones() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
+    let node = support::peers::peer("node", "node");
+    let suite = node
+        .parent()
+        .and_then(Path::parent)
+        .expect("node_modules/.bin")
+        .join("@modelcontextprotocol/conformance/dist/index.js");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ignite"))
+        .args(["mcp", "conformance.ign", "--no-cache", "--http", "127.0.0.1:0"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ignite starts");
+    let stderr = server.stderr.take().expect("piped");
+    let server = Reaped(server);
+    let mut url = None;
+    for line in std::io::BufReader::new(stderr).lines() {
+        let line = line.expect("stderr is text");
+        if let Some(endpoint) = line.strip_prefix("listening on ") {
+            url = Some(endpoint.to_owned());
+            break;
+        }
+    }
+    let url = url.expect("ignite printed its endpoint");
+    let results = tempfile::tempdir().expect("a temp folder");
+    let mut suite = Command::new(&node)
+        .arg(&suite)
+        .args(["server", "--url", &url, "--expected-failures", "conformance-expected.yml"])
+        .arg("--output-dir")
+        .arg(results.path())
+        .current_dir(&dir)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the suite starts");
+    // The suite takes about 15 s; past 3 min it hangs.
+    let started = Instant::now();
+    while suite.try_wait().expect("the suite runs").is_none() {
+        assert!(started.elapsed() < Duration::from_secs(180), "the suite hangs");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = suite.wait_with_output().expect("the suite's output");
+    drop(server);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the conformance suite failed:\n{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(report.contains("Baseline check passed: all failures are expected."), "{report}");
+    assert!(report.contains("tools-call-with-progress: 1 passed, 0 failed"), "{report}");
 }

@@ -47,7 +47,8 @@ pub struct McpArgs {
     /// port 0 picks a free one) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
-    /// With `--http`: the largest request body, bytes or a number with `K`, `M` or `G`.
+    /// The largest request: an HTTP body, or a line on stdio; bytes or a
+    /// number with `K`, `M` or `G`.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1M")]
     pub max_body: usize,
     /// With `--http`: a `Host` (`name` or `name:port`) to accept beside the
@@ -121,7 +122,7 @@ impl McpArgs {
             }
             None => {
                 super::signals::stop_on_signals(String::new());
-                runtime.block_on(serve_stdio(server))
+                runtime.block_on(serve_stdio(server, self.max_body))
             }
         };
         drop(runtime);
@@ -154,7 +155,8 @@ async fn serve_http(address: &str, server: &Server, limits: &HttpLimits) -> Resu
     let (router, end_streams) = crate::mcp::http::router(server, limits);
     let stop = async move {
         super::serve::stop_signal().await;
-        end_streams();
+        // The calls in flight are answered first.
+        end_streams.await;
     };
     axum::serve(listener, router)
         .with_graceful_shutdown(stop)

@@ -10,8 +10,9 @@ use super::GlobalArgs;
 use super::run::parse_size;
 use crate::serve::{Limits, Service};
 
-/// Ends the open streams of the MCP endpoint at shutdown.
-type EndStreams = Box<dyn FnOnce() + Send>;
+/// Ends the MCP endpoint at shutdown: its answers in flight sent, its open
+/// streams ended.
+type EndStreams = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Stack of the threads runs go on: evaluating deep expressions recurses.
 const RUN_STACK: usize = 64 << 20;
@@ -47,7 +48,8 @@ pub struct ServeArgs {
     #[arg(long, conflicts_with_all = ["max_body", "max_runs", "timeout", "mcp"])]
     pub restate: bool,
     /// Also serve the tools and contracts over MCP (Streamable HTTP) at
-    /// `/mcp`, as `ignite mcp --http` does, within the same limits.
+    /// `/mcp`, as `ignite mcp --http` does, within the same limits: each
+    /// call takes a `--max-runs` turn, and shutdown waits for calls in flight.
     #[arg(long)]
     pub mcp: bool,
     /// With `--mcp`: the capabilities granted to MCP clients (comma-separated),
@@ -88,11 +90,8 @@ impl ServeArgs {
         let serving = Arc::clone(&service);
         runtime.block_on(async move {
             let Some(listener) = self.bind().await else { return ExitCode::from(2) };
-            let stop = async move {
-                stop_signal().await;
-                end_streams();
-            };
-            match crate::serve::serve(listener, serving, mounted, stop).await {
+            match crate::serve::serve(listener, serving, mounted, stop_signal(), end_streams).await
+            {
                 Ok(()) => {
                     eprintln!("stopped: every run in flight finished");
                     ExitCode::SUCCESS
@@ -107,20 +106,21 @@ impl ServeArgs {
 }
 
 impl ServeArgs {
-    /// The routes of `--mcp` (none without it) and what ends their open
-    /// streams at shutdown.
-    fn mcp_routes(&self, service: &Service) -> Result<(axum::Router, EndStreams), String> {
+    /// The routes of `--mcp` (none without it), whose calls take turns of
+    /// `service`, and what ends their open streams at shutdown.
+    fn mcp_routes(&self, service: &Arc<Service>) -> Result<(axum::Router, EndStreams), String> {
         if !self.mcp {
-            return Ok((axum::Router::new(), Box::new(|| ())));
+            return Ok((axum::Router::new(), Box::pin(async {})));
         }
         let engine = Arc::clone(service.engine());
         let grant = super::split_capabilities(self.capabilities.as_deref()).unwrap_or_default();
         let catalog = crate::mcp::Catalog::new(&engine, &grant)?;
         let server =
-            crate::mcp::server::Server::new(engine, catalog, Duration::from_secs(self.timeout));
+            crate::mcp::server::Server::new(engine, catalog, Duration::from_secs(self.timeout))
+                .with_turns(Arc::clone(service));
         let limits = crate::mcp::http::HttpLimits { max_body: self.max_body, ..Default::default() };
         let (routes, end_streams) = crate::mcp::http::router(&server, &limits);
-        Ok((routes, Box::new(end_streams)))
+        Ok((routes, Box::pin(end_streams)))
     }
 
     /// `--restate`: the contracts as a Restate deployment until SIGTERM or

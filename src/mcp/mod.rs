@@ -4,7 +4,8 @@
 //! Input: an [`Engine`] and the capabilities granted (`--capabilities`).
 //! Output: a [`Catalog`] of what is listed, and the [`server`] that
 //! answers `tools/list` and `tools/call` with the official Rust SDK,
-//! `rmcp`, over stdio or Streamable HTTP ([`http`]).
+//! `rmcp`, over stdio (a line transport of its own: [`stdio`]) or
+//! Streamable HTTP ([`http`]).
 //!
 //! | listed | when | `inputSchema` | `outputSchema` | a call |
 //! | --- | --- | --- | --- | --- |
@@ -19,6 +20,7 @@
 pub(crate) mod http;
 mod progress;
 pub(crate) mod server;
+mod stdio;
 
 use std::collections::BTreeSet;
 

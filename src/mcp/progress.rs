@@ -1,9 +1,11 @@
 //! Progress of a call whose request carries a `progressToken`: a
-//! `notifications/progress` per finished node of the contract run, with
-//! the total known before it starts (the contract's nodes, inputs aside).
-//! Finished nodes are read from the run's timeline ([`Trace`]), the
-//! scheduler's own record of each node that finished or was skipped;
-//! nodes of composed contracts and the items of a `for` count with the
+//! `notifications/progress` per finished node of the contract run, and per
+//! finished item of its `for` nodes of calls. The total is the contract's
+//! nodes, inputs aside (known before it starts), plus the items of each
+//! such `for` once it starts its calls (its list known). Finished nodes
+//! and items are read from the run's timeline ([`Trace`]), the
+//! scheduler's own record of each node that finished or was skipped and
+//! of each `for` that started; nodes of composed contracts count with the
 //! node that holds them. A tool called on its own is one node.
 
 use std::collections::BTreeSet;
@@ -67,10 +69,11 @@ impl Progress {
                     () = tokio::time::sleep(EVERY) => None,
                     all = &mut end => Some(all.unwrap_or(false)),
                 };
-                let (done, last) = finished_nodes(&trace, &prefix);
-                let done = if finished == Some(true) { total.max(done) } else { done };
+                let tally = finished_nodes(&trace, &prefix);
+                let all = total + tally.items;
+                let done = if finished == Some(true) { all.max(tally.done) } else { tally.done };
                 if done > sent {
-                    self.send(done, total, last).await;
+                    self.send(done, all, tally.last).await;
                     sent = done;
                 }
                 if finished.is_some() {
@@ -82,37 +85,54 @@ impl Progress {
     }
 }
 
-/// How many root nodes (paths `prefix` + a name) the timeline shows done,
-/// and the one that finished last.
-fn finished_nodes(trace: &Trace, prefix: &str) -> (usize, Option<String>) {
+/// What the timeline shows of a run's root nodes (paths `prefix` + a name).
+#[derive(Debug, PartialEq, Eq)]
+struct Tally {
+    /// Root nodes and items of root `for` nodes that finished.
+    done: usize,
+    /// The items of the root `for` nodes whose calls started.
+    items: usize,
+    /// The node (or item: `each[2]`) that finished last.
+    last: Option<String>,
+}
+
+/// The root nodes and `for` items the timeline shows done, and how many
+/// items the root `for` nodes that started have.
+fn finished_nodes(trace: &Trace, prefix: &str) -> Tally {
+    let root = |path: &str| root_node(path, prefix).is_some();
     let mut seen = BTreeSet::new();
     let mut last: Option<(Duration, String)> = None;
     for entry in trace.entries() {
         if INSIDE.contains(&entry.kind.as_str()) {
             continue;
         }
-        let Some(node) = entry.path.strip_prefix(prefix) else { continue };
-        if node.contains(['[', ' ']) {
-            continue;
-        }
+        // A root node (`quote`) or an item of one (`each[2]`).
+        let Some(node) = root_node(&entry.path, prefix) else { continue };
         seen.insert(node.to_owned());
         let end = entry.start + entry.duration;
         if last.as_ref().is_none_or(|(at, _)| end >= *at) {
             last = Some((end, node.to_owned()));
         }
     }
-    (seen.len(), last.map(|(_, node)| node))
+    let items =
+        trace.item_counts().iter().filter(|(path, _)| root(path)).map(|(_, count)| count).sum();
+    Tally { done: seen.len(), items, last: last.map(|(_, node)| node) }
+}
+
+/// The name of the root node (`quote`) or item (`each[2]`) at `path`.
+fn root_node<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
+    path.strip_prefix(prefix).filter(|node| !node.contains(' '))
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
 
-    use super::finished_nodes;
+    use super::{Tally, finished_nodes};
     use crate::trace::Trace;
 
     #[test]
-    fn only_root_nodes_count_once_each() {
+    fn root_nodes_and_their_items_count_once_each() {
         let trace = Trace::new(true);
         let now = Instant::now();
         trace.record("Shop > quote", "tool", "ok", now, String::new());
@@ -121,8 +141,13 @@ mod tests {
         trace.record("Shop > ask", "agent", "ok", now, String::new());
         trace.record("Shop > ask > lookup", "limit", "wait", now, String::new());
         trace.record("Shop.child > inner", "compute", "ok", now, String::new());
-        trace.record("Shop > each[0]", "tool", "ok", now, String::new());
         trace.record("Shop > quote", "cache", "hit", now, String::new());
-        assert_eq!(finished_nodes(&trace, "Shop > "), (2, Some("ask".to_owned())));
+        trace.record_items("Shop > each", 3);
+        trace.record_items("Shop.child > inner", 5);
+        trace.record("Shop > each[0]", "tool", "ok", now, String::new());
+        trace.record("Shop > each[0]", "for", "ok", now, String::new());
+        trace.record("Shop.child > inner[0]", "tool", "ok", now, String::new());
+        let tally = finished_nodes(&trace, "Shop > ");
+        assert_eq!(tally, Tally { done: 3, items: 3, last: Some("each[0]".to_owned()) });
     }
 }

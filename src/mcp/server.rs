@@ -28,12 +28,14 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Map, Value, json};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::progress::Progress;
 use super::{Catalog, Entry, Target};
 use crate::diagnostic::Code;
 use crate::failure::NodeError;
 use crate::runtime::{Cancel, Engine, InputsFrom, RunError, RunOptions};
+use crate::serve::{NoTurn, Service};
 use crate::trace::Trace;
 
 /// The `_meta` key of a failed call's error as JSON.
@@ -44,15 +46,59 @@ pub(crate) const ERROR_META: &str = "dev.ignite/error";
 pub(crate) struct Server {
     engine: Arc<Engine>,
     catalog: Arc<Catalog>,
-    /// The longest one call may take.
+    /// The longest one call may take (its wait for a turn included).
     timeout: Duration,
+    /// `ignite serve --mcp`: the HTTP service whose turns calls take.
+    turns: Option<Arc<Service>>,
 }
 
 impl Server {
     /// Serves `catalog`'s entries of `engine`, each call stopped after `timeout`.
     #[must_use]
     pub(crate) fn new(engine: Arc<Engine>, catalog: Catalog, timeout: Duration) -> Self {
-        Self { engine, catalog: Arc::new(catalog), timeout }
+        Self { engine, catalog: Arc::new(catalog), timeout, turns: None }
+    }
+
+    /// Makes each call take a turn of `service` (its `--max-runs`) first,
+    /// as its HTTP runs do, and be refused once it shuts down.
+    #[must_use]
+    pub(crate) fn with_turns(mut self, service: Arc<Service>) -> Self {
+        self.turns = Some(service);
+        self
+    }
+
+    /// A turn for a call that must start by `deadline` (none to take
+    /// outside `ignite serve`), or why there is none.
+    async fn turn(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<OwnedSemaphorePermit>, Failure> {
+        let Some(service) = &self.turns else { return Ok(None) };
+        match service.turn(deadline).await {
+            Ok(turn) => Ok(Some(turn)),
+            Err(NoTurn::ShuttingDown) => {
+                let code = Code::ServeShuttingDown.as_str();
+                let message = "the server is shutting down and takes no new runs";
+                Err(Failure {
+                    text: format!("error[{code}]: {message}\nhelp: call again once it is back"),
+                    json: json!({"code": code, "message": message}),
+                })
+            }
+            Err(NoTurn::TimedOut) => {
+                let code = Code::RunDeadline.as_str();
+                let most = service.limits().max_runs;
+                let message = format!(
+                    "no turn to run came within {:?}: {most} run(s) were in flight, the most `--max-runs` allows",
+                    self.timeout
+                );
+                Err(Failure {
+                    text: format!(
+                        "error[{code}]: {message}\nhelp: call again later, or start the server with a larger `--max-runs` or `--timeout`"
+                    ),
+                    json: json!({"code": code, "message": message}),
+                })
+            }
+        }
     }
 
     /// The listed entries as MCP tools.
@@ -81,22 +127,54 @@ impl Server {
         cancel: &Cancel,
         progress: Option<Progress>,
     ) -> CallToolResult {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let answer = match self.turn(deadline).await {
+            Err(failure) => Err(failure),
+            Ok(turn) => self.start(entry, arguments, cancel, progress, deadline, turn).await,
+        };
+        match answer {
+            // `structured` adds the same JSON as a text block.
+            Ok(value) => CallToolResult::structured(entry.structured(value)),
+            Err(failure) => {
+                // No `structuredContent`: clients check it against the
+                // `outputSchema`, which describes successes.
+                let mut meta = JsonObject::new();
+                meta.insert(ERROR_META.into(), failure.json);
+                CallToolResult::error(vec![ContentBlock::text(failure.text)])
+                    .with_meta(Some(MetaObject::from(meta)))
+            }
+        }
+    }
+}
+
+impl Server {
+    /// Runs `entry` on `arguments` by `deadline`, holding `turn` until it
+    /// stopped: its value or its failure.
+    async fn start(
+        &self,
+        entry: &Entry,
+        arguments: Map<String, Value>,
+        cancel: &Cancel,
+        progress: Option<Progress>,
+        deadline: tokio::time::Instant,
+        turn: Option<OwnedSemaphorePermit>,
+    ) -> Result<Value, Failure> {
         let engine = Arc::clone(&self.engine);
         let limit = self.timeout;
-        let answer = match entry.target {
+        match entry.target {
             Target::Tool(tool) => {
                 let call = engine.call_tool(tool, Value::Object(arguments));
-                let answer = match tokio::time::timeout(limit, call).await {
+                let answer = match tokio::time::timeout_at(deadline, call).await {
                     Ok(answer) => answer.map_err(|error| node_failure(&entry.name, &error)),
                     Err(_) => Err(deadline_failure(limit)),
                 };
+                drop(turn);
                 if let (Some(progress), Ok(_)) = (&progress, &answer) {
                     progress.send(1, 1, Some(entry.name.clone())).await;
                 }
                 answer
             }
             Target::Contract(contract) => {
-                let deadline = std::time::Instant::now() + limit;
                 let cancel = cancel.clone();
                 let trace = Arc::new(Trace::new(progress.is_some()));
                 let root = &engine.program()[contract];
@@ -106,11 +184,14 @@ impl Server {
                 let run = tokio::task::spawn_blocking(move || {
                     let options = RunOptions {
                         inputs_from: InputsFrom::Arguments,
-                        deadline: Some(deadline),
+                        deadline: Some(deadline.into_std()),
                         cancel: Some(cancel),
                         ..RunOptions::default()
                     };
-                    engine.run_traced(contract, &arguments, &options, &trace)
+                    let result = engine.run_traced(contract, &arguments, &options, &trace);
+                    // The turn is back once the run stopped, not before.
+                    drop(turn);
+                    result
                 });
                 let run = run.await;
                 if let Some((ended, task)) = watching {
@@ -129,18 +210,6 @@ impl Server {
                         })
                     }
                 }
-            }
-        };
-        match answer {
-            // `structured` adds the same JSON as a text block.
-            Ok(value) => CallToolResult::structured(entry.structured(value)),
-            Err(failure) => {
-                // No `structuredContent`: clients check it against the
-                // `outputSchema`, which describes successes.
-                let mut meta = JsonObject::new();
-                meta.insert(ERROR_META.into(), failure.json);
-                CallToolResult::error(vec![ContentBlock::text(failure.text)])
-                    .with_meta(Some(MetaObject::from(meta)))
             }
         }
     }
@@ -256,13 +325,15 @@ impl ServerHandler for Server {
 }
 
 /// Serves `server` on standard input and output until the client closes
-/// them. Nothing else is written to standard output.
+/// them, refusing a message over `cap` bytes. Nothing else is written to
+/// standard output.
 ///
 /// # Errors
 /// The client did not open the session, or the transport failed.
-pub(crate) async fn serve_stdio(server: Server) -> Result<(), String> {
+pub(crate) async fn serve_stdio(server: Server, cap: usize) -> Result<(), String> {
+    let (input, output) = rmcp::transport::stdio_pipes();
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(super::stdio::LineTransport::new(input, output, cap))
         .await
         .map_err(|e| format!("the MCP session did not start: {e}"))?;
     running.waiting().await.map_err(|e| format!("the MCP session failed: {e}"))?;

@@ -22,12 +22,13 @@ def ignite() -> str:
 
 
 @asynccontextmanager
-async def session(era: str, *args: str, errlog=None):
-    """A client session with `ignite mcp shop.ign ARGS...`, opened with the
+async def session(era: str, *args: str, errlog=None, program=SHOP):
+    """A client session with `ignite mcp PROGRAM ARGS...` (shop.ign unless
+    told), opened with the
     `initialize` handshake (`era == "handshake"`) or `server/discover`
     (`era == "modern"`, protocol 2026-07-28)."""
     params = StdioServerParameters(
-        command=ignite(), args=["mcp", SHOP, "--no-cache", *args], cwd=str(HERE)
+        command=ignite(), args=["mcp", program, "--no-cache", *args], cwd=str(HERE)
     )
     kwargs = {} if errlog is None else {"errlog": errlog}
     async with stdio_client(params, **kwargs) as (read, write):

@@ -149,6 +149,26 @@ async def test_a_progress_token_gets_a_notification_per_finished_node(era):
     assert tool == [(1, 1, "finished `add`")]
 
 
+async def test_a_for_of_calls_reports_each_finished_item(era):
+    seen = []
+
+    async def progress(done, total, message):
+        seen.append((done, total, message))
+
+    async with session(era, program=str(HERE / "naps.ign")) as client:
+        result = await client.call_tool(
+            "Naps", {"lengths": [0.2, 0.8, 1.4]}, progress_callback=progress
+        )
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content == {"naps": ["rested"] * 3}
+    # The `for` node and its three items: the items as they finish (0.6 s
+    # apart), the node with the last one or after it.
+    assert [total for _, total, _ in seen] == [4] * len(seen), seen
+    done = [d for d, _, _ in seen]
+    assert done[:2] == [1, 2] and done[-1] == 4 and done == sorted(set(done)), seen
+    assert [m for _, _, m in seen[:2]] == ["finished `naps[0]`", "finished `naps[1]`"], seen
+
+
 async def test_a_cancelled_call_is_stopped(era, tmp_path):
     marks = {name: tmp_path / f"{name}.txt" for name in ("mark", "Marked")}
     async with session(era) as client:
@@ -209,6 +229,97 @@ def test_stdout_carries_json_rpc_only():
     assert answers[1]["result"]["isError"] is True
     assert answers[2]["error"]["code"] == -32601
     assert "serving 8 tool(s)" in out.stderr
+
+
+def raw(lines: bytes, args=()) -> tuple[list[dict], str]:
+    """`ignite mcp shop.ign` fed the bytes `lines` after the handshake; its
+    answers (by id, `None` last) and its stderr."""
+    handshake = "".join(json.dumps(m) + "\n" for m in (INITIALIZE, INITIALIZED)).encode()
+    out = subprocess.run(
+        [ignite(), "mcp", SHOP, "--no-cache", *args],
+        input=handshake + lines,
+        capture_output=True,
+        timeout=60,
+        cwd=HERE,
+    )
+    assert out.returncode == 0, out.stderr
+    answers = [json.loads(line) for line in out.stdout.decode().splitlines()]
+    assert all(a["jsonrpc"] == "2.0" for a in answers), answers
+    answers.sort(key=lambda a: (a.get("id") is None, str(a.get("id"))))
+    return answers[1:] if answers[0].get("id") == 1 else answers, out.stderr.decode()
+
+
+LIST = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
+
+
+def test_malformed_json_is_a_parse_error_and_the_session_goes_on():
+    lines = b'{"jsonrpc": "2.0", "id": 2, "method": \n\xff\xfe not json\n' + (
+        json.dumps(LIST) + "\n"
+    ).encode()
+    answers, _ = raw(lines)
+    listed, *errors = answers
+    assert listed["id"] == 9 and len(listed["result"]["tools"]) == 8, listed
+    assert [e["id"] for e in errors] == [None, None], errors
+    assert [e["error"]["code"] for e in errors] == [-32700, -32700], errors
+    assert all(e["error"]["message"].startswith("parse error: ") for e in errors), errors
+
+
+def test_json_that_is_no_request_is_an_invalid_request():
+    lines = [
+        {"jsonrpc": "2.0", "id": 7, "method": 42},
+        {"jsonrpc": "1.0", "id": "eight", "method": "tools/list"},
+        [LIST, LIST],
+        # Neither a notification nor a response gets an answer: not even
+        # a parse error sent back (no endless exchange).
+        {"jsonrpc": "2.0", "method": "notifications/not/a/real/one"},
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}},
+        {"jsonrpc": "2.0", "id": 1234, "result": [1]},
+        LIST,
+    ]
+    answers, _ = raw("".join(json.dumps(m) + "\n" for m in lines).encode())
+    assert [a.get("id") for a in answers] == [7, 9, "eight", None], answers
+    assert [a["error"]["code"] for a in answers if "error" in a] == [-32600] * 3, answers
+    assert "a request is" in answers[0]["error"]["message"], answers[0]
+    assert "batches are not supported" in answers[3]["error"]["message"], answers[3]
+
+
+def test_a_line_over_the_cap_is_refused_as_soon_as_it_passes_it():
+    process = subprocess.Popen(
+        [ignite(), "mcp", SHOP, "--no-cache", "--max-body", "1K"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=HERE,
+    )
+    try:
+        for message in (INITIALIZE, INITIALIZED):
+            process.stdin.write((json.dumps(message) + "\n").encode())
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1
+        # Not ended yet: the answer comes once the cap is passed.
+        process.stdin.write(b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "x": "' + b"x" * 4096)
+        process.stdin.flush()
+        refused = json.loads(process.stdout.readline())
+        assert refused["id"] is None and refused["error"]["code"] == -32600, refused
+        assert "longer than the limit of 1024 bytes" in refused["error"]["message"], refused
+        assert "`--max-body`" in refused["error"]["message"], refused
+        # The rest of the line (64 MiB more) is dropped as it comes, never kept.
+        chunk = b"y" * (1 << 20)
+        for _ in range(64):
+            process.stdin.write(chunk)
+        process.stdin.write(b'"}\n' + (json.dumps(LIST) + "\n").encode())
+        process.stdin.flush()
+        listed = json.loads(process.stdout.readline())
+        assert listed["id"] == 9 and len(listed["result"]["tools"]) == 8, listed
+        with open(f"/proc/{process.pid}/status") as status:
+            peak = next(line for line in status if line.startswith("VmHWM:"))
+        assert int(peak.split()[1]) < 48 * 1024, peak
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+        assert process.stdout.read() == b""
+    finally:
+        process.kill()
+        process.wait()
 
 
 def test_a_program_with_errors_serves_nothing():

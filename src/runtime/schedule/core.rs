@@ -472,8 +472,9 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
             return self.finish(job, Val::array(Vec::new()));
         }
         let items = items.into_owned();
-        let scope =
-            self.observer.group_started(&e.scope, &self.call_site(job, &|| self.path_of(job)));
+        let path = || self.path_of(job);
+        let site = self.call_site(job, &path);
+        let scope = self.observer.group_started(&e.scope, &site, count);
         let gather = Gather { items, results: vec![Val::Null; count], left: count, scope };
         self.execs[job.exec].gathers.insert(job.node, gather);
         for i in 0..count {

@@ -15,6 +15,7 @@
 //! | --- | --- | --- | --- |
 //! | run started / ended | | the run span | |
 //! | execution started / finished / failed | a `compose` line | the `compose` node's span | |
+//! | a `for` starts its calls | its item count | the `for` node's span | |
 //! | node finished (on the scheduler's threads) | a line | a node span (not per item) | |
 //! | nodes skipped (unchosen arms) | a `skipped` line | | |
 //! | call started / finished | a line when it finished | the call's span | the task's token |
@@ -64,8 +65,8 @@ pub(super) trait Observer: Sync {
     /// A child execution failed with `code` (on its way to a `try` or
     /// out of the run).
     fn exec_failed(&self, scope: &Self::Scope, code: &str);
-    /// A `for` node at `node` starts its calls, one per item.
-    fn group_started(&self, parent: &Self::Scope, node: &Site<'_>) -> Self::Scope;
+    /// A `for` node at `node` starts its calls, one per item of `items`.
+    fn group_started(&self, parent: &Self::Scope, node: &Site<'_>, items: usize) -> Self::Scope;
     /// Every item of a `for` node's calls gave its value.
     fn group_finished(&self, scope: &Self::Scope);
     /// A node (or item) the scheduler's threads ran finished; `started`
@@ -141,7 +142,10 @@ impl Observer for Tracing<'_> {
 
     fn exec_failed(&self, _: &Self::Scope, _: &str) {}
 
-    fn group_started(&self, _: &Self::Scope, _: &Site<'_>) -> Self::Scope {
+    fn group_started(&self, _: &Self::Scope, node: &Site<'_>, items: usize) -> Self::Scope {
+        if self.0.enabled() {
+            self.0.record_items(&(node.path)(), items);
+        }
         None
     }
 
@@ -226,7 +230,7 @@ impl Observer for Spans<'_> {
         scope.fail(code);
     }
 
-    fn group_started(&self, parent: &Self::Scope, node: &Site<'_>) -> Self::Scope {
+    fn group_started(&self, parent: &Self::Scope, node: &Site<'_>, _: usize) -> Self::Scope {
         Self::node(parent, node)
     }
 
@@ -294,7 +298,7 @@ impl Observer for Tokens<'_> {
 
     fn exec_failed(&self, (): &(), _: &str) {}
 
-    fn group_started(&self, (): &(), _: &Site<'_>) {}
+    fn group_started(&self, (): &(), _: &Site<'_>, _: usize) {}
 
     fn group_finished(&self, (): &()) {}
 
@@ -363,11 +367,11 @@ impl<A: Observer, B: Observer, C: Observer> Observer for (A, B, C) {
         self.2.exec_failed(&scope.2, code);
     }
 
-    fn group_started(&self, parent: &Self::Scope, node: &Site<'_>) -> Self::Scope {
+    fn group_started(&self, parent: &Self::Scope, node: &Site<'_>, items: usize) -> Self::Scope {
         (
-            self.0.group_started(&parent.0, node),
-            self.1.group_started(&parent.1, node),
-            self.2.group_started(&parent.2, node),
+            self.0.group_started(&parent.0, node, items),
+            self.1.group_started(&parent.1, node, items),
+            self.2.group_started(&parent.2, node, items),
         )
     }
 

@@ -426,8 +426,8 @@ impl Observer for Log {
         self.push(format!("exec failed {code}"));
     }
 
-    fn group_started(&self, (): &(), node: &Site<'_>) {
-        self.push(format!("group {}", (node.path)()));
+    fn group_started(&self, (): &(), node: &Site<'_>, items: usize) {
+        self.push(format!("group {} of {items}", (node.path)()));
     }
 
     fn group_finished(&self, (): &()) {
@@ -651,7 +651,7 @@ fn a_for_of_calls_keeps_the_item_order_within_the_limit() {
     assert_eq!(out(&outputs, "ys"), json!([10, 20, 30, 40, 50, 60]));
     assert_eq!(calls.started().len(), 6);
     assert_eq!(calls.most.load(Ordering::SeqCst), 2, "at most `limit` calls wait at once");
-    assert!(log.has("group Calls > ys") && log.has("group done"));
+    assert!(log.has("group Calls > ys of 6") && log.has("group done"));
     assert!(log.has("answer Calls > ys[5] true"));
 }
 
