@@ -36,7 +36,7 @@ table{border-collapse:collapse;margin:.5em 0}td,th{padding:.25em .7em;text-align
 .bar .ci{position:absolute;top:0;height:12px;background:#9ec5fe;border-radius:3px}\
 .bar .mean{position:absolute;top:-2px;width:2px;height:16px;background:#0b57d0}\
 .worse{color:#b3261e;font-weight:600}.better{color:#146c2e}.ok{color:#146c2e}.failed{color:#b3261e;font-weight:600}\
-details{margin:.15em 0}summary{cursor:pointer}pre{background:#f6f6f6;padding:.5em;overflow:auto;margin:.3em 0}\
+details{margin:.15em 0}details.sample{content-visibility:auto;contain-intrinsic-size:auto 1.6em}summary{cursor:pointer}pre{background:#f6f6f6;padding:.5em;overflow:auto;margin:.3em 0}\
 .muted{color:#666}.failure{color:#b3261e}tr.failed td{background:#fdecea}\
 .timeline{font-size:13px}.step{display:grid;grid-template-columns:6em 6em 4.5em 6em minmax(14em,2fr) minmax(8em,1fr);\
 gap:.5em;align-items:center;padding:.1em 0;border-bottom:1px solid #eee;content-visibility:auto;contain-intrinsic-size:auto 1.6em}\
