@@ -235,7 +235,7 @@ fn the_run_page_of_a_journal_draws_its_timeline_in_a_browser() {
     assert!(dom.contains("<h2>Timeline</h2>"), "{dom}");
     assert!(!dom.contains("this file has no timeline"), "{dom}");
 
-    let rows = steps(&dom);
+    let rows = steps(dom);
     let row = |node: &str| {
         let needle = format!("<code class=\"node\">{node}</code>");
         rows.iter()
