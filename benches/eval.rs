@@ -11,6 +11,10 @@
 //!   request (the fake counts them).
 //! - report: the `--report` page of that eval grown to 10,000 rows × 1
 //!   sample, its size and the time to write it.
+//! - run page: a generated run of 10,000 nodes (100 chains of 100
+//!   `compute`s) recorded with `--record`, its `ignite report` page, the
+//!   page's size, the time to write it, and Chromium's load time beside
+//!   that of a page of one line (Chromium's own start).
 
 #![allow(clippy::print_stdout, clippy::cast_precision_loss, missing_docs)]
 
@@ -85,6 +89,49 @@ fn main() {
         );
     }
     drop(server);
+    run_page(&binary, dir.path());
+}
+
+/// The page of a generated run of 10,000 nodes.
+fn run_page(binary: &Path, dir: &Path) {
+    let mut program = String::from("contract Wide {\n  input seed: integer\n");
+    for chain in 0..100 {
+        for i in 0..100 {
+            let previous = if i == 0 { "seed".to_owned() } else { format!("n{chain}_{}", i - 1) };
+            let _ = writeln!(program, "  compute n{chain}_{i} = {previous} + {i}");
+        }
+    }
+    for chain in 0..100 {
+        let _ = writeln!(program, "  output n{chain}_99");
+    }
+    program.push_str("}\n");
+    std::fs::write(dir.join("wide.ign"), program).expect("program written");
+    let ignite = |args: &[&str]| {
+        let started = Instant::now();
+        let out = Command::new(binary).current_dir(dir).args(args).output().expect("ignite runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        started.elapsed()
+    };
+    let run = ignite(&["run", "wide.ign", "--input", "seed=1", "--record", "wide.jsonl"]);
+    let write = ignite(&["report", "wide.jsonl", "-o", "wide.html"]);
+    let size = std::fs::metadata(dir.join("wide.html")).map_or(0, |m| m.len());
+    println!();
+    println!(
+        "run page: 10,000 nodes, run with `--record` {:.2} s, `ignite report` {:.2} s, {:.1} MB page",
+        run.as_secs_f64(),
+        write.as_secs_f64(),
+        size as f64 / 1e6
+    );
+    std::fs::write(dir.join("one.html"), "<!DOCTYPE html><p>one line</p>\n").expect("page written");
+    if let (Some(load), Some(start)) =
+        (chromium_load(&dir.join("wide.html")), chromium_load(&dir.join("one.html")))
+    {
+        println!(
+            "run page: headless Chromium loads it (`--dump-dom`) in {:.2} s; a one-line page takes {:.2} s",
+            load.as_secs_f64(),
+            start.as_secs_f64()
+        );
+    }
 }
 
 /// How long Debian's headless Chromium (`scripts/peers.sh install

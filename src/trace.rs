@@ -5,7 +5,9 @@
 //! per tool call. Model calls also add to the run's [`UsageTotals`] and
 //! spend on its budgets ([`Meter`]s, which admit each request first). `ignite run --trace`
 //! prints [`Trace::render`] on stderr, also when the run fails. Recording is
-//! a no-op when disabled.
+//! a no-op when disabled. A run journaled or recorded also hands every
+//! entry, as it is recorded, to its [`Timeline`]s (the journal's file
+//! keeps them for `ignite report`).
 
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
@@ -33,10 +35,21 @@ pub struct Entry {
     pub detail: String,
 }
 
+/// Where a run's entries go as they are recorded, besides its trace: a
+/// journal or recording file (see `effects`).
+pub trait Timeline: Send + Sync + std::fmt::Debug {
+    /// Keeps `entry`, one of the run's. One that cannot be kept (a full
+    /// disk) costs the timeline that entry, not the run.
+    fn step(&self, entry: &Entry);
+}
+
 /// A thread-safe list of entries for one run.
 #[derive(Debug)]
 pub struct Trace {
-    enabled: bool,
+    /// Entries are kept for [`Trace::render`].
+    keep: bool,
+    /// Where entries go as they are recorded.
+    timelines: Vec<Arc<dyn Timeline>>,
     origin: Instant,
     entries: Mutex<Vec<Entry>>,
     /// What the model calls that answered spent.
@@ -52,13 +65,22 @@ impl Trace {
     #[must_use]
     pub fn new(enabled: bool) -> Self {
         Self {
-            enabled,
+            keep: enabled,
+            timelines: Vec::new(),
             origin: Instant::now(),
             entries: Mutex::new(Vec::new()),
             usage: Mutex::new(UsageTotals::default()),
             meters: Mutex::new(Vec::new()),
             items: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Hands every entry to `timelines` too, as it is recorded (so the
+    /// entries are timed even when they are not kept).
+    #[must_use]
+    pub fn onto(mut self, timelines: Vec<Arc<dyn Timeline>>) -> Self {
+        self.timelines = timelines;
+        self
     }
 
     /// Makes the run's model calls spend on `meter` too (a run adds its
@@ -76,32 +98,67 @@ impl Trace {
         crate::budget::admit(&meters)
     }
 
-    /// True when entries are kept.
+    /// True when entries are recorded (kept, or handed to a [`Timeline`]).
     #[must_use]
     pub fn enabled(&self) -> bool {
-        self.enabled
+        self.keep || !self.timelines.is_empty()
     }
 
     /// Records a step that began at `started` and ends now.
     pub fn record(&self, path: &str, kind: &str, status: &str, started: Instant, detail: String) {
-        if !self.enabled {
+        if !self.enabled() {
             return;
         }
-        let entry = Entry {
+        let entry = self.entry(path, kind, status, started, detail);
+        for timeline in &self.timelines {
+            timeline.step(&entry);
+        }
+        if self.keep {
+            self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
+        }
+    }
+
+    /// Records a step for the [`Timeline`]s only, not for `--trace`: the
+    /// run's end (with its failure), the scheduler's waits.
+    pub fn record_for_timelines(
+        &self,
+        path: &str,
+        kind: &str,
+        status: &str,
+        started: Instant,
+        detail: String,
+    ) {
+        if self.timelines.is_empty() {
+            return;
+        }
+        let entry = self.entry(path, kind, status, started, detail);
+        for timeline in &self.timelines {
+            timeline.step(&entry);
+        }
+    }
+
+    fn entry(
+        &self,
+        path: &str,
+        kind: &str,
+        status: &str,
+        started: Instant,
+        detail: String,
+    ) -> Entry {
+        Entry {
             path: path.to_owned(),
             kind: kind.to_owned(),
             status: status.to_owned(),
             start: started.saturating_duration_since(self.origin),
             duration: started.elapsed(),
             detail,
-        };
-        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
+        }
     }
 
     /// Records that the `for` node at `path` starts `count` calls, one per
     /// item (each item's line comes when it finished).
     pub fn record_items(&self, path: &str, count: usize) {
-        if self.enabled {
+        if self.enabled() {
             let mut items = self.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             items.push((path.to_owned(), count));
         }
@@ -127,10 +184,13 @@ impl Trace {
                 meter.spend(input + output, cost);
             }
         }
-        if self.enabled {
+        if self.enabled() {
             let (input, output) = (call.usage.input_tokens, call.usage.output_tokens);
             let reused = if call.reused { ", reused" } else { "" };
-            let detail = format!("{detail}, tokens {input} in / {output} out{reused}");
+            let cost = call
+                .price
+                .map_or_else(String::new, |p| format!(", cost ${:.6}", p.cost(input, output)));
+            let detail = format!("{detail}, tokens {input} in / {output} out{cost}{reused}");
             self.record(path, "model", "ok", started, detail);
         }
     }

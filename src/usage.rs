@@ -92,6 +92,28 @@ pub struct ModelUsage {
     pub cost_usd: Option<f64>,
     /// Calls answered by a recording or journal, not counted above.
     pub reused_calls: u64,
+    /// The input tokens those reused calls' replies report (spent when
+    /// they were recorded).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reused_input_tokens: u64,
+    /// Their output tokens.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reused_output_tokens: u64,
+    /// Their cost in USD at today's `price`; `None` without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reused_cost_usd: Option<f64>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Adds `cost` to `total`, which stays `None` without a price.
+fn add_cost(total: &mut Option<f64>, cost: Option<f64>) {
+    if let Some(cost) = cost {
+        *total = Some(total.unwrap_or(0.0) + cost);
+    }
 }
 
 /// Usage per provider and model, sorted by provider then model.
@@ -104,17 +126,19 @@ impl UsageTotals {
     /// Adds one call.
     pub fn add(&mut self, call: &ModelCall<'_>) {
         let row = self.row(call.provider, call.model);
+        let (input, output) = (call.usage.input_tokens, call.usage.output_tokens);
+        let cost = call.price.map(|price| price.cost(input, output));
         if call.reused {
             row.reused_calls += 1;
+            row.reused_input_tokens += input;
+            row.reused_output_tokens += output;
+            add_cost(&mut row.reused_cost_usd, cost);
             return;
         }
         row.calls += 1;
-        row.input_tokens += call.usage.input_tokens;
-        row.output_tokens += call.usage.output_tokens;
-        if let Some(price) = call.price {
-            let cost = price.cost(call.usage.input_tokens, call.usage.output_tokens);
-            row.cost_usd = Some(row.cost_usd.unwrap_or(0.0) + cost);
-        }
+        row.input_tokens += input;
+        row.output_tokens += output;
+        add_cost(&mut row.cost_usd, cost);
     }
 
     /// Adds every row of `other` (a batch sums its rows' runs).
@@ -125,9 +149,10 @@ impl UsageTotals {
             row.input_tokens += theirs.input_tokens;
             row.output_tokens += theirs.output_tokens;
             row.reused_calls += theirs.reused_calls;
-            if let Some(cost) = theirs.cost_usd {
-                row.cost_usd = Some(row.cost_usd.unwrap_or(0.0) + cost);
-            }
+            row.reused_input_tokens += theirs.reused_input_tokens;
+            row.reused_output_tokens += theirs.reused_output_tokens;
+            add_cost(&mut row.cost_usd, theirs.cost_usd);
+            add_cost(&mut row.reused_cost_usd, theirs.reused_cost_usd);
         }
     }
 
@@ -172,6 +197,21 @@ impl UsageTotals {
         self.models.iter().filter_map(|r| r.cost_usd).reduce(|a, b| a + b)
     }
 
+    /// The input and output tokens the calls a recording or journal
+    /// answered had spent when they were recorded.
+    #[must_use]
+    pub fn reused_tokens(&self) -> (u64, u64) {
+        self.models
+            .iter()
+            .fold((0, 0), |(i, o), r| (i + r.reused_input_tokens, o + r.reused_output_tokens))
+    }
+
+    /// Their cost in USD at the models' `price`s; `None` when none has one.
+    #[must_use]
+    pub fn reused_cost_usd(&self) -> Option<f64> {
+        self.models.iter().filter_map(|r| r.reused_cost_usd).reduce(|a, b| a + b)
+    }
+
     /// A table: one line per provider and model (calls, tokens in and out,
     /// cost), a total line when there are several, and the reused calls.
     /// Empty when no model call answered.
@@ -199,9 +239,11 @@ impl UsageTotals {
         let reused: u64 = self.models.iter().map(|r| r.reused_calls).sum();
         if reused > 0 {
             let calls = if reused == 1 { "call" } else { "calls" };
+            let (input, output) = self.reused_tokens();
+            let cost = self.reused_cost_usd().map_or_else(String::new, |c| format!(", {c:.6} USD"));
             let _ = writeln!(
                 out,
-                "and {reused} model {calls} answered by a recording or journal (spent before)"
+                "and {reused} model {calls} answered by a recording or journal (spent before: {input} tokens in, {output} out{cost})"
             );
         }
         out
@@ -233,6 +275,8 @@ mod tests {
         let rows = totals.models();
         assert_eq!(rows.iter().map(|r| r.provider.as_str()).collect::<Vec<_>>(), ["Free", "Paid"]);
         assert_eq!((rows[0].calls, rows[0].input_tokens, rows[0].reused_calls), (1, 10, 1));
+        assert_eq!((rows[0].reused_input_tokens, rows[0].reused_output_tokens), (50, 5));
+        assert_eq!(totals.reused_tokens(), (50, 5));
         assert_eq!(rows[0].cost_usd, None);
         // 3,000 in at $3/M and 300 out at $15/M.
         let cost = rows[1].cost_usd.expect("priced");

@@ -307,6 +307,12 @@ fn the_example_eval_runs_offline_from_its_cassette() {
     assert!(stdout.contains("4 rows × 2 samples of `Summarize`"), "{stdout}");
     assert!(stdout.contains("faithful  0.825  [0.725, 0.906]  mean"), "{stdout}");
     assert!(stdout.contains("require short >= 0.8 and faithful >= 0.6: ok"), "{stdout}");
+    // The cassette's usage, not 0: what the recorded calls had spent.
+    assert!(
+        stdout
+            .contains("640 input + 192 output tokens (640 + 192 of them answered by a recording)"),
+        "{stdout}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -207,7 +207,7 @@ async fn token_limit_charges_what_replies_used() {
 }
 
 /// The usage after a run and after a batch: calls, tokens and cost per
-/// model; a replayed run spent nothing new.
+/// model; a replayed run spent nothing new, and says what the recording had.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_and_cost_after_a_run_a_batch_and_a_replay() {
     let dir = tempfile::tempdir().unwrap();
@@ -237,7 +237,7 @@ async fn usage_and_cost_after_a_run_a_batch_and_a_replay() {
     ----- replay
     usage   calls  tokens in  tokens out  cost USD
     Fake a      0          0           0         -
-    and 1 model call answered by a recording or journal (spent before)
+    and 1 model call answered by a recording or journal (spent before: 1200 tokens in, 300 out, 0.008100 USD)
     "
     );
 }

@@ -141,6 +141,9 @@ fn the_run_page_of_a_recording_shows_every_effect_in_a_browser() {
     assert!(dom.contains("<code>Summarize &gt; summary</code>"), "{dom}");
     assert!(dom.contains("40 in / 12 out"), "{dom}");
     assert!(dom.contains("The customer asks for the March invoice again."), "{dom}");
+    // Recorded before ignite kept the timeline: the effects, with a note.
+    assert!(dom.contains("this file has no timeline"), "{dom}");
+    assert!(!dom.contains("<div class=\"timeline\">"), "{dom}");
 
     // Not a run nor an eval: a clear error.
     std::fs::write(dir.path().join("junk.json"), "[1]\n").unwrap();
@@ -211,4 +214,138 @@ fn the_run_page_shows_media_by_digest_and_size_in_a_browser() {
     assert_eq!(dom.matches(&format!("\"sha256\": \"{digest}\"")).count(), 3, "{dom}");
     assert_eq!(dom.matches("\"bytes\": 35").count(), 3, "{dom}");
     assert!(dom.contains(&format!("media image/gif, 35 bytes, sha256 {digest}")), "{dom}");
+}
+
+/// A run with a skipped arm, a `for` over two items (each a child
+/// contract calling a real child process) and a tool that fails.
+const FLOW: &str = r#"
+tool Stock {
+  description "Counts the stock (a real child process)"
+  param sku: string
+  exec "sh" "-c" "cat > /dev/null; echo 3"
+}
+
+tool Fetch {
+  description "Fails: the warehouse is closed"
+  param sku: string
+  param lines: integer
+  exec "sh" "-c" "cat > /dev/null; echo the warehouse is closed >&2; exit 1"
+}
+
+contract Line {
+  input sku: string
+  compute stock = Stock(sku: sku)
+  output stock
+}
+
+contract Order {
+  input vip: boolean
+  input skus: array<string>
+  compute vip_note = upper("vip")
+  compute basic_note = lower("BASIC")
+  compute note = if vip then vip_note else basic_note
+  compose lines = for s in skus: Line(sku: s)
+  compute fetched = Fetch(sku: note, lines: len(lines))
+  output note
+  output lines
+  output fetched
+}
+"#;
+
+/// The timeline rows (`<div class="step...`) of `dom`, the header's first.
+fn steps(dom: &str) -> Vec<&str> {
+    dom.split("<div class=\"step").skip(1).map(|row| row.split("</div>").next().unwrap()).collect()
+}
+
+#[test]
+fn the_run_page_of_a_journal_draws_its_timeline_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("flow.ign"), FLOW).unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(get_cargo_bin("ignite"))
+            .current_dir(dir.path())
+            .args(["run", "flow.ign", "--input", "vip=false", "--input", r#"skus=["a","b"]"#])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--journal"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let id = stderr.strip_prefix("run ID ").unwrap().split(' ').next().unwrap();
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(dir.path())
+        .args(["report", id, "-o", "run.html"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = dom(&dir.path().join("run.html"));
+    let dom = page.as_str();
+
+    // The program and its hash, as the journal's header keeps them.
+    let hash = {
+        let journal = std::fs::read_to_string(dir.path().join(format!(".ignite/runs/{id}.jsonl")));
+        let header: serde_json::Value =
+            serde_json::from_str(journal.unwrap().lines().next().unwrap()).unwrap();
+        header["program"]["hash"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(hash.len(), 64, "{hash}");
+    assert!(dom.contains(&format!("program <code>flow.ign</code> <span class=\"muted\">sha256 <code class=\"hash\">{hash}</code>")), "{dom}");
+    assert!(dom.contains("<h2>Timeline</h2>"), "{dom}");
+    assert!(!dom.contains("this file has no timeline"), "{dom}");
+
+    let rows = steps(dom);
+    let row = |node: &str| {
+        let needle = format!("<code class=\"node\">{node}</code>");
+        rows.iter()
+            .position(|r| r.contains(&needle))
+            .unwrap_or_else(|| panic!("no row of {node}: {dom}"))
+    };
+    // Nodes in the order they started: `note` reads `basic_note`,
+    // `fetched` reads `note` and the items; the run's own row spans them
+    // all, first.
+    assert!(rows[1].contains("data-kind=\"run\" data-status=\"failed\""), "{}", rows[1]);
+    assert!(row("Order &gt; basic_note") < row("Order &gt; note"), "{dom}");
+    assert!(row("Order &gt; note") < row("Order &gt; fetched"), "{dom}");
+    assert!(row("Order &gt; lines[1]") < row("Order &gt; fetched"), "{dom}");
+    // The arm not chosen: skipped.
+    let skipped = rows[row("Order &gt; vip_note")];
+    assert!(skipped.contains("data-kind=\"compute\" data-status=\"skipped\""), "{skipped}");
+    // Each item of the `for`, and the tool call inside it.
+    for i in 0..2 {
+        let item = rows[row(&format!("Order &gt; lines[{i}]"))];
+        assert!(item.starts_with(" item\" data-kind=\"compose\" data-status=\"ok\""), "{item}");
+        let tool = rows[row(&format!("Order.lines[{i}] &gt; stock"))];
+        assert!(tool.contains("data-kind=\"tool\" data-status=\"ok\""), "{tool}");
+    }
+    // The failure: the node's row, and the run's end with its message.
+    let failed = rows[row("Order &gt; fetched")];
+    assert!(failed.contains("data-kind=\"tool\" data-status=\"failed\""), "{failed}");
+    assert!(
+        dom.contains(
+            "the run failed: ignite::run::tool_failed: Order &gt; fetched: tool `fetch` failed"
+        ),
+        "{dom}"
+    );
+    assert!(dom.contains("the warehouse is closed"), "{dom}");
+    assert!(dom.contains("3 effects: 0 model calls, 3 tool calls, 1 failed"), "{dom}");
+
+    // A recording keeps the same timeline (after its sorted effects), and
+    // still replays.
+    let out = run(&["--record", "flow.jsonl"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(get_cargo_bin("ignite"))
+        .current_dir(dir.path())
+        .args(["report", "flow.jsonl", "-o", "recorded.html"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recorded = self::dom(&dir.path().join("recorded.html"));
+    assert!(
+        steps(&recorded).iter().any(|r| r.contains("Order &gt; vip_note") && r.contains("skipped")),
+        "{recorded}"
+    );
+    let out = run(&["--replay", "flow.jsonl"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the warehouse is closed"));
 }

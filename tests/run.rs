@@ -581,7 +581,7 @@ contract Try {
         output.outputs["r"].clone()
     };
     let path = dir.path().join("try.jsonl");
-    let header = RunHeader { contract: None, inputs: Map::new() };
+    let header = RunHeader { program: None, contract: None, inputs: Map::new() };
     let recording = Recording::record(&path, header).unwrap();
     let live = run(engine(Effects::live().with(Arc::new(recording))));
     assert_eq!(live["kind"], "failed");

@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 
 use super::media::AtFile;
 use super::{GlobalArgs, WIDTH, usage};
-use crate::effects::{Cache, Effects, JOURNAL_DIR, Recording, RunHeader};
+use crate::effects::{Cache, Effects, JOURNAL_DIR, ProgramMark, Recording, RunHeader};
 use crate::runtime::{Engine, RunError, RunOptions};
-use crate::trace::Trace;
+use crate::trace::{Timeline, Trace};
 
 /// Arguments of `ignite run`.
 #[derive(Debug, clap::Args)]
@@ -150,8 +150,9 @@ pub(super) fn parse_size(text: &str) -> Result<usize, String> {
 
 use super::approve::{PAUSED, Prompt};
 
-/// A run's effects, its cache when it is on, and its journal's run ID.
-type RunEffects = (Effects, Option<Arc<Cache>>, Option<String>);
+/// A run's effects, its cache when it is on, its journal's run ID, and
+/// the files that keep its timeline (the recording's, the journal's).
+type RunEffects = (Effects, Option<Arc<Cache>>, Option<String>, Vec<Arc<dyn Timeline>>);
 
 /// The cache folder without `--cache-dir`, from the current folder.
 pub(super) const DEFAULT_CACHE_DIR: &str = ".ignite/cache";
@@ -196,7 +197,6 @@ impl RunArgs {
             budget: self.budget.map(|b| Arc::new(crate::budget::Meter::new(b, "`--budget`"))),
             ..RunOptions::default()
         };
-        let trace = Arc::new(Trace::new(self.trace));
         let chosen = engine.contract(contract.as_deref());
         if let Ok(chosen) = chosen {
             // `--input` values are read by the declared type of the input they name.
@@ -241,11 +241,16 @@ impl RunArgs {
         }
         // A copy of the inputs only for the files that keep them.
         let kept = self.record.is_some() || self.journal;
-        let header = RunHeader { contract, inputs: if kept { given.clone() } else { Map::new() } };
-        let (engine, cache, run_id) = match self.effects(header, resumed) {
-            Ok((effects, cache, run_id)) => (engine.with_effects(effects), cache, run_id),
+        let program = Some(ProgramMark::of(&self.file, engine.program()));
+        let header =
+            RunHeader { program, contract, inputs: if kept { given.clone() } else { Map::new() } };
+        let (engine, cache, run_id, timelines) = match self.effects(header, resumed) {
+            Ok((effects, cache, run_id, timelines)) => {
+                (engine.with_effects(effects), cache, run_id, timelines)
+            }
             Err(message) => return usage(&message),
         };
+        let trace = Arc::new(Trace::new(self.trace).onto(timelines));
         if let Some(rows) = &self.batch {
             let chosen = match chosen {
                 Ok(chosen) => chosen,
@@ -299,12 +304,15 @@ impl RunArgs {
     /// the journal. Also the journal's run ID.
     fn effects(&self, header: RunHeader, resumed: Option<Recording>) -> Result<RunEffects, String> {
         let mut effects = Effects::live();
+        let mut timelines: Vec<Arc<dyn Timeline>> = Vec::new();
         let mut stop_note = String::new();
         if let Some(path) = &self.replay {
             effects = effects.with(Arc::new(Recording::replay(path)?));
         }
         if let Some(path) = &self.record {
-            effects = effects.with(Arc::new(Recording::record(path, header.clone())?));
+            let recording = Arc::new(Recording::record(path, header.clone())?);
+            timelines.push(Arc::clone(&recording) as _);
+            effects = effects.with(recording);
         }
         let journal = match resumed {
             Some(journal) => self.resume.clone().map(|id| (journal, id)),
@@ -320,6 +328,7 @@ impl RunArgs {
                 self.file.display()
             );
             let journal = Arc::new(journal);
+            timelines.push(Arc::clone(&journal) as _);
             effects = effects.with(Arc::clone(&journal) as _).with_approver(journal);
         } else if let Some(prompt) = Prompt::on_terminal() {
             effects = effects.with_approver(Arc::new(prompt));
@@ -337,7 +346,7 @@ impl RunArgs {
             );
         }
         super::signals::stop_on_signals(stop_note);
-        Ok((effects, cache, run_id))
+        Ok((effects, cache, run_id, timelines))
     }
 
     /// The folder `{"path": ...}` inputs are read from: the `--inputs`

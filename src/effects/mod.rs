@@ -92,7 +92,7 @@ pub use approval::{Approver, Verdict};
 pub(crate) use blobs::summarize as summarize_media;
 pub use cache::{Cache, CacheStats};
 pub use decisions::Decision;
-pub use recording::{JOURNAL_DIR, Recording, RunHeader};
+pub use recording::{JOURNAL_DIR, ProgramMark, Recording, RunHeader};
 
 /// The stable name of one effect of a run.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -1,8 +1,9 @@
 //! [`Recording`]: effects in a JSON Lines file — `--record`, `--replay`,
 //! `--journal` and `--resume` are its four modes.
 //!
-//! The first line is a header, `{"version": 2, "contract": ..., "inputs":
-//! {...}}`; every other line is one effect:
+//! The first line is a header, `{"version": 2, "program": {"path": ...,
+//! "hash": ...}, "contract": ..., "inputs": {...}}`; every other line is
+//! one effect:
 //!
 //! ```json
 //! {"key": {"node": "Report > ask", "seq": 0}, "kind": "model", "name": "anthropic",
@@ -11,6 +12,17 @@
 //! {"key": {"node": "Report > save", "seq": 0}, "kind": "tool", "name": "save",
 //!  "request": {"text": "hi"},
 //!  "failed": {"message": "`./save.sh` exited with status 1 (no stderr)", "code": "ignite::tools::failed"}}
+//! ```
+//!
+//! A recording or journal also keeps the run's timeline, a `step` line per
+//! entry of its trace as it is recorded (see [`crate::trace::Timeline`]):
+//! nodes, model and tool calls, waits, skipped arms, `for` items and the
+//! run's end, with its failure; `start_us` counts from the start of the
+//! process that ran it (a resumed journal holds one run per process,
+//! each ending with its `run` step). Only `ignite report` reads them:
+//!
+//! ```json
+//! {"step": {"node": "Report > ask", "kind": "agent", "status": "ok", "start_us": 120, "us": 5210}}
 //! ```
 //!
 //! Images and documents in a line (inputs, requests, values) are stored
@@ -50,6 +62,7 @@ use super::decisions::{self, Decision, Decisions, Mark, State};
 use super::lines::{LineFile, exclusive, json_line, whole_lines};
 use super::{Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome};
 use crate::failure::PendingCall;
+use crate::trace::{Entry as TraceEntry, Timeline};
 
 /// Where `--journal` keeps its files, from the current folder.
 pub const JOURNAL_DIR: &str = ".ignite/runs";
@@ -57,9 +70,36 @@ pub const JOURNAL_DIR: &str = ".ignite/runs";
 /// The file format version.
 const VERSION: u32 = 2;
 
+/// The program a run ran: its file and a digest of its text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramMark {
+    /// The file, as it was named.
+    pub path: String,
+    /// The SHA-256 (hex) of the text of its files, in the order they were read.
+    pub hash: String,
+}
+
+impl ProgramMark {
+    /// The mark of `program`, read from the file `path`.
+    #[must_use]
+    pub fn of(path: &Path, program: &crate::ir::Program) -> Self {
+        let mut text = Vec::new();
+        for (_, file) in program.sources.iter() {
+            text.extend_from_slice(file.path.to_string_lossy().as_bytes());
+            text.push(0);
+            text.extend_from_slice(file.text.as_bytes());
+            text.push(0);
+        }
+        Self { path: path.display().to_string(), hash: super::definition::digest(&text) }
+    }
+}
+
 /// What a recording says about the run it belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunHeader {
+    /// The program run (none in files written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramMark>,
     /// The contract run, when it was named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contract: Option<String>,
@@ -91,6 +131,23 @@ struct Entry<'a> {
     definition: Option<Cow<'a, str>>,
     #[serde(flatten)]
     outcome: Cow<'a, Outcome>,
+}
+
+/// A `step` line: an entry of the run's timeline.
+#[derive(Serialize)]
+struct StepLine<'a> {
+    step: Step<'a>,
+}
+
+#[derive(Serialize)]
+struct Step<'a> {
+    node: &'a str,
+    kind: &'a str,
+    status: &'a str,
+    start_us: u128,
+    us: u128,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    detail: &'a str,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +191,7 @@ impl Recording {
     /// # Errors
     /// The file cannot be read or is not a recording.
     pub fn replay(path: &Path) -> Result<Self, String> {
-        let (header, entries, _) = load(path)?;
+        let (header, entries, ..) = load(path)?;
         Ok(Self::new(path, Mode::Replay, header, entries, None))
     }
 
@@ -170,7 +227,7 @@ impl Recording {
         // appending to it.
         exclusive(&file, &path)?;
         let bytes = read(&path)?;
-        let (header, entries, marks) = parse(&path, &bytes)?;
+        let (header, entries, marks, _) = parse(&path, &bytes)?;
         let (header, entries) = restored(&path, header, entries)?;
         let states = decisions::fold(marks).map_err(|e| not_recording(&path, &e))?;
         // What a kill left unfinished goes, so the next line starts clean:
@@ -194,7 +251,7 @@ impl Recording {
     /// No such journal, or it cannot be read.
     pub fn waiting(dir: &Path, id: &str) -> Result<Vec<PendingCall>, String> {
         let path = existing_journal(dir, id)?;
-        let (_, _, marks) = load(&path)?;
+        let (_, _, marks, _) = load(&path)?;
         let states = decisions::fold(marks).map_err(|e| not_recording(&path, &e))?;
         Ok(decisions::waiting(&states))
     }
@@ -345,12 +402,13 @@ impl EffectStore for Recording {
     }
 
     /// A recording is rewritten sorted by key (then request), through a
-    /// temporary file, so it reads the same however the run was scheduled.
+    /// temporary file, so its effects read the same however the run was
+    /// scheduled; its timeline follows them, as it was written.
     fn finish(&self) -> Result<(), String> {
         if self.mode != Mode::Record {
             return Ok(());
         }
-        let (header, mut entries, _) = parse(&self.path, &read(&self.path)?)?;
+        let (header, mut entries, _, steps) = parse(&self.path, &read(&self.path)?)?;
         entries.sort_by_cached_key(|e| (e.key.clone(), e.request.to_string()));
         let mut text = Vec::new();
         let header = Header { version: VERSION, run: Cow::Owned(header) };
@@ -358,7 +416,29 @@ impl EffectStore for Recording {
         for entry in &entries {
             json_line(entry, &mut text).map_err(|e| self.error(&e))?;
         }
+        for step in steps {
+            text.extend(step);
+            text.push(b'\n');
+        }
         replace(&self.path, &text).map(drop)
+    }
+}
+
+/// A recording and a journal keep the run's timeline; a replay writes nothing.
+impl Timeline for Recording {
+    fn step(&self, entry: &TraceEntry) {
+        let Some(file) = &self.file else { return };
+        let step = Step {
+            node: &entry.path,
+            kind: &entry.kind,
+            status: &entry.status,
+            start_us: entry.start.as_micros(),
+            us: entry.duration.as_micros(),
+            detail: &entry.detail,
+        };
+        // A step that cannot be written (a full disk) costs the page that
+        // step; the effects' own lines report the disk.
+        let _ = file.append_json(&StepLine { step });
     }
 }
 
@@ -422,7 +502,11 @@ fn create(path: &Path, header: &RunHeader) -> Result<LineFile, String> {
         inputs.insert(name.clone(), value);
     }
     let run = if stowed {
-        Cow::Owned(RunHeader { contract: header.contract.clone(), inputs })
+        Cow::Owned(RunHeader {
+            program: header.program.clone(),
+            contract: header.contract.clone(),
+            inputs,
+        })
     } else {
         Cow::Borrowed(header)
     };
@@ -455,9 +539,9 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
 /// The header, the entries (their media back from the blobs) and the
 /// approval marks of `path`.
 fn load(path: &Path) -> Result<Parsed, String> {
-    let (header, entries, marks) = parse(path, &read(path)?)?;
+    let (header, entries, marks, steps) = parse(path, &read(path)?)?;
     let (header, entries) = restored(path, header, entries)?;
-    Ok((header, entries, marks))
+    Ok((header, entries, marks, steps))
 }
 
 /// `header` and `entries` of `path` with their media back from its blobs.
@@ -480,8 +564,9 @@ fn restored(
     Ok((header, entries))
 }
 
-/// A file's header, effect entries and approval marks (with their line numbers).
-type Parsed = (RunHeader, Vec<Entry<'static>>, Vec<(usize, Mark)>);
+/// A file's header, effect entries, approval marks (with their line
+/// numbers) and timeline steps (their lines as they are).
+type Parsed = (RunHeader, Vec<Entry<'static>>, Vec<(usize, Mark)>, Vec<Vec<u8>>);
 
 /// The header and the entries in `bytes`, the text of `path`: its whole
 /// lines (what a kill cut short is not there).
@@ -505,17 +590,19 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, String> {
         },
         None => return Err(bad("the file is empty".to_owned())),
     };
-    let (mut entries, mut marks) = (Vec::new(), Vec::new());
+    let (mut entries, mut marks, mut steps) = (Vec::new(), Vec::new(), Vec::new());
     for (n, line) in lines {
         let error = |e: serde_json::Error| bad(format!("line {n}: {e}"));
-        if line.starts_with(br#"{"approval":"#) {
+        if line.starts_with(br#"{"step":"#) {
+            steps.push(line.to_vec());
+        } else if line.starts_with(br#"{"approval":"#) {
             let mark: decisions::Line<'static> = serde_json::from_slice(line).map_err(error)?;
             marks.push((n, mark.approval.into_owned()));
         } else {
             entries.push(serde_json::from_slice(line).map_err(error)?);
         }
     }
-    Ok((header, entries, marks))
+    Ok((header, entries, marks, steps))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

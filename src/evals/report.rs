@@ -10,6 +10,7 @@ use super::compare::{Comparison, SAVE_VERSION};
 use super::stats::Estimate;
 use super::{EvalRun, Scored};
 use crate::markup::escape as xml;
+use crate::usage::UsageTotals;
 
 /// A finished eval with its comparison with the baseline, if any.
 pub(crate) type Outcome = (EvalRun, Option<Comparison>);
@@ -27,10 +28,31 @@ fn estimate_json(e: &Estimate) -> Value {
     json!({ "mean": e.mean, "low": e.low, "high": e.high })
 }
 
+/// What model calls used: the tokens spent now and those a recording
+/// answered for (`--replay`: spent when it was recorded), together and
+/// apart, as `tokens`.
+fn tokens_json(usage: &UsageTotals) -> Value {
+    let ((input, output), (recorded_input, recorded_output)) =
+        (usage.tokens(), usage.reused_tokens());
+    json!({
+        "input": input + recorded_input,
+        "output": output + recorded_output,
+        "recorded_input": recorded_input,
+        "recorded_output": recorded_output,
+    })
+}
+
+/// The cost of the tokens spent and of those a recording answered for.
+fn cost(usage: &UsageTotals) -> Option<f64> {
+    match (usage.cost_usd(), usage.reused_cost_usd()) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
+}
+
 fn eval_json(run: &EvalRun, comparison: Option<&Comparison>) -> Value {
     let usage = run.usage();
     let (p50, p95) = run.latency();
-    let (input, output) = usage.tokens();
     let scores: Vec<Value> = run
         .scores
         .iter()
@@ -57,7 +79,6 @@ fn eval_json(run: &EvalRun, comparison: Option<&Comparison>) -> Value {
                     }
                 };
             }
-            let (input, output) = s.usage.tokens();
             json!({
                 "line": s.line,
                 "id": s.id,
@@ -69,8 +90,8 @@ fn eval_json(run: &EvalRun, comparison: Option<&Comparison>) -> Value {
                 "scores": scores,
                 "score_errors": errors,
                 "latency_ms": millis(s.latency),
-                "tokens": { "input": input, "output": output },
-                "cost_usd": s.usage.cost_usd(),
+                "tokens": tokens_json(&s.usage),
+                "cost_usd": cost(&s.usage),
             })
         })
         .collect();
@@ -85,8 +106,8 @@ fn eval_json(run: &EvalRun, comparison: Option<&Comparison>) -> Value {
         "passed": run.passed(),
         "scores": scores,
         "requires": run.requires.iter().map(|(text, holds)| json!({"require": text, "holds": holds})).collect::<Vec<_>>(),
-        "tokens": { "input": input, "output": output },
-        "cost_usd": usage.cost_usd(),
+        "tokens": tokens_json(&usage),
+        "cost_usd": cost(&usage),
         "latency_ms": { "p50": millis(p50), "p95": millis(p95) },
         "samples": samples,
     });
@@ -155,12 +176,18 @@ pub(crate) fn human(runs: &[Outcome]) -> String {
             );
         }
         let usage = run.usage();
-        let (input, output) = usage.tokens();
+        let ((input, output), (old_input, old_output)) = (usage.tokens(), usage.reused_tokens());
         let (p50, p95) = run.latency();
-        let cost = usage.cost_usd().map_or_else(String::new, |c| format!(", ${c:.4}"));
+        let cost = cost(&usage).map_or_else(String::new, |c| format!(", ${c:.4}"));
+        let recorded = if old_input + old_output > 0 {
+            format!(" ({old_input} + {old_output} of them answered by a recording)")
+        } else {
+            String::new()
+        };
+        let (input, output) = (input + old_input, output + old_output);
         let _ = writeln!(
             out,
-            "  {} samples, {} failed; {input} input + {output} output tokens{cost}; latency p50 {:.0} ms, p95 {:.0} ms",
+            "  {} samples, {} failed; {input} input + {output} output tokens{cost}{recorded}; latency p50 {:.0} ms, p95 {:.0} ms",
             run.samples.len(),
             run.failures(),
             millis(p50),

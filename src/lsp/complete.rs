@@ -4,7 +4,7 @@
 //! and the last checked program:
 //!
 //! - at the start of a statement: the keywords of that place
-//!   ([`Keyword`]s of role item, statement or test);
+//!   ([`Keyword`]s of role item, statement, test or eval, and `run` in an eval);
 //! - after `.`: the fields of the record before it;
 //! - inside a call: the callee's param names, then the names in scope;
 //! - after `capabilities`/`requires_capability`, `tools`, `provider`,
@@ -57,7 +57,9 @@ pub(crate) fn complete(doc: &Doc, position: Position) -> CompletionResponse {
             Some((Keyword::Eval, _)) => KeywordRole::Eval,
             Some(_) => KeywordRole::Statement,
         };
-        for keyword in Keyword::ALL.iter().filter(|k| k.role() == role) {
+        // An eval's `run` is the test statement's keyword.
+        let run = (role == KeywordRole::Eval).then_some(Keyword::Run);
+        for keyword in Keyword::ALL.iter().filter(|&&k| k.role() == role || Some(k) == run) {
             out.add(keyword.as_str(), CompletionItemKind::KEYWORD, "keyword");
         }
     } else if let Some(builtin) = builtin_config(trimmed) {

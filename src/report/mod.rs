@@ -9,7 +9,7 @@
 //! | file | page |
 //! | --- | --- |
 //! | `eval.rs` | an eval run: scores with intervals as bars, baseline deltas, every sample a click away |
-//! | `run.rs` | one run from its journal or recording: every effect by node, failures first |
+//! | `run.rs` | one run from its journal or recording: its timeline (nodes, calls, waits, skipped arms, items, the failure), then every effect by node, failures first |
 
 mod eval;
 mod run;
@@ -36,5 +36,14 @@ table{border-collapse:collapse;margin:.5em 0}td,th{padding:.25em .7em;text-align
 .bar .ci{position:absolute;top:0;height:12px;background:#9ec5fe;border-radius:3px}\
 .bar .mean{position:absolute;top:-2px;width:2px;height:16px;background:#0b57d0}\
 .worse{color:#b3261e;font-weight:600}.better{color:#146c2e}.ok{color:#146c2e}.failed{color:#b3261e;font-weight:600}\
-details{margin:.15em 0}summary{cursor:pointer}pre{background:#f6f6f6;padding:.5em;overflow:auto;margin:.3em 0}\
-.muted{color:#666}.failure{color:#b3261e}tr.failed td{background:#fdecea}";
+details{margin:.15em 0}details.sample{content-visibility:auto;contain-intrinsic-size:auto 1.6em}summary{cursor:pointer}pre{background:#f6f6f6;padding:.5em;overflow:auto;margin:.3em 0}\
+.muted{color:#666}.failure{color:#b3261e}tr.failed td{background:#fdecea}\
+.timeline{font-size:13px}.step{display:grid;grid-template-columns:6em 6em 4.5em 6em minmax(14em,2fr) minmax(8em,1fr);\
+gap:.5em;align-items:center;padding:.1em 0;border-bottom:1px solid #eee;content-visibility:auto;contain-intrinsic-size:auto 1.6em}\
+.step.head{font-weight:600;content-visibility:visible}.step .detail{grid-column:5/7;color:#555;white-space:pre-wrap}\
+.lane{position:relative;height:10px;background:#f3f3f3}.lane i{position:absolute;top:0;height:10px;background:#9ec5fe}\
+.step[data-status=failed]{background:#fdecea;color:#b3261e}.step[data-status=failed] .lane i{background:#b3261e}\
+.step[data-status=skipped]{color:#888}.step[data-status=skipped] .lane i{background:#ccc}\
+.step[data-kind=wait] .lane i,.step[data-kind=limit] .lane i{background:#f2c14e}.step[data-kind=model] .lane i{background:#7c4dff}\
+.step[data-kind=tool] .lane i,.step[data-kind=tool_call] .lane i{background:#0f9d58}.step[data-kind=run] .lane i{background:#0b57d0}\
+.step.item code{color:#5b3c88}.note{background:#fff8e1;padding:.4em .7em}";

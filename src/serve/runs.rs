@@ -72,7 +72,8 @@ impl Runs {
         name: &str,
         inputs: &Map<String, Value>,
     ) -> Result<(Engine, String), String> {
-        let header = RunHeader { contract: Some(name.to_owned()), inputs: inputs.clone() };
+        let header =
+            RunHeader { program: None, contract: Some(name.to_owned()), inputs: inputs.clone() };
         let (journal, id) = Recording::journal(&self.dir, header)?;
         self.set(&id, contract, State::Running);
         Ok((through(engine, journal), id))

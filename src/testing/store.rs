@@ -143,6 +143,7 @@ impl<'a> Cassettes<'a> {
         }
         let (suite, test) = self.first.get(&key).copied().unwrap_or((suite, test));
         let header = RunHeader {
+            program: None,
             contract: Some(suite.program()[test.contract].name.clone()),
             inputs: super::inputs(suite, test).unwrap_or_default(),
         };

@@ -61,7 +61,7 @@ pub(super) fn run(
     let watchers = observer::watchers(trace, &options.span, engine.effects.activity());
     let scope = watchers.run_started(&engine.program()[contract].name);
     let result = run_in(engine, contract, given, options, &watchers, scope.clone());
-    watchers.run_ended(&scope, result.as_ref().err().map(|e| e.code().as_str()));
+    watchers.run_ended(&scope, result.as_ref().err());
     result
 }
 

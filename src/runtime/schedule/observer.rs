@@ -13,17 +13,22 @@
 //!
 //! | hook | trace | spans | activity |
 //! | --- | --- | --- | --- |
-//! | run started / ended | | the run span | |
+//! | run started / ended | a `run` line for the journal, with the failure | the run span | |
 //! | execution started / finished / failed | a `compose` line | the `compose` node's span | |
 //! | a `for` starts its calls | its item count | the `for` node's span | |
 //! | node finished (on the scheduler's threads) | a line | a node span (not per item) | |
 //! | nodes skipped (unchosen arms) | a `skipped` line | | |
-//! | call started / finished | a line when it finished | the call's span | the task's token |
-//! | answer handled, thread waiting | | | the thread's token goes |
+//! | call started / finished | a line when it finished (and a `wait` line for the journal, for the thread's wait it ended) | the call's span | the task's token |
+//! | answer handled, thread waiting | the wait starts | | the thread's token goes |
+//!
+//! The trace hands its lines to the run's journal or recording too (see
+//! [`Trace::onto`]): they are what `ignite report` draws a run's timeline
+//! from.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use super::RunError;
 use crate::effects::Activity;
 use crate::telemetry::{RunSpan, Span};
 use crate::trace::Trace;
@@ -51,8 +56,8 @@ pub(super) trait Observer: Sync {
 
     /// The run of `contract` starts: the root execution's scope.
     fn run_started(&self, contract: &str) -> Self::Scope;
-    /// The run ended, failed with `error` (a code) when there is one.
-    fn run_ended(&self, scope: &Self::Scope, error: Option<&str>);
+    /// The run ended, failed with `error` when there is one.
+    fn run_ended(&self, scope: &Self::Scope, error: Option<&RunError>);
     /// True when the nodes under `scope` are timed (only then does the
     /// core read the clock for them).
     fn timed(&self, scope: &Self::Scope) -> bool;
@@ -105,46 +110,61 @@ pub(super) fn watchers<'a>(
     span: &'a RunSpan,
     activity: Option<&'a Arc<Activity>>,
 ) -> Watchers<'a> {
-    (Tracing(trace), Spans(span), Tokens(activity))
+    let tracing = Tracing { trace, contract: OnceLock::new(), waiting: Mutex::new(None) };
+    (tracing, Spans(span), Tokens(activity))
 }
 
 /// The per-node timeline ([`Trace`]).
-pub(super) struct Tracing<'a>(&'a Arc<Trace>);
+pub(super) struct Tracing<'a> {
+    trace: &'a Arc<Trace>,
+    /// The contract run.
+    contract: OnceLock<String>,
+    /// Since when the scheduler's thread waits for an answer, when tracing.
+    waiting: Mutex<Option<Instant>>,
+}
 
 impl Observer for Tracing<'_> {
-    /// When a child execution started, when tracing.
+    /// When the run or a child execution started, when tracing.
     type Scope = Option<Instant>;
     type Call = Arc<Trace>;
 
-    fn run_started(&self, _: &str) -> Self::Scope {
-        None
+    fn run_started(&self, contract: &str) -> Self::Scope {
+        let _ = self.contract.set(contract.to_owned());
+        self.trace.enabled().then(Instant::now)
     }
 
-    fn run_ended(&self, _: &Self::Scope, _: Option<&str>) {}
+    fn run_ended(&self, scope: &Self::Scope, error: Option<&RunError>) {
+        let (Some(started), Some(contract)) = (*scope, self.contract.get()) else { return };
+        let (status, detail) = match error {
+            Some(error) => ("failed", format!("{}: {error}", error.code().as_str())),
+            None => ("ok", String::new()),
+        };
+        self.trace.record_for_timelines(contract, "run", status, started, detail);
+    }
 
     fn timed(&self, _: &Self::Scope) -> bool {
-        self.0.enabled()
+        self.trace.enabled()
     }
 
     fn wants_skipped(&self) -> bool {
-        self.0.enabled()
+        self.trace.enabled()
     }
 
     fn exec_started(&self, _: &Self::Scope, _: &Site<'_>) -> Self::Scope {
-        self.0.enabled().then(Instant::now)
+        self.trace.enabled().then(Instant::now)
     }
 
     fn exec_finished(&self, scope: &Self::Scope, call: &Site<'_>) {
         if let Some(started) = *scope {
-            self.0.record(&(call.path)(), call.label, "ok", started, String::new());
+            self.trace.record(&(call.path)(), call.label, "ok", started, String::new());
         }
     }
 
     fn exec_failed(&self, _: &Self::Scope, _: &str) {}
 
     fn group_started(&self, _: &Self::Scope, node: &Site<'_>, items: usize) -> Self::Scope {
-        if self.0.enabled() {
-            self.0.record_items(&(node.path)(), items);
+        if self.trace.enabled() {
+            self.trace.record_items(&(node.path)(), items);
         }
         None
     }
@@ -158,30 +178,42 @@ impl Observer for Tracing<'_> {
         started: Instant,
         error: Option<&str>,
     ) {
-        if self.0.enabled() {
-            let status = if error.is_none() { "ok" } else { "failed" };
-            self.0.record(&(node.path)(), node.label, status, started, String::new());
+        if self.trace.enabled() {
+            let (status, detail) =
+                error.map_or(("ok", String::new()), |e| ("failed", e.to_owned()));
+            self.trace.record(&(node.path)(), node.label, status, started, detail);
         }
     }
 
     fn skipped(&self, node: &Site<'_>) {
-        self.0.record(&(node.path)(), node.label, "skipped", Instant::now(), String::new());
+        self.trace.record(&(node.path)(), node.label, "skipped", Instant::now(), String::new());
     }
 
     fn call_started(&self, _: &Self::Scope, _: &Site<'_>) -> Self::Call {
-        Arc::clone(self.0)
+        Arc::clone(self.trace)
     }
 
     fn call_finished(&self, call: &Site<'_>, started: Instant, ok: bool) {
-        if self.0.enabled() {
+        if self.trace.enabled() {
+            // The answer the thread waited for, when it waited.
+            let waited =
+                self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            if let Some(since) = waited {
+                self.trace.record_for_timelines(&(call.path)(), "wait", "ok", since, String::new());
+            }
             let status = if ok { "ok" } else { "failed" };
-            self.0.record(&(call.path)(), call.label, status, started, String::new());
+            self.trace.record(&(call.path)(), call.label, status, started, String::new());
         }
     }
 
     fn answered(&self) {}
 
-    fn waiting(&self) {}
+    fn waiting(&self) {
+        if self.trace.enabled() {
+            *self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some(Instant::now());
+        }
+    }
 }
 
 /// OpenTelemetry spans: the run's, one per node, `compose` and `for`
@@ -206,8 +238,8 @@ impl Observer for Spans<'_> {
         Span::run(contract, self.0)
     }
 
-    fn run_ended(&self, scope: &Self::Scope, error: Option<&str>) {
-        scope.end(error);
+    fn run_ended(&self, scope: &Self::Scope, error: Option<&RunError>) {
+        scope.end(error.map(|e| e.code().as_str()));
     }
 
     fn timed(&self, scope: &Self::Scope) -> bool {
@@ -282,7 +314,7 @@ impl Observer for Tokens<'_> {
 
     fn run_started(&self, _: &str) {}
 
-    fn run_ended(&self, (): &(), _: Option<&str>) {}
+    fn run_ended(&self, (): &(), _: Option<&RunError>) {}
 
     fn timed(&self, (): &()) -> bool {
         false
@@ -333,7 +365,7 @@ impl<A: Observer, B: Observer, C: Observer> Observer for (A, B, C) {
         (self.0.run_started(contract), self.1.run_started(contract), self.2.run_started(contract))
     }
 
-    fn run_ended(&self, scope: &Self::Scope, error: Option<&str>) {
+    fn run_ended(&self, scope: &Self::Scope, error: Option<&RunError>) {
         self.0.run_ended(&scope.0, error);
         self.1.run_ended(&scope.1, error);
         self.2.run_ended(&scope.2, error);

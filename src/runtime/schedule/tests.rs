@@ -402,8 +402,8 @@ impl Observer for Log {
         self.push(format!("run {contract}"));
     }
 
-    fn run_ended(&self, (): &(), error: Option<&str>) {
-        self.push(format!("ended {error:?}"));
+    fn run_ended(&self, (): &(), error: Option<&RunError>) {
+        self.push(format!("ended {:?}", error.map(|e| e.code().as_str())));
     }
 
     fn timed(&self, (): &()) -> bool {
