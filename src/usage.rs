@@ -291,7 +291,7 @@ mod tests {
         Free small      1         10           1         -
         Paid big        2       3000         300  0.013500
         total           3       3010         301  0.013500
-        and 1 model call answered by a recording or journal (spent before)
+        and 1 model call answered by a recording or journal (spent before: 50 tokens in, 5 out)
         ");
     }
 
