@@ -45,6 +45,9 @@ pub(crate) struct LineTransport<R, W> {
     skipping: bool,
     cap: usize,
     output: Output<W>,
+    /// Error answers still being written: waited for before the input's
+    /// end is reported, so none is lost when the session ends.
+    answering: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// What one bounded read of a line found.
@@ -70,6 +73,7 @@ where
             skipping: false,
             cap,
             output: Arc::new(Mutex::new(Some(output))),
+            answering: Vec::new(),
         }
     }
 
@@ -106,18 +110,27 @@ where
 
     /// Writes `answer` as a line, on a task of its own: a `receive` that
     /// is cancelled never leaves half a line behind.
-    fn answer(&self, answer: &Value) {
+    fn answer(&mut self, answer: &Value) {
         let output = Arc::clone(&self.output);
         let mut line = answer.to_string().into_bytes();
         line.push(b'\n');
-        tokio::spawn(async move {
+        self.answering.retain(|task| !task.is_finished());
+        self.answering.push(tokio::spawn(async move {
             // A client that closed its input gets nothing: nothing to do.
             let _ = write_line(&output, &line).await;
-        });
+        }));
+    }
+
+    /// Waits until every error answer is written.
+    async fn answered(&mut self) {
+        for task in std::mem::take(&mut self.answering) {
+            // A task that failed wrote nothing more than it could.
+            let _ = task.await;
+        }
     }
 
     /// The message on a whole line, or what to answer instead.
-    fn message(&self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+    fn message(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         let text = line.strip_suffix(b"\n").unwrap_or(line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
         let text = text.strip_prefix(BOM).unwrap_or(text);
@@ -221,9 +234,13 @@ where
                     note(&message);
                     self.answer(&error(Value::Null, INVALID_REQUEST, &message));
                 }
-                Ok(Read::End) => return None,
+                Ok(Read::End) => {
+                    self.answered().await;
+                    return None;
+                }
                 Err(e) => {
                     note(&format!("standard input failed: {e}"));
+                    self.answered().await;
                     return None;
                 }
             }
@@ -231,6 +248,7 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        self.answered().await;
         if let Some(mut output) = self.output.lock().await.take() {
             output.flush().await?;
         }
