@@ -12,7 +12,7 @@
 //! past `usd` or `tokens` (never past `model_calls`). Replies answered by
 //! a recording or a journal were spent by an earlier run and count nothing.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use crate::failure::NodeError;
 use crate::ir::Budget;
@@ -63,7 +63,7 @@ impl Meter {
     /// Adds the tokens of a reply and its cost (`None` when its provider
     /// declares no `price`).
     pub fn spend(&self, tokens: u64, usd: Option<f64>) {
-        let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut spent = crate::sync::lock(&self.spent);
         spent.tokens += tokens;
         spent.usd += usd.unwrap_or(0.0);
     }
@@ -77,8 +77,7 @@ impl Meter {
 /// [`NodeError::Budget`] of the first meter the request would pass;
 /// nothing is counted then.
 pub fn admit(meters: &[std::sync::Arc<Meter>]) -> Result<(), NodeError> {
-    let mut held: Vec<_> =
-        meters.iter().map(|m| m.spent.lock().unwrap_or_else(PoisonError::into_inner)).collect();
+    let mut held: Vec<_> = meters.iter().map(|m| crate::sync::lock(&m.spent)).collect();
     for (meter, spent) in meters.iter().zip(&held) {
         if let Some(refused) = meter.refusal(spent) {
             return Err(refused);

@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// The floors of the house, from the ground up.
 const FLOORS: &[&[&str]] = &[
-    &["source", "suggest", "value", "shutdown", "telemetry", "backoff", "media", "markup"],
+    &["source", "suggest", "value", "shutdown", "sync", "telemetry", "backoff", "media", "markup"],
     &["diagnostic", "ast"],
     &["syntax", "ir", "failure"],
     &["load", "lower", "eval", "usage", "render", "report", "fmt", "budget"],

@@ -29,7 +29,7 @@
 //!
 //! | floor | modules |
 //! | --- | --- |
-//! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff`, [`media`] (images and documents), `markup` (XML and HTML escapes) |
+//! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, `sync` (locks that outlive a panic), [`telemetry`], `backoff`, [`media`] (images and documents), `markup` (XML and HTML escapes) |
 //! | 2 | [`diagnostic`], [`ast`] |
 //! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
 //! | 4 | [`load`], [`lower`], `eval`, `usage`, [`budget`] (run budgets), `render`, `report` (self-contained HTML pages), [`fmt`] (the formatter) |
@@ -78,6 +78,7 @@ pub(crate) mod serve;
 pub(crate) mod shutdown;
 pub mod source;
 pub mod suggest;
+pub(crate) mod sync;
 pub mod syntax;
 pub mod telemetry;
 pub(crate) mod testing;

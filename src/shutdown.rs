@@ -11,7 +11,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockWriteGuard};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockWriteGuard};
 
 static GATE: RwLock<()> = RwLock::new(());
 static HALTED: AtomicBool = AtomicBool::new(false);
@@ -40,7 +40,7 @@ pub(crate) fn halt() {
     let guard: RwLockWriteGuard<'static, ()> =
         GATE.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     std::mem::forget(guard);
-    let hooks = std::mem::take(&mut *BEFORE_KILL.lock().unwrap_or_else(PoisonError::into_inner));
+    let hooks = std::mem::take(&mut *crate::sync::lock(&BEFORE_KILL));
     for hook in hooks {
         hook();
     }
@@ -52,7 +52,7 @@ pub(crate) fn halt() {
 /// Makes [`halt`] run `hook` (once) before it kills the children: a hook
 /// that waits must bound its wait, the process is stopping.
 pub(crate) fn before_kill(hook: fn()) {
-    BEFORE_KILL.lock().unwrap_or_else(PoisonError::into_inner).push(hook);
+    crate::sync::lock(&BEFORE_KILL).push(hook);
 }
 
 /// Starts a child that leads its own process group (`start` spawns it and
@@ -80,7 +80,7 @@ pub(crate) fn kill_child(pgid: i32) {
 }
 
 fn children() -> MutexGuard<'static, Vec<i32>> {
-    CHILDREN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    crate::sync::lock(&CHILDREN)
 }
 
 #[cfg(unix)]

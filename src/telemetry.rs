@@ -149,7 +149,7 @@ pub fn flush() {
 pub fn shutdown() -> Result<(), String> {
     let Some(provider) = PROVIDER.get() else { return Ok(()) };
     let ended = provider.shutdown();
-    match EXPORT_FAILURE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+    match crate::sync::lock(&EXPORT_FAILURE).take() {
         Some(failure) => Err(failure),
         None => ended.map_err(|e| format!("cannot export spans: {e}")),
     }
@@ -370,7 +370,7 @@ pub fn text_part(text: &str) -> Value {
 
 /// Notes how the last export request went, for [`shutdown`] to report.
 fn note_export(failure: Option<String>) {
-    *EXPORT_FAILURE.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = failure;
+    *crate::sync::lock(&EXPORT_FAILURE) = failure;
 }
 
 /// The exporter's HTTP client: the reqwest the providers use, on a small

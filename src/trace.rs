@@ -86,7 +86,7 @@ impl Trace {
     /// Makes the run's model calls spend on `meter` too (a run adds its
     /// contract's budget and `--budget`'s when it starts).
     pub fn add_meter(&self, meter: Arc<Meter>) {
-        self.meters.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(meter);
+        crate::sync::lock(&self.meters).push(meter);
     }
 
     /// Lets one model request go out under every budget of the run.
@@ -94,7 +94,7 @@ impl Trace {
     /// # Errors
     /// [`NodeError::Budget`] when it would pass one; it must not be sent.
     pub fn admit_model_request(&self) -> Result<(), NodeError> {
-        let meters = self.meters.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let meters = crate::sync::lock(&self.meters).clone();
         crate::budget::admit(&meters)
     }
 
@@ -114,7 +114,7 @@ impl Trace {
             timeline.step(&entry);
         }
         if self.keep {
-            self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
+            crate::sync::lock(&self.entries).push(entry);
         }
     }
 
@@ -159,7 +159,7 @@ impl Trace {
     /// item (each item's line comes when it finished).
     pub fn record_items(&self, path: &str, count: usize) {
         if self.enabled() {
-            let mut items = self.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut items = crate::sync::lock(&self.items);
             items.push((path.to_owned(), count));
         }
     }
@@ -168,19 +168,17 @@ impl Trace {
     /// the order they started.
     #[must_use]
     pub fn item_counts(&self) -> Vec<(String, usize)> {
-        self.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        crate::sync::lock(&self.items).clone()
     }
 
     /// Records a model call that answered and adds what it spent to the
     /// run's usage (also when the timeline is disabled).
     pub fn record_model(&self, path: &str, started: Instant, detail: String, call: &ModelCall<'_>) {
-        self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner).add(call);
+        crate::sync::lock(&self.usage).add(call);
         if !call.reused {
             let (input, output) = (call.usage.input_tokens, call.usage.output_tokens);
             let cost = call.price.map(|p| p.cost(input, output));
-            for meter in
-                self.meters.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter()
-            {
+            for meter in crate::sync::lock(&self.meters).iter() {
                 meter.spend(input + output, cost);
             }
         }
@@ -198,14 +196,13 @@ impl Trace {
     /// What the model calls that answered spent, per provider and model.
     #[must_use]
     pub fn usage(&self) -> UsageTotals {
-        self.usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        crate::sync::lock(&self.usage).clone()
     }
 
     /// The entries, ordered by start time then path.
     #[must_use]
     pub fn entries(&self) -> Vec<Entry> {
-        let mut entries =
-            self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let mut entries = crate::sync::lock(&self.entries).clone();
         entries.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.path.cmp(&b.path)));
         entries
     }

@@ -816,28 +816,8 @@ async fn an_approval_is_a_durable_promise_that_survives_its_worker() {
     drop(survivor);
 }
 
+/// `STEPS` with a contract whose budget allows two model calls.
 const BUDGETED: &str = r#"
-provider Fake {
-  kind openai
-  base_url "BASE/v1"
-  api_key env("FAKE_KEY")
-  retries 0
-}
-
-tool Append {
-  description "Appends a line to log.txt, with the worker's process ID"
-  param line: string
-  exec "sh" "-c" "read -r args; echo \"$PPID $args\" >> log.txt; echo appended"
-}
-
-agent Scribe {
-  provider Fake
-  model "m"
-  tools Append
-  input topic: string
-  prompt "write about {topic}"
-}
-
 contract Budgeted {
   budget model_calls 2
   input topic: string
@@ -849,7 +829,8 @@ contract Budgeted {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_counts_each_model_step_once_across_workers() {
     let (server, scribe, dir) = setup(Some(1)).await;
-    std::fs::write(dir.path().join("budget.ign"), BUDGETED.replace("BASE", &server.uri())).unwrap();
+    let source = format!("{STEPS}{BUDGETED}").replace("BASE", &server.uri());
+    std::fs::write(dir.path().join("budget.ign"), source).unwrap();
     let restate = Restate::start();
     let first = Worker::start(dir.path(), "budget.ign");
     let second = Worker::start(dir.path(), "budget.ign");

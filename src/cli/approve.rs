@@ -165,7 +165,7 @@ impl Prompt {
 
 impl Approver for Prompt {
     fn decide(&self, call: &PendingCall, _resend_safe: bool) -> Result<Verdict, String> {
-        let _one = self.asking.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one = crate::sync::lock(&self.asking);
         let mut err = std::io::stderr();
         let _ = write!(err, "approve {call}? [y/N] ");
         let _ = err.flush();

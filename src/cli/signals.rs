@@ -2,7 +2,7 @@
 //! written line whole, say so, print what was spent, and exit (130 for
 //! SIGINT, 143 for SIGTERM).
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -25,7 +25,7 @@ pub(super) fn stop_on_signals(note: String) {
             crate::shutdown::halt();
             let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
             eprintln!("ignite: stopped by {name}{note}");
-            if let Some(report) = &*REPORT.lock().unwrap_or_else(PoisonError::into_inner) {
+            if let Some(report) = &*crate::sync::lock(&REPORT) {
                 eprint!("{}", report());
             }
             // The spans that ended (finished calls) still go out.
@@ -38,5 +38,5 @@ pub(super) fn stop_on_signals(note: String) {
 
 /// Sets what a stop prints after its `stopped by` line.
 pub(super) fn report_on_stop(report: impl Fn() -> String + Send + 'static) {
-    *REPORT.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(report));
+    *crate::sync::lock(&REPORT) = Some(Box::new(report));
 }

@@ -156,7 +156,7 @@ impl Decisions<'_> {
     }
 
     pub(super) fn decide(&self, call: &PendingCall, resend_safe: bool) -> Result<Verdict, String> {
-        let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut states = crate::sync::lock(self.states);
         let waits = |call: PendingCall| Verdict::Pending(call);
         match states.get(&call.call).cloned() {
             Some(State::Approved) => Ok(Verdict::Approved),
@@ -180,7 +180,7 @@ impl Decisions<'_> {
     }
 
     pub(super) fn starting(&self, call: &PendingCall) -> Result<(), String> {
-        let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut states = crate::sync::lock(self.states);
         self.note(Mark::Started { call: call.call.clone() })?;
         states.insert(call.call.clone(), State::Started(call.clone()));
         Ok(())

@@ -57,7 +57,7 @@ impl LineFile {
         let mut line = Vec::new();
         json_line(value, &mut line).map_err(|e| self.error(&e))?;
         crate::shutdown::whole(|| {
-            let mut end = self.end.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut end = crate::sync::lock(&self.end);
             let Some(whole) = *end else {
                 return Err(self.error(&"an earlier line could not be written"));
             };

@@ -62,6 +62,7 @@ use super::decisions::{self, Decision, Decisions, Mark, State};
 use super::lines::{LineFile, exclusive, json_line, whole_lines};
 use super::{Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome};
 use crate::failure::PendingCall;
+use crate::sync::lock;
 use crate::trace::{Entry as TraceEntry, Timeline};
 
 /// Where `--journal` keeps its files, from the current folder.
@@ -603,10 +604,6 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, String> {
         }
     }
     Ok((header, entries, marks, steps))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn url_path(url: &str) -> String {

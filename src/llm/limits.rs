@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
@@ -60,7 +60,7 @@ impl Limiters {
             rate_limit: provider.rate_limit,
             token_limit: provider.token_limit,
         };
-        let mut map = self.by_declaration.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut map = crate::sync::lock(&self.by_declaration);
         let limiter = map.entry(key).or_insert_with(|| {
             Arc::new(Limiter {
                 requests: provider.rate_limit.map(|rate| RateLimiter::direct(quota(rate, 1))),

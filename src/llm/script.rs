@@ -27,7 +27,7 @@
 //! are errors.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -129,7 +129,7 @@ impl ScriptModel {
         };
         // A scripted reply stands for a request: the run's budgets admit it.
         cx.trace.admit_model_request()?;
-        let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut next = crate::sync::lock(&self.next);
         let found = self.replies.iter().enumerate().skip(*next).find(|(_, r)| fits(r));
         let index = found.map_or(self.replies.len(), |(i, _)| i);
         *next = index + 1;

@@ -51,12 +51,12 @@ impl Runs {
     }
 
     fn set(&self, id: &str, contract: ContractId, state: State) {
-        let mut states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut states = crate::sync::lock(&self.states);
         states.insert(id.to_owned(), (contract, state));
     }
 
     fn get(&self, id: &str) -> Option<(ContractId, State)> {
-        let states = self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let states = crate::sync::lock(&self.states);
         states.get(id).cloned()
     }
 

@@ -132,7 +132,7 @@ impl<'a> Cassettes<'a> {
     /// The cassette `path` of `test`, created (with its folder) on first use.
     fn open(&self, suite: &'a Suite, test: &'a Test, path: &Path) -> Result<Shared, String> {
         let key = cassette_key(path);
-        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut open = crate::sync::lock(&self.open);
         if let Some(recording) = open.get(&key) {
             return Ok(Shared(Arc::clone(recording)));
         }

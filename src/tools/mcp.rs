@@ -34,7 +34,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::handler::client::ClientHandler;
@@ -102,7 +102,7 @@ impl InFlight {
     fn enter() -> Option<Self> {
         static HOOKED: std::sync::Once = std::sync::Once::new();
         HOOKED.call_once(|| crate::shutdown::before_kill(stop_calls));
-        *IN_FLIGHT.0.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        *crate::sync::lock(&IN_FLIGHT.0) += 1;
         let entered = Self;
         // Counted first, then looked: `stop_calls` sets the flag first,
         // then waits for the count, so no call slips between the two.
@@ -112,7 +112,7 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let mut count = IN_FLIGHT.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut count = crate::sync::lock(&IN_FLIGHT.0);
         *count = count.saturating_sub(1);
         IN_FLIGHT.1.notify_all();
     }
@@ -123,25 +123,21 @@ impl Drop for InFlight {
 /// [`crate::shutdown::halt`] before it kills the servers' process groups.
 fn stop_calls() {
     STOP.send_replace(true);
-    let count = IN_FLIGHT.0.lock().unwrap_or_else(PoisonError::into_inner);
+    let count = crate::sync::lock(&IN_FLIGHT.0);
     let _ = IN_FLIGHT.1.wait_timeout_while(count, CANCEL_WAIT, |count| *count > 0);
     // Then each server's input is closed (how MCP ends a stdio server) and
     // its child given the rest of the wait to act on the cancellations
     // and exit, before `halt` kills what is left.
-    let open: Vec<Arc<Closer>> = OPEN
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .drain(..)
-        .filter_map(|closer| closer.upgrade())
-        .collect();
+    let open: Vec<Arc<Closer>> =
+        crate::sync::lock(&OPEN).drain(..).filter_map(|closer| closer.upgrade()).collect();
     for closer in &open {
-        if let Some(token) = closer.token.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        if let Some(token) = crate::sync::lock(&closer.token).take() {
             token.cancel();
         }
     }
     let until = std::time::Instant::now() + CANCEL_WAIT;
     for closer in open.iter().filter_map(|closer| closer.exited.as_ref()) {
-        let exited = closer.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let exited = crate::sync::lock(&closer.0);
         let left = until.saturating_duration_since(std::time::Instant::now());
         let _ = closer.1.wait_timeout_while(exited, left, |exited| !*exited);
     }
@@ -244,14 +240,14 @@ impl Handler {
     /// The progress notifications of the call with `token`.
     fn watch(&self, token: ProgressToken) -> Progress {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner).insert(token.clone(), sender);
+        crate::sync::lock(&self.calls).insert(token.clone(), sender);
         Progress { receiver, token, calls: Arc::clone(&self.calls) }
     }
 }
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.token);
+        crate::sync::lock(&self.calls).remove(&self.token);
     }
 }
 
@@ -261,7 +257,7 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let calls = crate::sync::lock(&self.calls);
         if let Some(call) = calls.get(&params.progress_token) {
             let _ = call.send(params);
         }
@@ -400,7 +396,7 @@ impl Clients {
         max_bytes: usize,
     ) -> Result<Arc<Connection>, ToolError> {
         let slot = {
-            let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut servers = crate::sync::lock(&self.servers);
             Arc::clone(servers.entry(server.name.clone()).or_default())
         };
         let mut slot = slot.lock().await;
@@ -414,7 +410,7 @@ impl Clients {
 
     /// Drops `connection` of `name` (it closed): the next call starts another.
     async fn forget(&self, name: &str, connection: &Arc<Connection>) {
-        let slot = self.servers.lock().unwrap_or_else(PoisonError::into_inner).get(name).cloned();
+        let slot = crate::sync::lock(&self.servers).get(name).cloned();
         if let Some(slot) = slot {
             let mut slot = slot.lock().await;
             if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, connection)) {
@@ -527,7 +523,7 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
         })
         .collect();
     let closer = Arc::new(Closer { token: Mutex::new(Some(service.cancellation_token())), exited });
-    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut open = crate::sync::lock(&OPEN);
     open.retain(|closer| closer.strong_count() > 0);
     open.push(Arc::downgrade(&closer));
     drop(open);
@@ -588,7 +584,7 @@ fn spawn(
                 if n == 0 {
                     break;
                 }
-                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut kept = crate::sync::lock(&kept);
                 kept.extend_from_slice(&chunk[..n]);
                 if kept.len() > 2 * STDERR_KEPT {
                     let cut = kept.len() - STDERR_KEPT;
@@ -603,7 +599,7 @@ fn spawn(
     let reaped = Arc::clone(&exited);
     tokio::spawn(async move {
         let _ = child.wait().await;
-        *reaped.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        *crate::sync::lock(&reaped.0) = true;
         reaped.1.notify_all();
     });
     let stdout =
@@ -809,7 +805,7 @@ fn causes(error: &dyn std::error::Error) -> String {
 
 /// The kept stderr, as text.
 fn tail(kept: &Mutex<Vec<u8>>) -> String {
-    let kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+    let kept = crate::sync::lock(kept);
     let start = kept.len().saturating_sub(STDERR_KEPT);
     String::from_utf8_lossy(&kept[start..]).trim().to_owned()
 }

@@ -14,7 +14,7 @@
 //! plus `additionalProperties: false` (unless the schema says otherwise itself).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
@@ -56,7 +56,7 @@ impl Validators {
     }
 
     fn get(&self, name: &str, parameters: &Value) -> Result<Arc<Validator>, ToolError> {
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cache = crate::sync::lock(&self.cache);
         if let Some((schema, validator)) = cache.get(name) {
             if schema == parameters {
                 return Ok(Arc::clone(validator));
