@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Same-run A/B benchmark of two `ignite` binaries.
 
-    scripts/ab.py A B [--rounds N] [--only NAME,...]
+    scripts/ab.py A B [--rounds N] [--only NAME,...] [--env-a VAR=VALUE] [--env-b VAR=VALUE]
 
 A and B are paths to `ignite` binaries, or git revisions (anything
 `git rev-parse` knows: a commit, a branch, `HEAD~3`), which are built in
@@ -9,8 +9,11 @@ release mode into `.ab/REV/` (a git worktree beside the repository's own
 target, kept for the next run). The two binaries are run alternately, A then
 B then A ..., over each workload, so that the load of a shared machine falls
 on both alike; the script prints the median wall time of each and the ratio
-B / A. Ratios measured in one run are what to compare: absolute times move
-with the machine's load.
+B / A, then the same for the CPU time the process spent (user + system,
+which moves less with the load than the wall). Ratios measured in one run
+are what to compare: absolute times move with the machine's load.
+`--env-a` and `--env-b` (repeatable) set variables for one side only, to
+compare settings of one binary (`A A --env-b MIMALLOC_ALLOW_THP=1`).
 
 Workloads (each one process start, timed from outside):
 
@@ -30,6 +33,7 @@ import argparse
 import http.server
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -166,15 +170,32 @@ contract Walk {{
     }
 
 
-def timed(argv: list, cwd: Path) -> float:
-    env = dict(os.environ, AB_KEY="sk-ab", NO_COLOR="1")
+def cpu_of_children() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(argv: list, cwd: Path, extra: dict) -> tuple:
+    """The wall and CPU seconds of running `argv` to its end."""
+    env = dict(os.environ, AB_KEY="sk-ab", NO_COLOR="1", **extra)
+    cpu = cpu_of_children()
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         sys.exit(f"error: `{' '.join(map(str, argv))}` failed:\n{done.stderr.decode()}")
-    return elapsed
+    return elapsed, cpu_of_children() - cpu
+
+
+def assignments(pairs: list) -> dict:
+    env = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            sys.exit(f"error: `{pair}` is not VAR=VALUE")
+        env[name] = value
+    return env
 
 
 def main():
@@ -183,8 +204,13 @@ def main():
     parser.add_argument("b", help="the candidate: a binary or a git revision")
     parser.add_argument("--rounds", type=int, default=15, help="runs of each binary per workload")
     parser.add_argument("--only", help="comma-separated workload names")
+    parser.add_argument("--env-a", action="append", default=[], metavar="VAR=VALUE",
+                        help="a variable set for A's runs only (repeatable)")
+    parser.add_argument("--env-b", action="append", default=[], metavar="VAR=VALUE",
+                        help="a variable set for B's runs only (repeatable)")
     args = parser.parse_args()
     a, b = binary(args.a), binary(args.b)
+    envs = (assignments(args.env_a), assignments(args.env_b))
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fake)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -196,23 +222,28 @@ def main():
         unknown = [n for n in names if n not in loads]
         if unknown:
             sys.exit(f"error: no workload {unknown}; the workloads: {', '.join(loads)}")
-        print(f"A = {args.a} ({a})\nB = {args.b} ({b})\n{args.rounds} rounds, alternating\n")
-        print(f"{'workload':<12} {'A median':>10} {'B median':>10} {'B / A':>7}")
+        print(f"A = {args.a} ({a}) {' '.join(args.env_a)}\n"
+              f"B = {args.b} ({b}) {' '.join(args.env_b)}\n{args.rounds} rounds, alternating\n")
+        print(f"{'workload':<12} {'A median':>10} {'B median':>10} {'B / A':>7}"
+              f" {'A CPU':>10} {'B CPU':>10} {'B / A':>7}")
         for name in names:
             argv = loads[name]
-            times = ([], [])
+            runs = ([], [])
             Fake.busy, Fake.requests = 0.0, 0
             for _ in range(args.rounds):
                 for side, exe in enumerate((a, b)):
-                    times[side].append(timed([exe, *argv], dir))
-            ma, mb = statistics.median(times[0]), statistics.median(times[1])
+                    runs[side].append(timed([exe, *argv], dir, envs[side]))
+            ma, mb = (statistics.median(wall for wall, _ in side) for side in runs)
+            ca, cb = (statistics.median(cpu for _, cpu in side) for side in runs)
             extra = ""
             if name == "agent-loop" and Fake.requests:
                 per = Fake.busy / Fake.requests * 1000
                 extra = f"  (server: {per:.3f} ms a request, {Fake.requests} requests)"
-            print(f"{name:<12} {ma * 1000:>8.2f}ms {mb * 1000:>8.2f}ms {mb / ma:>6.2f}×{extra}")
+            print(f"{name:<12} {ma * 1000:>8.2f}ms {mb * 1000:>8.2f}ms {mb / ma:>6.2f}×"
+                  f" {ca * 1000:>8.2f}ms {cb * 1000:>8.2f}ms {cb / ca:>6.2f}×{extra}")
             if name == "startup":
-                floor = statistics.median(timed(["/bin/true"], dir) for _ in range(args.rounds))
+                floor = statistics.median(timed(["/bin/true"], dir, {})[0]
+                                          for _ in range(args.rounds))
                 print(f"{'  /bin/true':<12} {floor * 1000:>8.2f}ms"
                       f"   (A {ma / floor:.2f}×, B {mb / floor:.2f}× the floor)")
     finally:

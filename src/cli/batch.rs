@@ -66,7 +66,6 @@ pub(super) fn run(
     // With `--keep-fields`, fields that are not inputs go to `row_data`.
     let input_names: Option<Vec<String>> = keep_fields
         .then(|| engine.program()[contract].inputs().map(|(_, p)| p.name.clone()).collect());
-    without_huge_pages();
     let (done, mut sink) = match out.map(open_results).transpose() {
         Ok(Some((done, file))) => (done, Sink::File(file)),
         Ok(None) => (Done::default(), Sink::Stdout),
@@ -146,21 +145,6 @@ pub(super) fn run(
     let usage = usage.lock().unwrap_or_else(PoisonError::into_inner).render();
     eprint!("{usage}{}", super::cache_summary(cache));
     if failed > 0 { ExitCode::from(3) } else { ExitCode::SUCCESS }
-}
-
-/// Turns transparent huge pages off for the rest of the process. Each of
-/// the `--jobs` row threads allocates from pages of its own, and where the
-/// system backs them with huge pages every thread's first page costs 2 MiB:
-/// 264 MB at `--jobs 256` against 66 MB without (BENCHMARKS.md, "batch").
-/// The program is compiled by now (huge pages help there). If the call
-/// fails, huge pages stay on: the batch only uses more memory.
-fn without_huge_pages() {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    // SAFETY: PR_SET_THP_DISABLE only sets a flag on this process's memory
-    // map; it reads no pointer.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-    }
 }
 
 /// The row numbers a results file holds, as sorted, disjoint runs of
