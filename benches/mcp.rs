@@ -3,7 +3,9 @@
 //! server (`benches/mcp/python_server.py`) answering the same tool, `add`.
 //! One client sends a call, waits for its answer, sends the next, for a
 //! fixed time; the client is the same small JSON-RPC loop for both
-//! servers, so the figures compare the servers.
+//! servers, so the figures compare the servers. The four servers run at
+//! once and take turns of half a second, ignite's and Python's
+//! alternating, so the load of a shared machine falls on both alike.
 //!
 //! Then the overhead an MCP tool call adds inside a run: one contract
 //! calls `add` [`CALLS`] times in a `for`, once as a `returns` tool of its
@@ -22,7 +24,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const SPELL: Duration = Duration::from_secs(5);
+/// How long each server is called for in one turn.
+const SLICE: Duration = Duration::from_millis(500);
+
+/// Turns per server: 5 s of calls each in all.
+const TURNS: u32 = 10;
 
 /// Calls of the tool per run in the in-run overhead bench.
 const CALLS: usize = 200;
@@ -100,80 +106,126 @@ fn python() -> String {
     root.join(".peers/python/bin/python").display().to_string()
 }
 
-/// Round trips per second over stdio with `command`.
-fn stdio(command: &mut Command) -> f64 {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the server starts");
-    let mut input = child.stdin.take().expect("stdin");
-    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
-    let send = |input: &mut ChildStdin, message: &Value| {
-        writeln!(input, "{message}").expect("written");
-        input.flush().expect("flushed");
-    };
-    let receive = |output: &mut BufReader<ChildStdout>| {
+/// A stdio server, initialized, and the id of its next call.
+struct StdioServer {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    id: u64,
+}
+
+impl StdioServer {
+    fn start(command: &mut Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        let input = child.stdin.take().expect("stdin");
+        let output = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut server = Self { child, input, output, id: 1 };
+        server.send(&initialize());
+        server.receive();
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.input, "{message}").expect("written");
+        self.input.flush().expect("flushed");
+    }
+
+    fn receive(&mut self) -> Value {
         let mut line = String::new();
-        output.read_line(&mut line).expect("an answer");
+        self.output.read_line(&mut line).expect("an answer");
         let answer: Value = serde_json::from_str(&line).expect("JSON");
         assert!(answer.get("result").is_some(), "{answer}");
         answer
-    };
-    send(&mut input, &initialize());
-    receive(&mut output);
-    send(&mut input, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let (mut id, started) = (1, Instant::now());
-    while started.elapsed() < SPELL {
-        send(&mut input, &call(id));
-        let answer = receive(&mut output);
-        assert_eq!(answer["result"]["structuredContent"]["result"], json!(id + 1), "{answer}");
-        id += 1;
     }
-    let rate = id as f64 / started.elapsed().as_secs_f64();
-    drop(input);
-    let _ = child.wait();
-    rate
+
+    /// Calls `add` one after another for `spell`; how many answered.
+    fn calls_for(&mut self, spell: Duration) -> u64 {
+        let (first, started) = (self.id, Instant::now());
+        while started.elapsed() < spell {
+            self.send(&call(self.id));
+            let answer = self.receive();
+            assert_eq!(
+                answer["result"]["structuredContent"]["result"],
+                json!(self.id + 1),
+                "{answer}"
+            );
+            self.id += 1;
+        }
+        self.id - first
+    }
+
+    fn stop(mut self) {
+        drop(self.input);
+        let _ = self.child.wait();
+    }
 }
 
-/// Round trips per second over Streamable HTTP at `url`, each call in the
-/// session `initialize` opened (when the server opens one).
-async fn http(url: &str) -> f64 {
-    let client = reqwest::Client::new();
-    let post = |body: Value, session: Option<String>| {
-        let mut request = client
-            .post(url)
+/// A Streamable HTTP endpoint, initialized (in the session it opened, when
+/// it opens one), and the id of its next call.
+struct HttpServer {
+    client: reqwest::Client,
+    url: String,
+    session: Option<String>,
+    id: u64,
+}
+
+impl HttpServer {
+    async fn open(url: &str) -> Self {
+        let mut server =
+            Self { client: reqwest::Client::new(), url: url.to_owned(), session: None, id: 1 };
+        let opened = server.post(initialize()).await;
+        server.session = opened
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let _ = opened.text().await;
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let _ = server.post(note).await.text().await;
+        server
+    }
+
+    async fn post(&self, body: Value) -> reqwest::Response {
+        let mut request = self
+            .client
+            .post(&self.url)
             .header("Accept", "application/json, text/event-stream")
             .header("MCP-Protocol-Version", "2025-06-18")
             .json(&body);
-        if let Some(session) = session {
+        if let Some(session) = &self.session {
             request = request.header("Mcp-Session-Id", session);
         }
-        request.send()
-    };
-    let opened = post(initialize(), None).await.expect("initialize");
-    let session =
-        opened.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let _ = opened.text().await;
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let _ = post(note, session.clone()).await.expect("initialized").text().await;
-    let (mut id, started) = (1, Instant::now());
-    while started.elapsed() < SPELL {
-        let text =
-            post(call(id), session.clone()).await.expect("a call").text().await.expect("a body");
-        // A JSON body, or SSE events (a priming one first) whose last
-        // `data:` line is the answer.
-        let json = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:").map(str::trim))
-            .rfind(|d| !d.is_empty())
-            .unwrap_or(&text);
-        let answer: Value = serde_json::from_str(json.trim()).expect("JSON");
-        assert_eq!(answer["result"]["structuredContent"]["result"], json!(id + 1), "{answer}");
-        id += 1;
+        request.send().await.expect("an answer")
     }
-    id as f64 / started.elapsed().as_secs_f64()
+
+    /// Calls `add` one after another for `spell`; how many answered.
+    async fn calls_for(&mut self, spell: Duration) -> u64 {
+        let (first, started) = (self.id, Instant::now());
+        while started.elapsed() < spell {
+            let text = self.post(call(self.id)).await.text().await.expect("a body");
+            // A JSON body, or SSE events (a priming one first) whose last
+            // `data:` line is the answer.
+            let json = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:").map(str::trim))
+                .rfind(|d| !d.is_empty())
+                .unwrap_or(&text);
+            let answer: Value = serde_json::from_str(json.trim()).expect("JSON");
+            assert_eq!(
+                answer["result"]["structuredContent"]["result"],
+                json!(self.id + 1),
+                "{answer}"
+            );
+            self.id += 1;
+        }
+        self.id - first
+    }
 }
 
 /// Starts `command` and reads its stderr up to a line starting with
@@ -201,27 +253,43 @@ async fn main() {
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/mcp/python_server.py");
     let ignite = env!("CARGO_BIN_EXE_ignite");
 
-    let ignite_stdio = stdio(Command::new(ignite).arg("mcp").arg(&shop).arg("--no-cache"));
-    let python_stdio = stdio(Command::new(python()).arg(&server));
-
+    let mut stdio = [
+        StdioServer::start(Command::new(ignite).arg("mcp").arg(&shop).arg("--no-cache")),
+        StdioServer::start(Command::new(python()).arg(&server)),
+    ];
     let (mut ignite_child, url) = started(
         Command::new(ignite).arg("mcp").arg(&shop).args(["--no-cache", "--http", "127.0.0.1:0"]),
         "listening on ",
     );
-    let ignite_http = http(&url).await;
-    let _ = ignite_child.kill();
     let port = free_port();
     let (mut python_child, _) =
         started(Command::new(python()).arg(&server).arg(port.to_string()), "Uvicorn running on");
-    let python_http = http(&format!("http://127.0.0.1:{port}/mcp")).await;
+    let mut http = [
+        HttpServer::open(&url).await,
+        HttpServer::open(&format!("http://127.0.0.1:{port}/mcp")).await,
+    ];
+    // Turns of SLICE each, ignite's and Python's alternating, so that a
+    // busy moment of the shared machine falls on both alike.
+    let mut calls = [[0_u64; 2]; 2];
+    for _ in 0..TURNS {
+        for (side, server) in stdio.iter_mut().enumerate() {
+            calls[0][side] += server.calls_for(SLICE);
+        }
+        for (side, server) in http.iter_mut().enumerate() {
+            calls[1][side] += server.calls_for(SLICE).await;
+        }
+    }
+    stdio.into_iter().for_each(StdioServer::stop);
+    let _ = ignite_child.kill();
     let _ = python_child.kill();
 
-    println!("tools/call round trips per second, one client, {SPELL:?} each");
+    let spell = SLICE * TURNS;
+    let rate = |n: u64| n as f64 / spell.as_secs_f64();
+    println!("tools/call round trips per second, one client, {spell:?} each in {TURNS} turns");
     println!("| transport | ignite mcp | Python SDK server | ratio |");
     println!("| --- | --- | --- | --- |");
-    for (name, ignite, python) in
-        [("stdio", ignite_stdio, python_stdio), ("Streamable HTTP", ignite_http, python_http)]
-    {
+    for (name, [ignite, python]) in [("stdio", calls[0]), ("Streamable HTTP", calls[1])] {
+        let (ignite, python) = (rate(ignite), rate(python));
         println!("| {name} | {ignite:.0} | {python:.0} | {:.1}× |", ignite / python);
     }
     // The engine owns a runtime, which may not be dropped in async code.
