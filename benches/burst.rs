@@ -56,7 +56,16 @@ fn main() {
     ignite.arg("run").arg(&program).args(["--input", &items, "--jobs", &jobs]);
     let glob = format!("{}/items/[0-{}]", server.uri(), CALLS - 1);
     let mut curl = Command::new("curl");
-    curl.args(["--silent", "--no-progress-meter", "--fail", "--parallel", "--parallel-max", &jobs, "-o", "/dev/null"]);
+    curl.args([
+        "--silent",
+        "--no-progress-meter",
+        "--fail",
+        "--parallel",
+        "--parallel-max",
+        &jobs,
+        "-o",
+        "/dev/null",
+    ]);
     curl.arg(&glob);
     // One untimed round each: the page cache and the server warm up.
     time(&mut ignite);

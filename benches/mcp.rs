@@ -180,11 +180,8 @@ impl HttpServer {
         let mut server =
             Self { client: reqwest::Client::new(), url: url.to_owned(), session: None, id: 1 };
         let opened = server.post(initialize()).await;
-        server.session = opened
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        server.session =
+            opened.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let _ = opened.text().await;
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let _ = server.post(note).await.text().await;
