@@ -12,7 +12,8 @@ use std::path::Path;
 
 /// The floors of the house, from the ground up.
 const FLOORS: &[&[&str]] = &[
-    &["source", "suggest", "value", "shutdown", "sync", "telemetry", "backoff", "media", "markup"],
+    &["sync"],
+    &["source", "suggest", "value", "shutdown", "telemetry", "backoff", "media", "markup"],
     &["diagnostic", "ast"],
     &["syntax", "ir", "failure"],
     &["load", "lower", "eval", "usage", "render", "report", "fmt", "budget"],

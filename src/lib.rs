@@ -29,17 +29,18 @@
 //!
 //! | floor | modules |
 //! | --- | --- |
-//! | 1 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, `sync` (locks that outlive a panic), [`telemetry`], `backoff`, [`media`] (images and documents), `markup` (XML and HTML escapes) |
-//! | 2 | [`diagnostic`], [`ast`] |
-//! | 3 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
-//! | 4 | [`load`], [`lower`], `eval`, `usage`, [`budget`] (run budgets), `render`, `report` (self-contained HTML pages), [`fmt`] (the formatter) |
-//! | 5 | [`tools`], [`trace`], [`plan`] (worst cases and dry runs) |
-//! | 6 | [`effects`] |
-//! | 7 | [`llm`] |
-//! | 8 | [`runtime`] |
-//! | 9 | `serve`, `testing`, `evals` (scored datasets), [`lsp`] (the language server) |
-//! | 10 | `mcp` (tools and contracts over the Model Context Protocol), `restate` (feature `restate`) |
-//! | 11 | [`cli`], [`prelude`] |
+//! | 1 | `sync` (locks that outlive a panic) |
+//! | 2 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff`, [`media`] (images and documents), `markup` (XML and HTML escapes) |
+//! | 3 | [`diagnostic`], [`ast`] |
+//! | 4 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
+//! | 5 | [`load`], [`lower`], `eval`, `usage`, [`budget`] (run budgets), `render`, `report` (self-contained HTML pages), [`fmt`] (the formatter) |
+//! | 6 | [`tools`], [`trace`], [`plan`] (worst cases and dry runs) |
+//! | 7 | [`effects`] |
+//! | 8 | [`llm`] |
+//! | 9 | [`runtime`] |
+//! | 10 | `serve`, `testing`, `evals` (scored datasets), [`lsp`] (the language server) |
+//! | 11 | `mcp` (tools and contracts over the Model Context Protocol), `restate` (feature `restate`) |
+//! | 12 | [`cli`], [`prelude`] |
 //!
 //! A program that embeds ignite starts from [`prelude`]. The stage modules
 //! linked above are public for tools that work on one stage; the ones in
