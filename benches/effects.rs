@@ -270,6 +270,7 @@ fn append(dir: &std::path::Path) {
                     definition: None,
                     cache: None,
                     work: None,
+                    media: &[],
                 };
                 store.record(&effect, &outcome).expect("appended");
             }
@@ -304,6 +305,7 @@ fn cache_hit(dir: &std::path::Path) {
             definition: Some("agent Ask { ... }"),
             cache: Some(CachePolicy { ttl: None }),
             work: None,
+            media: &[],
         };
         let live = async { Ok::<_, std::convert::Infallible>(Outcome::Value(json!("four"))) };
         let started = Instant::now();

@@ -321,7 +321,7 @@ async fn media_is_stored_once_however_many_turns() {
     let server = MockServer::start().await;
     let call = json!({"choices": [{"message": {"role": "assistant", "content": null,
         "tool_calls": [{"id": "c1", "type": "function",
-            "function": {"name": "Page", "arguments": "{\"n\": 1}"}}]},
+            "function": {"name": "page", "arguments": "{\"n\": 1}"}}]},
         "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}});
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_body_json(call))
@@ -517,4 +517,136 @@ contract Thumbs {{
     use base64::Engine as _;
     let data = base64::engine::general_purpose::STANDARD.encode(png);
     assert_eq!(sent[0], json!({"photo": {"media_type": "image/png", "data": data}}));
+}
+
+/// A reply of `kind` that calls the tool `Page` with `{"n": 1}`.
+fn call_reply(kind: &str) -> Value {
+    match kind {
+        "anthropic" => json!({"content": [{"type": "tool_use", "id": "t1", "name": "page",
+            "input": {"n": 1}}], "stop_reason": "tool_use",
+            "usage": {"input_tokens": 10, "output_tokens": 5}}),
+        "openai" => json!({"choices": [{"message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "page", "arguments": "{\"n\": 1}"}}]},
+            "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+        "ollama" => json!({"message": {"role": "assistant", "content": "",
+            "tool_calls": [{"function": {"name": "page", "arguments": {"n": 1}}}]}, "done": true,
+            "done_reason": "stop", "prompt_eval_count": 10, "eval_count": 5}),
+        _ => json!({"candidates": [{"content": {"role": "model",
+            "parts": [{"functionCall": {"name": "page", "args": {"n": 1}}}]},
+            "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 10,
+            "candidatesTokenCount": 5}}),
+    }
+}
+
+/// Every string of `value` that is base64 (alone or in a `data:` URL)
+/// decoded.
+fn decoded_strings(value: &Value, out: &mut Vec<Vec<u8>>) {
+    use base64::Engine as _;
+    match value {
+        Value::String(text) => {
+            let data = text.split_once(";base64,").map_or(text.as_str(), |(_, data)| data);
+            if let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) {
+                out.push(bytes);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| decoded_strings(v, out)),
+        Value::Object(fields) => fields.values().for_each(|v| decoded_strings(v, out)),
+        _ => {}
+    }
+}
+
+/// Two turns (a tool call, then text) with a large file (a PDF; a PNG for
+/// Ollama, which takes no documents) and a tiny PNG, for each kind: the
+/// fake checks that the base64 in every body decodes to the files, and
+/// the bodies' bytes, with each file's base64 written as a name, are the
+/// snapshot taken before request bodies carried their media as marks
+/// spliced in when sent (byte for byte: the order of fields, the
+/// separators, the escapes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_turns_send_the_bodies_byte_for_byte() {
+    use base64::Engine as _;
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    pdf.extend((0..3000u32).map(|i| (i * 7 % 251) as u8));
+    pdf.extend_from_slice(b"\n%%EOF\n");
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend((0..3000u32).map(|i| (i * 11 % 253) as u8));
+    png.extend_from_slice(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xAE, 0x42, 0x60, 0x82]);
+    let tiny = std::fs::read("tests/corpus/media/tiny.png").unwrap();
+    let mut shown = String::new();
+    for kind in ["anthropic", "openai", "gemini", "ollama"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("big.pdf"), &pdf).unwrap();
+        std::fs::write(dir.path().join("big.png"), &png).unwrap();
+        std::fs::write(dir.path().join("tiny.png"), &tiny).unwrap();
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(call_reply(kind)))
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(text_reply(kind, "read")))
+            .mount(&server)
+            .await;
+        let (big, big_type) = if kind == "ollama" { (&png, "image") } else { (&pdf, "document") };
+        let text = format!(
+            r#"
+provider Fake {{
+  kind {kind}
+  base_url "{base}"
+  api_key env("FAKE_KEY")
+  retries 0
+}}
+
+tool Page {{
+  description "Looks at one page"
+  param n: integer
+  exec "sh" "-c" "cat > /dev/null; echo seen"
+}}
+
+agent Reader {{
+  provider Fake
+  model "m"
+  tools Page
+  input scan: {big_type}
+  input photo: image
+  prompt "Read {{scan}} beside {{photo}}, \"page\" by page"
+}}
+
+contract Read {{
+  input scan: {big_type}
+  input photo: image
+  compute answer = Reader(scan: scan, photo: photo)
+  output answer
+}}
+"#,
+            base = base(kind, &server)
+        );
+        std::fs::write(dir.path().join("read.ign"), text).unwrap();
+        let scan = if kind == "ollama" { "scan=@big.png" } else { "scan=@big.pdf" };
+        let args = ["run", "read.ign", "--input", scan, "--input", "photo=@tiny.png"];
+        let output = ignite(dir.path()).args(args).output().unwrap();
+        assert!(output.status.success(), "{kind}: {}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(
+            serde_json::from_slice::<Value>(&output.stdout).unwrap(),
+            json!({"answer": "read"})
+        );
+        let requests = server.received_requests().await.unwrap();
+        assert_eq!(requests.len(), 2, "{kind}");
+        for (turn, request) in requests.iter().enumerate() {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let mut media = Vec::new();
+            decoded_strings(&body, &mut media);
+            assert!(media.contains(big) && media.contains(&tiny), "{kind} turn {}", turn + 1);
+            let mut text = String::from_utf8(request.body.clone()).unwrap();
+            for (bytes, name) in [(big, "big"), (&tiny, "tiny")] {
+                let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+                assert_eq!(text.matches(&data).count(), 1, "{kind} turn {}", turn + 1);
+                text = text.replace(&data, &format!("<base64 of {name}>"));
+            }
+            shown.push_str(&format!("{kind} {}: {text}\n", turn + 1));
+        }
+    }
+    insta::assert_snapshot!(shown);
 }

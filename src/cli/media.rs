@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::ir::{Type, TypeKind};
 use crate::media::{self, Kind};
@@ -50,7 +50,8 @@ pub(super) fn at_file(
     Some(
         media::read_file(Path::new(path), Some(kind), limit)
             .map(|(media_type, data)| {
-                let value = json!({"media_type": media_type, "data": data});
+                // Moved in: `json!` would copy the base64.
+                let value = Value::Object(fields(media_type, data));
                 if item { AtFile::Item(value) } else { AtFile::Value(value) }
             })
             .map_err(|e| format!("input `{name}`: {e}")),
@@ -136,9 +137,14 @@ impl Reach {
         }
         let (media_type, data) = media::read_file(&real, Some(kind), self.limit)
             .map_err(|e| e.replace(&real.display().to_string(), path))?;
-        let mut fields = Map::new();
-        fields.insert("media_type".into(), media_type.into());
-        fields.insert("data".into(), data.into());
-        Ok(fields)
+        Ok(fields(media_type, data))
     }
+}
+
+/// The fields of a media value, `data` moved in.
+fn fields(media_type: &str, data: String) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("media_type".into(), media_type.into());
+    fields.insert("data".into(), data.into());
+    fields
 }

@@ -6,13 +6,19 @@
 //! a document (alone, or after a `data:...;base64,` prefix, as OpenAI
 //! sends them) becomes a mark, `ignite-blob:sha256:HEX`, and its bytes go
 //! once into `FILE.blobs/HEX` beside the file (`run.jsonl` →
-//! `run.blobs/`). Reading a line puts the bytes back, after checking that
-//! the blob is there and still has the SHA-256 its name says: a missing or
-//! altered blob is an error naming both files. The result cache keeps its
+//! `run.blobs/`). A model request's body comes with these marks already
+//! ([`mark_of`]; the bytes beside it as [`Attachment`]s, see
+//! `llm/body.rs`). Reading a line puts the bytes of its values back, after
+//! checking that the blob is there and still has the SHA-256 its name
+//! says: a missing or altered blob is an error naming both files. Its
+//! requests keep their marks (their blobs checked the same way): a request
+//! is matched by its media's digests, never by their bytes. The result cache keeps its
 //! values' media the same way, in its folder's `blobs/` (a blob that is
 //! gone there is a miss: the call runs again).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -25,6 +31,42 @@ const MARK: &str = "ignite-blob:sha256:";
 /// The shortest base64 string moved to a blob: small ones stay readable in
 /// the line.
 const SMALLEST: usize = 1024;
+
+/// An image or a document that a request names by its mark (a model
+/// request's body holds marks, not the bytes; see `llm/body.rs`): what a
+/// store that keeps the request writes as a blob.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attachment {
+    /// The SHA-256 of its bytes, in hex: what its mark names.
+    pub sha256: String,
+    /// Its media type (`application/pdf`).
+    pub media_type: &'static str,
+    /// Its bytes, in standard base64 (shared with the value it came from).
+    pub data: Arc<String>,
+}
+
+/// The mark a stored line holds in place of a string that is `prefix`
+/// (`data:TYPE;base64,` or empty) and then `len` characters of base64 of
+/// an image or a document whose SHA-256 is `sha256`; `None` when a line
+/// keeps such a string as it is (a short one). The rule [`Blobs::stow`]
+/// follows, so a body built with these marks is the body a line stores.
+#[must_use]
+pub fn mark_of(prefix: &str, len: usize, sha256: &str) -> Option<String> {
+    (prefix.len() + len >= SMALLEST).then(|| marked(prefix, sha256))
+}
+
+/// `prefix` and then the mark of `hex`.
+fn marked(prefix: &str, hex: &str) -> String {
+    format!("{prefix}{MARK}{hex}")
+}
+
+/// The text before the mark a string ends with, and the digest it names:
+/// `None` when the string is not text and then a mark.
+#[must_use]
+pub fn media_mark(text: &str) -> Option<(&str, &str)> {
+    let at = text.find(MARK)?;
+    Some((&text[..at], mark(&text[at..])?))
+}
 
 /// The blob folder of one recording or journal.
 #[derive(Debug, Clone)]
@@ -52,28 +94,40 @@ impl Blobs {
         if !holds_media(value) {
             return Ok(None);
         }
-        self.stowed(value).map(Some)
+        self.stowed(value, true).map(Some)
+    }
+
+    /// `value` as [`Blobs::stow`] would write it, without writing any
+    /// blob: what a stored request is compared with. `None` when it holds
+    /// no media.
+    pub(super) fn marks(&self, value: &Value) -> Option<Value> {
+        // Without writing, nothing fails but media that is not base64,
+        // which `holds_media` has already ruled out.
+        holds_media(value).then(|| self.stowed(value, false).ok()).flatten()
     }
 
     /// A copy of `value` with its media strings as marks: the media
-    /// themselves are never copied, only read into their blobs.
-    fn stowed(&self, value: &Value) -> Result<Value, String> {
+    /// themselves are never copied, only read into their blobs (when
+    /// `write`).
+    fn stowed(&self, value: &Value, write: bool) -> Result<Value, String> {
         Ok(match value {
             Value::String(text) => match media_string(text) {
                 Some((prefix, data)) => {
                     let hex = crate::media::digest(data).ok_or("media that is not base64")?;
-                    self.write(&hex, data)?;
-                    Value::String(format!("{prefix}{MARK}{hex}"))
+                    if write {
+                        self.write(&hex, data)?;
+                    }
+                    Value::String(marked(prefix, &hex))
                 }
                 None => value.clone(),
             },
             Value::Array(items) => {
-                Value::Array(items.iter().map(|v| self.stowed(v)).collect::<Result<_, _>>()?)
+                Value::Array(items.iter().map(|v| self.stowed(v, write)).collect::<Result<_, _>>()?)
             }
             Value::Object(fields) => Value::Object(
                 fields
                     .iter()
-                    .map(|(k, v)| Ok((k.clone(), self.stowed(v)?)))
+                    .map(|(k, v)| Ok((k.clone(), self.stowed(v, write)?)))
                     .collect::<Result<_, String>>()?,
             ),
             _ => value.clone(),
@@ -83,7 +137,7 @@ impl Blobs {
     /// Writes blob `hex`, the bytes of base64 `data`, unless it is there
     /// (decoded a piece at a time through a temporary file, so a blob is
     /// whole or absent).
-    fn write(&self, hex: &str, data: &str) -> Result<(), String> {
+    pub(super) fn write(&self, hex: &str, data: &str) -> Result<(), String> {
         let path = self.dir.join(hex);
         if path.is_file() {
             return Ok(());
@@ -110,26 +164,13 @@ impl Blobs {
     pub(super) fn restore(&self, value: &mut Value, file: &Path) -> Result<(), String> {
         match value {
             Value::String(text) => {
-                let Some(at) = text.find(MARK) else { return Ok(()) };
-                let Some(hex) = mark(&text[at..]) else { return Ok(()) };
+                let Some((prefix, hex)) = media_mark(text) else { return Ok(()) };
                 let path = self.dir.join(hex);
-                let bytes = std::fs::read(&path).map_err(|e| {
-                    format!(
-                        "`{}` names media stored in `{}`, which cannot be read ({e}): \
-                         keep the `.blobs` folder beside the file, or record it again",
-                        file.display(),
-                        path.display()
-                    )
-                })?;
+                let bytes = std::fs::read(&path).map_err(|e| unreadable(file, &path, &e))?;
                 if format!("{:x}", Sha256::digest(&bytes)) != hex {
-                    return Err(format!(
-                        "the media blob `{}` of `{}` was altered (its SHA-256 is not its name): \
-                         record it again",
-                        path.display(),
-                        file.display()
-                    ));
+                    return Err(altered(file, &path));
                 }
-                *text = format!("{}{}", &text[..at], STANDARD.encode(&bytes));
+                *text = format!("{prefix}{}", STANDARD.encode(&bytes));
                 Ok(())
             }
             Value::Array(items) => items.iter_mut().try_for_each(|v| self.restore(v, file)),
@@ -137,6 +178,61 @@ impl Blobs {
             _ => Ok(()),
         }
     }
+
+    /// Checks that every blob a mark in `value` names is there with the
+    /// SHA-256 its name says, as [`Blobs::restore`] does, without putting
+    /// the bytes back (a blob is hashed as it is read, once: `checked`
+    /// holds the digests already seen).
+    ///
+    /// # Errors
+    /// A blob is missing or does not have the SHA-256 its name says.
+    pub(super) fn check(
+        &self,
+        value: &Value,
+        file: &Path,
+        checked: &mut HashSet<String>,
+    ) -> Result<(), String> {
+        match value {
+            Value::String(text) => {
+                let Some((_, hex)) = media_mark(text) else { return Ok(()) };
+                if checked.contains(hex) {
+                    return Ok(());
+                }
+                let path = self.dir.join(hex);
+                let mut hasher = Sha256::new();
+                std::fs::File::open(&path)
+                    .and_then(|mut blob| std::io::copy(&mut blob, &mut hasher))
+                    .map_err(|e| unreadable(file, &path, &e))?;
+                if format!("{:x}", hasher.finalize()) != hex {
+                    return Err(altered(file, &path));
+                }
+                checked.insert(hex.to_owned());
+                Ok(())
+            }
+            Value::Array(items) => items.iter().try_for_each(|v| self.check(v, file, checked)),
+            Value::Object(fields) => fields.values().try_for_each(|v| self.check(v, file, checked)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The error of a blob at `path`, named by `file`, that cannot be read.
+fn unreadable(file: &Path, path: &Path, error: &std::io::Error) -> String {
+    format!(
+        "`{}` names media stored in `{}`, which cannot be read ({error}): \
+         keep the `.blobs` folder beside the file, or record it again",
+        file.display(),
+        path.display()
+    )
+}
+
+/// The error of a blob at `path`, named by `file`, whose bytes changed.
+fn altered(file: &Path, path: &Path) -> String {
+    format!(
+        "the media blob `{}` of `{}` was altered (its SHA-256 is not its name): record it again",
+        path.display(),
+        file.display()
+    )
 }
 
 /// `value`, a line of the recording or journal `file`, as a page shows it:

@@ -90,6 +90,7 @@ pub use activity::Activity;
 pub(crate) use activity::track;
 pub use approval::{Approver, Verdict};
 pub(crate) use blobs::summarize as summarize_media;
+pub use blobs::{Attachment, mark_of, media_mark};
 pub use cache::{Cache, CacheStats};
 pub use decisions::Decision;
 pub use recording::{JOURNAL_DIR, ProgramMark, Recording, RunHeader};
@@ -141,7 +142,8 @@ pub struct Effect<'a> {
     /// A model request's URL; empty otherwise.
     pub route: &'a str,
     /// Everything that shapes the result: a tool's arguments, a model
-    /// request's body, an agent's prompts and settings.
+    /// request's body (its large media as marks, see `media`), an agent's
+    /// prompts and settings.
     pub request: &'a Value,
     /// What defines the effect beyond its request, as a digest (see
     /// `definition.rs`): part of its cache key and of its journal entry,
@@ -154,6 +156,10 @@ pub struct Effect<'a> {
     /// The live work as data, for a durable journal's step; `None` when
     /// there is no journal (and for whole agents, which are no steps).
     pub work: Option<&'a Work>,
+    /// The media `request` names by their marks (a model request's images
+    /// and documents): a store that keeps the request keeps their bytes
+    /// as blobs. Empty for every other effect.
+    pub media: &'a [Attachment],
 }
 
 /// An effect's live work as data: what a durable journal hands to the
@@ -757,6 +763,7 @@ impl Scope {
             definition: definition.as_deref(),
             cache: declared.cache.map(|ttl| CachePolicy { ttl }),
             work: work.as_ref(),
+            media: &[],
         };
         let live = self.gated(
             approval,

@@ -37,7 +37,8 @@
 //! concurrency.
 //!
 //! Matching: an effect is answered by an unused entry of the same kind,
-//! name, URL path and request (the one with the same key first); each
+//! name, URL path and request (the one with the same key first; media on
+//! both sides as their marks, so compared by digest); each
 //! entry answers once. A journal's tool lines also keep the tool's
 //! definition (`"definition"`: a digest of its declaration, types and
 //! scripts, see `definition.rs`), and only the same definition matches:
@@ -47,7 +48,7 @@
 //! failures run again.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -343,8 +344,11 @@ impl EffectStore for Recording {
         // values are checked against the declared types like live ones).
         let same_definition =
             |e: &Entry| self.mode != Mode::Journal || e.definition.as_deref() == effect.definition;
-        let matches =
-            |e: &Entry| same_call(e) && *e.request == *effect.request && same_definition(e);
+        // Entries keep their requests' media as marks: the request is
+        // compared in that form.
+        let marked = self.blobs.marks(effect.request);
+        let request = marked.as_ref().unwrap_or(effect.request);
+        let matches = |e: &Entry| same_call(e) && *e.request == *request && same_definition(e);
         let found = unused
             .iter()
             .position(|s| s.as_ref().is_some_and(|e| matches(e) && *e.key == *effect.key))
@@ -359,7 +363,7 @@ impl EffectStore for Recording {
             .iter()
             .flatten()
             .filter(|e| same_call(e))
-            .filter_map(|e| difference(&e.request, effect.request, String::new()))
+            .filter_map(|e| difference(&e.request, request, String::new()))
             .min_by_key(|(depth, _)| std::cmp::Reverse(*depth));
         Lookup::Refuse(match closest {
             Some((_, hint)) => hint,
@@ -371,6 +375,9 @@ impl EffectStore for Recording {
         let Some(file) = self.file.as_ref().filter(|_| effect.kind != EffectKind::Agent) else {
             return Ok(());
         };
+        for media in effect.media {
+            self.blobs.write(&media.sha256, &media.data)?;
+        }
         let request =
             self.blobs.stow(effect.request)?.map_or(Cow::Borrowed(effect.request), Cow::Owned);
         let (Outcome::Value(value) | Outcome::Failed(value)) = outcome;
@@ -537,15 +544,17 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))
 }
 
-/// The header, the entries (their media back from the blobs) and the
-/// approval marks of `path`.
+/// The header, the entries (their values' media back from the blobs) and
+/// the approval marks of `path`.
 fn load(path: &Path) -> Result<Parsed, String> {
     let (header, entries, marks, steps) = parse(path, &read(path)?)?;
     let (header, entries) = restored(path, header, entries)?;
     Ok((header, entries, marks, steps))
 }
 
-/// `header` and `entries` of `path` with their media back from its blobs.
+/// `header` and `entries` of `path` with the media of the inputs and the
+/// outcomes back from its blobs; the requests keep their marks (what
+/// [`Recording::lookup`] compares), their blobs checked.
 fn restored(
     path: &Path,
     mut header: RunHeader,
@@ -557,8 +566,9 @@ fn restored(
     if let Value::Object(inputs) = inputs {
         header.inputs = inputs;
     }
+    let mut checked = HashSet::new();
     for entry in &mut entries {
-        blobs.restore(entry.request.to_mut(), path)?;
+        blobs.check(&entry.request, path, &mut checked)?;
         let (Outcome::Value(value) | Outcome::Failed(value)) = entry.outcome.to_mut();
         blobs.restore(value, path)?;
     }
@@ -684,6 +694,7 @@ mod tests {
             definition: None,
             cache: None,
             work: None,
+            media: &[],
         };
         if record {
             store.record(&effect, &Outcome::Value(json!(n + 1))).expect("recorded");

@@ -15,7 +15,8 @@
 //! to continue, unknown ones fail), `usage` (cache writes and reads count in
 //! the input total). A user message with images or documents is a list of
 //! blocks in the prompt's order: `text`, `image` and `document`, each with a
-//! `base64` source.
+//! `base64` source (a large one's `data` a mark here, its bytes spliced in
+//! when sent: see `body.rs`).
 
 use serde_json::{Map, Value, json};
 
@@ -76,7 +77,7 @@ fn user_content(content: &[Content]) -> Value {
                 let source = object([
                     ("type", "base64".into()),
                     ("media_type", media.format.media_type.into()),
-                    ("data", String::clone(&media.data).into()),
+                    ("data", media.in_body(false)),
                 ]);
                 let kind = if media.is_image() { "image" } else { "document" };
                 object([("type", kind.into()), ("source", source)])

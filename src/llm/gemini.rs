@@ -20,7 +20,7 @@
 //! signatures and call ids reach the API unchanged; call ids the API did
 //! not send are generated as `call_N` and never sent back. Images and
 //! documents of a user turn are `inlineData` parts (`mimeType`, base64
-//! `data`) in the prompt's order.
+//! `data`; a large one a mark here, see `body.rs`) in the prompt's order.
 
 use serde_json::{Map, Value, json};
 
@@ -61,7 +61,7 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
                             "inlineData",
                             object([
                                 ("mimeType", media.format.media_type.into()),
-                                ("data", String::clone(&media.data).into()),
+                                ("data", media.in_body(false)),
                             ]),
                         )]),
                     })

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::body::{Pieces, RequestBody};
 use super::client::{BoxFuture, CallContext, ModelClient};
 use super::error::LlmError;
 use super::limits::estimate_tokens;
@@ -24,7 +25,7 @@ use super::providers::Auth;
 use super::retry::{Backoff, parse_retry_after, retryable_status};
 use super::settings::Endpoint;
 use super::{semconv, wire};
-use crate::effects::{self, Effect, EffectError, EffectKind, Work};
+use crate::effects::{self, Attachment, Effect, EffectError, EffectKind, Work};
 use crate::telemetry::{self, Span};
 use crate::usage::ModelCall;
 
@@ -108,7 +109,7 @@ impl HttpModel {
                 self.endpoint.kind.name(),
             )));
         }
-        let body = wire::request_body(self.endpoint.kind, request, self.endpoint.server());
+        let body = wire::request(self.endpoint.kind, request, self.endpoint.server());
         let url = self.endpoint.url(&request.model);
         let attempts = self.endpoint.retries.saturating_add(1);
         let trace_path = format!("{} > model", cx.path);
@@ -195,7 +196,7 @@ impl HttpModel {
     /// journal's step, or the network (see [`HttpModel::attempt`]).
     async fn send(
         &self,
-        body: &Value,
+        body: &RequestBody,
         url: &str,
         cx: CallContext<'_>,
         span: &Span,
@@ -207,17 +208,18 @@ impl HttpModel {
             agent: self.origin.0,
             link: self.origin.1,
             url: url.to_owned(),
-            body: body.clone(),
+            body: body.expanded(),
         });
         let effect = Effect {
             key: &key,
             kind: EffectKind::Model,
             name: &endpoint.label,
             route: url,
-            request: body,
+            request: &body.json,
             definition: None,
             cache: None,
             work: work.as_ref(),
+            media: &body.media,
         };
         // A journal's step is spent by this run, wherever it ran: the
         // run's budgets admit it before it is asked for (a replay counts
@@ -230,7 +232,7 @@ impl HttpModel {
             // Past the run's budget the request is not sent.
             cx.trace.admit_model_request().map_err(Unkept::Error)?;
             live = true;
-            self.attempt(body, url, Some((cx.trace, cx.path))).await
+            self.attempt(&body.json, &body.media, url, Some((cx.trace, cx.path))).await
         };
         let response = match cx.scope.perform(&effect, span, work).await {
             Ok(effects::Outcome::Value(r) | effects::Outcome::Failed(r)) => r,
@@ -259,7 +261,8 @@ impl HttpModel {
         Ok(Outcome::Response { status, text, retry_after, live })
     }
 
-    /// One attempt to `url` over the network, once the declaration's
+    /// One attempt to `url` over the network with `body` (its marks
+    /// standing for `media`), once the declaration's
     /// limiter lets a request of `body`'s estimated tokens start (a wait is
     /// noted in `trace` at `path > model`): the status and the reply (with
     /// the key redacted) and its `retry-after` delay as stores keep them.
@@ -271,12 +274,15 @@ impl HttpModel {
     async fn attempt(
         &self,
         body: &Value,
+        media: &[Attachment],
         url: &str,
         trace: Option<(&crate::trace::Trace, &str)>,
     ) -> Result<effects::Outcome, Unkept> {
         let endpoint = &self.endpoint;
         let limiter = endpoint.limiter.as_deref();
-        let estimate = limiter.filter(|l| l.counts_tokens()).map_or(0, |_| estimate_tokens(body));
+        let body = Pieces::of(body, media);
+        let estimate =
+            limiter.filter(|l| l.counts_tokens()).map_or(0, |_| estimate_tokens(body.len()));
         if let Some(limiter) = limiter {
             let started = Instant::now();
             let waited = limiter.acquire(estimate).await;
@@ -309,14 +315,14 @@ impl HttpModel {
         body: &Value,
         url: &str,
     ) -> Result<effects::Outcome, String> {
-        self.attempt(body, url, None).await.map_err(|e| e.to_string())
+        self.attempt(body, &[], url, None).await.map_err(|e| e.to_string())
     }
 
     /// Posts `body` to `url`: the status, the body with the key redacted
     /// and the `retry-after` delay.
     async fn post(
         &self,
-        body: &Value,
+        body: Pieces,
         url: &str,
     ) -> Result<(u16, String, Option<std::time::Duration>), Unkept> {
         let endpoint = &self.endpoint;
@@ -327,7 +333,7 @@ impl HttpModel {
             .post(url)
             .timeout(endpoint.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(json_bytes(body));
+            .body(body.into_body());
         for (name, value) in self.headers() {
             builder = builder.header(name, value);
         }
@@ -389,27 +395,4 @@ impl HttpModel {
             _ => text.to_owned(),
         }
     }
-}
-
-/// `body` as JSON bytes, in a buffer of exactly their size: a request that
-/// carries a 13 MB `data:` URL is not grown by doubling (which holds the
-/// old and the new buffer at once) as `reqwest`'s `.json` does.
-fn json_bytes(body: &Value) -> Vec<u8> {
-    /// Counts the bytes written to it.
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a `Value` to memory cannot fail: its keys are strings.
-    let _ = serde_json::to_writer(&mut count, body);
-    let mut bytes = Vec::with_capacity(count.0);
-    let _ = serde_json::to_writer(&mut bytes, body);
-    bytes
 }

@@ -163,9 +163,10 @@ impl Limiter {
     }
 }
 
-/// The input tokens a request body is estimated at: a token per four bytes.
-pub(crate) fn estimate_tokens(body: &serde_json::Value) -> u64 {
-    (body.to_string().len() as u64).div_ceil(4)
+/// The input tokens a request body of `bytes` bytes is estimated at: a
+/// token per four bytes.
+pub(crate) fn estimate_tokens(bytes: u64) -> u64 {
+    bytes.div_ceil(4)
 }
 
 #[cfg(test)]

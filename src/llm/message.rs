@@ -5,7 +5,7 @@
 //! prompt, assistant turns (text and tool calls) and tool-result turns
 //! (one per assistant turn with calls, results in call order).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
@@ -64,12 +64,23 @@ pub enum Content {
 
 /// An image or a document in a message: its format and its bytes in
 /// base64 (shared with the value it came from, never copied per turn).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Media {
     /// What the bytes are.
     pub format: &'static Format,
     /// The bytes, in standard base64.
     pub data: Arc<String>,
+    /// The SHA-256 of the bytes once asked for (`None` inside when `data`
+    /// is not base64), and whether they sniff as an image or a document:
+    /// worked out once for every turn that sends them.
+    digest: Arc<OnceLock<(Option<String>, bool)>>,
+}
+
+/// Media are equal when their bytes are.
+impl PartialEq for Media {
+    fn eq(&self, other: &Self) -> bool {
+        self.format == other.format && self.data == other.data
+    }
 }
 
 impl Media {
@@ -81,7 +92,9 @@ impl Media {
         let media_type = fields.get("media_type")?.as_str()?;
         let format = crate::media::format_of(media_type)?;
         match fields.get("data")? {
-            Val::String(data) => Some(Self { format, data: Arc::clone(data) }),
+            Val::String(data) => {
+                Some(Self { format, data: Arc::clone(data), digest: Arc::default() })
+            }
             _ => None,
         }
     }
@@ -92,16 +105,37 @@ impl Media {
         self.format.kind == Kind::Image
     }
 
-    /// The bytes as a `data:` URL (OpenAI's form).
+    /// The SHA-256 of the bytes, in hex (`None` when `data` is not base64).
     #[must_use]
-    pub fn data_url(&self) -> String {
-        let media_type = self.format.media_type;
-        let mut url =
-            String::with_capacity(";base64,".len() + 5 + media_type.len() + self.data.len());
-        for piece in ["data:", media_type, ";base64,", &self.data] {
-            url.push_str(piece);
-        }
-        url
+    pub fn sha256(&self) -> Option<&str> {
+        self.digested().0.as_deref()
+    }
+
+    fn digested(&self) -> &(Option<String>, bool) {
+        self.digest.get_or_init(|| {
+            let sniffs = crate::media::sniff_base64(&self.data).is_some();
+            (crate::media::digest(&self.data), sniffs)
+        })
+    }
+
+    /// The media as a string of a request body: the base64, or as a
+    /// `data:` URL (OpenAI's form) when `url`. A string a recording would
+    /// store as a blob is its mark instead (the bytes are spliced in when
+    /// the body is sent: see `body.rs`); a short one is the string itself.
+    #[must_use]
+    pub(super) fn in_body(&self, url: bool) -> Value {
+        let prefix =
+            if url { format!("data:{};base64,", self.format.media_type) } else { String::new() };
+        let mark = match self.digested() {
+            (Some(hex), true) => crate::effects::mark_of(&prefix, self.data.len(), hex),
+            _ => None,
+        };
+        Value::String(mark.unwrap_or_else(|| {
+            let mut text = String::with_capacity(prefix.len() + self.data.len());
+            text.push_str(&prefix);
+            text.push_str(&self.data);
+            text
+        }))
     }
 }
 
@@ -138,7 +172,7 @@ pub fn content_key(content: &[Content]) -> Value {
             Content::Text(text) => Value::String(text.clone()),
             Content::Media(m) => json!({
                 "media_type": m.format.media_type,
-                "sha256": crate::media::digest(&m.data),
+                "sha256": m.sha256(),
                 "bytes": crate::media::decoded_len(&m.data),
             }),
         })

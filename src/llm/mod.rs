@@ -32,6 +32,7 @@
 
 mod agent_loop;
 pub mod anthropic;
+mod body;
 mod client;
 mod error;
 pub mod gemini;
@@ -54,6 +55,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+pub use body::RequestBody;
 pub use client::{BoxFuture, CallContext, ModelClient};
 pub use error::LlmError;
 pub use message::{
@@ -211,6 +213,7 @@ impl Llm {
             definition: None,
             cache: None,
             work: None,
+            media: &[],
         };
         let live = async {
             let answer = self.run_unmocked(asked).await?;
@@ -272,6 +275,7 @@ impl Llm {
             definition: Some(&definition),
             cache: Some(CachePolicy { ttl }),
             work: None,
+            media: &[],
         };
         let cx = CallContext { agent: &agent.name, path: scope.path(), trace, scope };
         let live = async {

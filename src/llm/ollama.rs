@@ -7,13 +7,14 @@
 //! limit), and for a structured `result` its JSON Schema as `format`. Reply: `message`, `done_reason`, `prompt_eval_count` and
 //! `eval_count`. Ollama has no call ids: missing ones become `call_N`.
 //! A user message's images go in its `images` (base64, in the prompt's
-//! order) beside its text; Ollama takes no documents (`check` reports
+//! order; a large one a mark here, see `body.rs`) beside its text; Ollama takes no documents (`check` reports
 //! one, and the agent fails before sending one that comes at run time).
 
 use serde_json::{Map, Value, json};
 
 use super::message::{
     Content, Echo, ModelReply, ModelRequest, Server, StopReason, ToolCall, ToolResult, Usage,
+    object,
 };
 use super::openai::chat_messages;
 use crate::tools::ToolView;
@@ -61,10 +62,10 @@ fn keep(value: &Value, keys: &[&str]) -> Map<String, Value> {
 /// A user message: its text, and its images under `images` (documents
 /// never reach here: the HTTP client refuses them for this kind).
 fn user_message(content: &[Content]) -> Value {
-    let images: Vec<&str> = content
+    let images: Vec<Value> = content
         .iter()
         .filter_map(|piece| match piece {
-            Content::Media(media) if media.is_image() => Some(media.data.as_str()),
+            Content::Media(media) if media.is_image() => Some(media.in_body(false)),
             _ => None,
         })
         .collect();
@@ -72,7 +73,7 @@ fn user_message(content: &[Content]) -> Value {
     if images.is_empty() {
         return json!({"role": "user", "content": text});
     }
-    json!({"role": "user", "content": text, "images": images})
+    object([("role", "user".into()), ("content", text.into()), ("images", Value::Array(images))])
 }
 
 /// The request body for `request`.

@@ -11,7 +11,8 @@
 //! schema in strict form ([`strict_schema`]). Reply:
 //! `choices[0].message`, `finish_reason`, `usage`. A user message with
 //! images or documents is a list of parts in the prompt's order: `text`,
-//! `image_url` (a `data:` URL) and `file` (`file_data`, a `data:` URL).
+//! `image_url` (a `data:` URL) and `file` (`file_data`, a `data:` URL); a
+//! large one's base64 is a mark here, spliced in when sent (see `body.rs`).
 
 use serde_json::{Map, Value, json};
 
@@ -145,13 +146,13 @@ fn user_message(content: &[Content]) -> Value {
             Content::Text(text) => json!({"type": "text", "text": text}),
             Content::Media(media) if media.is_image() => object([
                 ("type", "image_url".into()),
-                ("image_url", object([("url", media.data_url().into())])),
+                ("image_url", object([("url", media.in_body(true))])),
             ]),
             Content::Media(media) => {
                 documents += 1;
                 let filename = format!("document-{documents}.pdf");
                 let file =
-                    object([("filename", filename.into()), ("file_data", media.data_url().into())]);
+                    object([("filename", filename.into()), ("file_data", media.in_body(true))]);
                 object([("type", "file".into()), ("file", file)])
             }
         })

@@ -102,7 +102,7 @@ fn message(message: &Message) -> Value {
                         "type": "file",
                         "modality": media.format.kind.name(),
                         "mime_type": media.format.media_type,
-                        "file_id": crate::media::digest(&media.data).map(|d| format!("sha256:{d}")),
+                        "file_id": media.sha256().map(|d| format!("sha256:{d}")),
                     }),
                 })
                 .collect();

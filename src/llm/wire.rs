@@ -5,14 +5,23 @@
 
 use serde_json::Value;
 
+use super::body::RequestBody;
 use super::message::Server;
 use super::message::{ModelReply, ModelRequest};
 use crate::ir::ProviderKind;
 
-/// The request body `kind` expects for `request`, sent to `server`.
+/// The request body `kind` expects for `request`, sent to `server`, its
+/// large media as marks beside their bytes (see [`RequestBody`]).
+#[must_use]
+pub fn request(kind: ProviderKind, request: &ModelRequest, server: Server) -> RequestBody {
+    RequestBody::new((kind.spec().request_body)(request, server), request)
+}
+
+/// The request body `kind` expects for `request`, sent to `server`, with
+/// its media in place: what goes over the wire.
 #[must_use]
 pub fn request_body(kind: ProviderKind, request: &ModelRequest, server: Server) -> Value {
-    (kind.spec().request_body)(request, server)
+    self::request(kind, request, server).expanded()
 }
 
 /// Parses the text of a 2xx reply.
