@@ -389,8 +389,9 @@ eval "empty" {}
         let mut texts = Vec::new();
         for path in &files {
             let Ok(text) = std::fs::read_to_string(path) else { continue };
-            let end = text[text.len().min(4096)..].find('\n').map_or(text.len(), |i| i + 4096);
-            let text = &text[..end];
+            let past = text.char_indices().map(|(i, _)| i).find(|&i| i >= 4096);
+            let end = past.and_then(|p| text[p..].find('\n').map(|i| p + i));
+            let text = &text[..end.unwrap_or(text.len())];
             let lines: Vec<&str> = text.split_inclusive('\n').collect();
             for cut in (0..lines.len()).step_by(EVERY) {
                 texts.push((path.clone(), lines[..cut].concat()));
