@@ -120,11 +120,12 @@ fn the_examples_of_the_docs_are_formatted() {
     assert!(unformatted.is_empty(), "unformatted examples:\n{}", unformatted.join("\n"));
 }
 
-/// Prefixes of every fixture get an answer: formatted or refused, never a
-/// panic or a broken guarantee. Cut at every character boundary of each
-/// file's first [`support::prefixes::WHOLE`] bytes, then at every line end
-/// and every [`support::prefixes::STEP`]th byte (see `cuts`); shared out
-/// over the machine's cores.
+/// Every prefix of every fixture gets an answer: formatted or refused,
+/// never a panic or a broken guarantee. Cut at every character boundary
+/// (the two stress tests of length longer than
+/// [`support::prefixes::LONG`] are sampled past their first
+/// [`support::prefixes::WHOLE`] bytes; see `cuts`); shared out over the
+/// machine's cores.
 #[test]
 fn prefixes_of_every_fixture_get_an_answer() {
     let files: Vec<(PathBuf, String)> =

@@ -1,6 +1,10 @@
 //! Syntax errors in human terms: pest's failure turned into "expected `)`
 //! or an operator, found `}`", and recovery by declaration.
 
+use std::cell::RefCell;
+use std::collections::{HashMap, hash_map};
+use std::sync::Once;
+
 use pest::Parser;
 use pest::error::{Error, ErrorVariant, InputLocation};
 
@@ -10,46 +14,120 @@ use crate::ast::{Keyword, KeywordRole};
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 
-/// Every syntax error of a file that does not parse: one per broken
-/// top-level declaration. Each chunk is parsed alone and its diagnostics
-/// shifted to its place in the file, so recovery costs one parse of the
-/// file in all (chunks start in column 0, so columns are unchanged).
-pub(super) fn recover(file: FileId, text: &str) -> Diagnostics {
-    // What pest tried at the error is what "expected ..." lists. The
-    // setting is global, so it is turned on and left on: turning it off
-    // again raced with files recovered at once on other threads (`check`
-    // of a folder, the language server), whose messages then lost part of
-    // their list.
-    pest::set_error_detail(true);
-    let mut diagnostics = Diagnostics::default();
-    let starts = chunk_starts(text);
-    for (i, &start) in starts.iter().enumerate() {
-        let end = starts.get(i + 1).copied().unwrap_or(text.len());
-        let chunk = &text[start..end];
-        let found = match IgnParser::parse(Rule::file, chunk) {
-            Err(error) => describe(file, chunk, &error).into(),
-            Ok(mut pairs) => {
-                let mut builder = Builder::new(file, chunk);
-                let root = pairs.next().unwrap_or_else(|| unreachable!("`file` yields one pair"));
-                let ast = builder.file(root);
-                builder.finish(ast).err().unwrap_or_default()
-            }
-        };
-        diagnostics.extend(found.shifted(start));
+/// The diagnostics of a file's recovery chunks (see [`chunk_starts`]),
+/// each parsed alone and its diagnostics shifted to its place in the file
+/// (chunks start in column 0, so columns are unchanged).
+pub(super) struct Chunks {
+    /// Every chunk's diagnostics, in order: pest's error for a chunk that
+    /// does not parse, the builder's for one that does.
+    pub(super) diagnostics: Diagnostics,
+    /// Some chunk does not parse (a pest error, not only the builder's).
+    pub(super) broken: bool,
+}
+
+/// Most bytes of chunk text [`CACHE`] keeps before it drops the chunks the
+/// last parse did not read.
+const CACHE_BYTES: usize = 8 << 20;
+
+/// A chunk's parse: its diagnostics, unshifted, and whether pest rejected
+/// it.
+struct Entry {
+    diagnostics: Diagnostics,
+    broken: bool,
+    /// The parse that last read it.
+    generation: u64,
+}
+
+/// The chunks recovery parsed on this thread, by file and text. An edit
+/// changes one declaration, so the next parse of the file parses only
+/// that chunk again: typing in an editor, or every prefix of a file,
+/// costs a chunk per keystroke rather than the whole file.
+#[derive(Default)]
+struct Cache {
+    entries: HashMap<(FileId, Box<str>), Entry>,
+    generation: u64,
+    bytes: usize,
+}
+
+thread_local! {
+    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+}
+
+/// Parses each chunk of `text` (starting at `starts`, the first 0) alone,
+/// or takes its parse from this thread's cache of chunks.
+pub(super) fn chunks(file: FileId, text: &str, starts: &[usize]) -> Chunks {
+    detail();
+    CACHE.with_borrow_mut(|cache| {
+        cache.generation += 1;
+        let generation = cache.generation;
+        let mut out = Chunks { diagnostics: Diagnostics::default(), broken: false };
+        for (i, &start) in starts.iter().enumerate() {
+            let end = starts.get(i + 1).copied().unwrap_or(text.len());
+            let chunk = &text[start..end];
+            let key = (file, Box::<str>::from(chunk));
+            let entry = match cache.entries.entry(key) {
+                hash_map::Entry::Occupied(found) => found.into_mut(),
+                hash_map::Entry::Vacant(place) => {
+                    cache.bytes += chunk.len();
+                    let (diagnostics, broken) = parse_chunk(file, chunk);
+                    place.insert(Entry { diagnostics, broken, generation })
+                }
+            };
+            entry.generation = generation;
+            out.broken |= entry.broken;
+            out.diagnostics.extend(entry.diagnostics.clone().shifted(start));
+        }
+        if cache.bytes > CACHE_BYTES {
+            cache.entries.retain(|_, entry| entry.generation == generation);
+            cache.bytes = cache.entries.keys().map(|(_, chunk)| chunk.len()).sum();
+        }
+        out
+    })
+}
+
+/// One chunk parsed alone: its diagnostics, and whether pest rejected it.
+fn parse_chunk(file: FileId, chunk: &str) -> (Diagnostics, bool) {
+    match IgnParser::parse(Rule::file, chunk) {
+        Err(error) => (describe(file, chunk, &error).into(), true),
+        Ok(mut pairs) => {
+            let mut builder = Builder::new(file, chunk);
+            let root = pairs.next().unwrap_or_else(|| unreachable!("`file` yields one pair"));
+            let ast = builder.file(root);
+            (builder.finish(ast).err().unwrap_or_default(), false)
+        }
     }
+}
+
+/// Every syntax error of a file that does not parse (`error`, pest's
+/// error for the whole file): one per broken top-level declaration.
+pub(super) fn recover(
+    file: FileId,
+    text: &str,
+    starts: &[usize],
+    error: &Error<Rule>,
+) -> Diagnostics {
+    let diagnostics = chunks(file, text, starts).diagnostics;
     if diagnostics.is_empty() {
         // The chunks parse alone but not together (a declaration split
         // oddly across lines): report the whole-file error.
-        if let Err(error) = IgnParser::parse(Rule::file, text) {
-            diagnostics.push(describe(file, text, &error));
-        }
+        return describe(file, text, error).into();
     }
     diagnostics
 }
 
+/// Turns on pest's record of what it tried at an error (what "expected
+/// ..." lists) before any parse. The setting is global, so it is turned on
+/// and left on: turning it off again raced with files parsed at once on
+/// other threads (`check` of a folder, the language server), whose
+/// messages then lost part of their list.
+pub(super) fn detail() {
+    static ON: Once = Once::new();
+    ON.call_once(|| pest::set_error_detail(true));
+}
+
 /// Byte offsets where a top-level declaration starts in column 0; the
 /// first chunk also holds anything before the first declaration.
-fn chunk_starts(text: &str) -> Vec<usize> {
+pub(super) fn chunk_starts(text: &str) -> Vec<usize> {
     let mut starts = vec![0];
     let mut offset = 0;
     for line in text.split_inclusive('\n') {

@@ -134,6 +134,20 @@ pub(super) fn unclosed_brace(text: &str) -> Option<usize> {
     })
 }
 
+/// True when each of `offsets` (ascending) is in code at the top level of
+/// `text`: outside every bracket, string and string `{...}`. A top-level
+/// declaration of a file that parses cannot span such a place (its body
+/// is a `{...}`), which is what lets recovery's chunks stand for the file.
+pub(super) fn at_top_level(text: &str, offsets: &[usize]) -> bool {
+    let mut scan = Scan::new(text);
+    offsets.iter().all(|&at| {
+        while scan.pos < at {
+            scan.step();
+        }
+        scan.pos == at && scan.frames.is_empty() && scan.depth() == 0
+    })
+}
+
 impl<'t> Scan<'t> {
     fn new(text: &'t str) -> Self {
         Scan {

@@ -11,7 +11,13 @@
 //! Recovery: when the whole file does not parse, each top-level declaration
 //! (from a line starting in column 0 with `use`, `tool`, `agent`, `provider`
 //! `contract` or `test`) is parsed on its own, the rest of the file blanked out, so one broken declaration does not hide
-//! the mistakes of the next.
+//! the mistakes of the next. Each declaration's parse is kept by its text
+//! on the thread, and a declaration that does not parse alone answers for
+//! the file (see `pest_parse`): an edit of a broken file parses only the
+//! declaration it changed.
+//!
+//! pest's parser is derived in its own crate, `grammar/` (`ignite-grammar`),
+//! so that debug builds optimise it.
 
 mod error;
 mod expr;
@@ -26,15 +32,9 @@ use crate::ast::{self, BinaryOp};
 use crate::diagnostic::Diagnostics;
 use crate::source::{FileId, Span};
 
-mod generated {
-    #![allow(missing_docs, unreachable_pub)]
-    /// The pest parser generated from `grammar/ignite.pest`.
-    #[derive(pest_derive::Parser)]
-    #[grammar = "../grammar/ignite.pest"]
-    pub(crate) struct IgnParser;
-}
-
-use generated::{IgnParser, Rule};
+/// The parser generated from `grammar/ignite.pest`, in its own crate
+/// (`grammar/`) so that debug builds optimise it.
+use ignite_grammar::{IgnParser, Rule};
 
 /// The grammar rule of each binary operator (both pest readers, `expr` and
 /// `items`, map rules to operators through it).
@@ -78,7 +78,32 @@ pub fn parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
 
 /// Parses one file with pest, the reference parser: the path for invalid
 /// files and the source of every syntax diagnostic.
+///
+/// Recovery parses each top-level declaration alone (`error::chunks`,
+/// cached by text). When every declaration starts at the top level of the
+/// text (outside brackets and strings), a declaration that does not parse
+/// alone means the file does not parse either: a declaration of a file
+/// that parses ends inside its chunk (its body is a `{...}` closed before
+/// the next declaration's keyword), and the text from a declaration's
+/// start on is read the same way alone or in the file. The chunks' errors
+/// are then the answer, and pest does not read the whole file: an edit of
+/// a broken file costs the parse of the declaration it changed. Otherwise
+/// pest parses the whole file first, as the grammar of record.
 fn pest_parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
+    error::detail();
+    let starts = error::chunk_starts(text);
+    if limits::at_top_level(text, &starts[1..]) {
+        let chunks = error::chunks(file, text, &starts);
+        if chunks.broken {
+            return Err(chunks.diagnostics);
+        }
+    }
+    whole_parse(file, text, &starts)
+}
+
+/// Parses the whole of `text` with pest; its recovery chunks start at
+/// `starts`.
+fn whole_parse(file: FileId, text: &str, starts: &[usize]) -> Result<ast::File, Diagnostics> {
     match IgnParser::parse(Rule::file, text) {
         Ok(mut pairs) => {
             let mut builder = items::Builder::new(file, text);
@@ -86,7 +111,7 @@ fn pest_parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
             let ast = builder.file(root);
             builder.finish(ast)
         }
-        Err(_) => Err(error::recover(file, text)),
+        Err(error) => Err(error::recover(file, text, starts, &error)),
     }
 }
 
@@ -346,6 +371,63 @@ eval "empty" {}
             used += usize::from(fast);
         }
         assert!(used > 0);
+    }
+
+    /// The shortcut of `pest_parse` (a declaration that does not parse
+    /// alone answers for the file) gives what pest's parse of the whole
+    /// file gives, on texts the fast path declines: every fixture cut at
+    /// every [`EVERY`]th line end, and with every [`EVERY`]th line removed
+    /// (a declaration broken in the middle of the file). Files are read up
+    /// to their first line end past 4 KB.
+    #[test]
+    fn a_broken_declaration_answers_for_the_file() {
+        const EVERY: usize = 4;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        ign_files(&root.join("tests/corpus"), &mut files);
+        ign_files(&root.join("contracts"), &mut files);
+        let mut texts = Vec::new();
+        for path in &files {
+            let Ok(text) = std::fs::read_to_string(path) else { continue };
+            let past = text.char_indices().map(|(i, _)| i).find(|&i| i >= 4096);
+            let end = past.and_then(|p| text[p..].find('\n').map(|i| p + i));
+            let text = &text[..end.unwrap_or(text.len())];
+            let lines: Vec<&str> = text.split_inclusive('\n').collect();
+            for cut in (0..lines.len()).step_by(EVERY) {
+                texts.push((path.clone(), lines[..cut].concat()));
+                let mut without = lines.clone();
+                without.remove(cut);
+                texts.push((path.clone(), without.concat()));
+            }
+        }
+        std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(move || {
+                let (mut broken, mut whole) = (0, 0);
+                for (path, text) in &texts {
+                    if limits::check(FileId(0), text).is_some()
+                        || fast::parse(FileId(0), text).is_some()
+                    {
+                        continue;
+                    }
+                    let starts = super::error::chunk_starts(text);
+                    let reference = super::whole_parse(FileId(0), text, &starts);
+                    assert_eq!(
+                        pest_parse(FileId(0), text),
+                        reference,
+                        "{}:\n{text}",
+                        path.display()
+                    );
+                    let shortcut = limits::at_top_level(text, &starts[1..])
+                        && super::error::chunks(FileId(0), text, &starts).broken;
+                    if shortcut { broken += 1 } else { whole += 1 }
+                }
+                // Both ways are taken.
+                assert!(broken > 100 && whole > 0, "{broken} shortcuts, {whole} whole parses");
+            })
+            .expect("thread starts")
+            .join()
+            .expect("no panic");
     }
 
     #[test]
