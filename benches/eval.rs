@@ -15,10 +15,14 @@
 //!   `compute`s) recorded with `--record`, its `ignite report` page, the
 //!   page's size, the time to write it, and Chromium's load time beside
 //!   that of a page of one line (Chromium's own start).
+//! - memory: the peak resident size of `ignite eval --save` over 100,000
+//!   rows × 1 sample against a fake that answers at once (`--no-cache`),
+//!   beside that of 1,000 rows: what a sample costs in memory.
 
-#![allow(clippy::print_stdout, clippy::cast_precision_loss, missing_docs)]
+#![allow(clippy::print_stdout, clippy::cast_precision_loss, clippy::unwrap_used, missing_docs)]
 
 mod binary;
+mod peak;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -43,15 +47,8 @@ fn main() {
             .await;
         server
     });
-    let program = format!(
-        "provider Local {{\n  kind openai\n  base_url \"{}/v1\"\n}}\n\
-         agent Echo {{\n  provider Local\n  model \"m\"\n  input q: string\n}}\n\
-         contract Ask {{\n  input q: string\n  compute a = Echo(q: q)\n  output a\n}}\n\
-         eval \"answers\" {{\n  run Ask\n  dataset \"rows.jsonl\"\n  repeat 3\n  \
-         score short = len(a) <= 40\n  score words = len(split(a, \" \")) / 10\n}}\n",
-        server.uri()
-    );
-    std::fs::write(dir.path().join("answers.ign"), program).expect("program written");
+    std::fs::write(dir.path().join("answers.ign"), program(&server.uri()))
+        .expect("program written");
     write_rows(&dir.path().join("rows.jsonl"), 1_000);
     let jobs = 64_u32;
     let ideal = LATENCY.mul_f64(3_000.0 / f64::from(jobs));
@@ -90,6 +87,59 @@ fn main() {
     }
     drop(server);
     run_page(&binary, dir.path());
+    memory(&binary, &runtime);
+}
+
+/// The eval of the bench against the provider at `uri`.
+fn program(uri: &str) -> String {
+    format!(
+        "provider Local {{\n  kind openai\n  base_url \"{uri}/v1\"\n}}\n\
+         agent Echo {{\n  provider Local\n  model \"m\"\n  input q: string\n}}\n\
+         contract Ask {{\n  input q: string\n  compute a = Echo(q: q)\n  output a\n}}\n\
+         eval \"answers\" {{\n  run Ask\n  dataset \"rows.jsonl\"\n  repeat 3\n  \
+         score short = len(a) <= 40\n  score words = len(split(a, \" \")) / 10\n}}\n"
+    )
+}
+
+/// The peak resident size of `ignite eval --save` over 1,000 and 100,000
+/// rows against a fake answering at once.
+fn memory(binary: &Path, runtime: &tokio::runtime::Runtime) {
+    let server = runtime.block_on(async {
+        let server = wiremock::MockServer::builder().disable_request_recording().start().await;
+        let reply = serde_json::json!({
+            "choices": [{"message": {"role": "assistant", "content": "a short answer"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3}
+        });
+        wiremock::Mock::given(wiremock::matchers::any())
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(reply))
+            .mount(&server)
+            .await;
+        server
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("answers.ign"), program(&server.uri()))
+        .expect("program written");
+    println!();
+    println!("| rows × 1 sample | `--save` file | wall | peak RSS |");
+    println!("| ---: | ---: | ---: | ---: |");
+    for rows in [1_000, 100_000] {
+        write_rows(&dir.path().join("rows.jsonl"), rows);
+        let mut command = Command::new(binary);
+        command
+            .current_dir(dir.path())
+            .args(["eval", "--jobs", "64", "--repeat", "1", "--no-cache", "--save", "out.json"])
+            .env("OPENAI_API_KEY", "sk-bench");
+        let started = Instant::now();
+        let peak = peak::peak_rss_of(command);
+        let wall = started.elapsed();
+        let size = std::fs::metadata(dir.path().join("out.json")).map_or(0, |m| m.len());
+        println!(
+            "| {rows} | {:.1} MB | {:.2} s | {:.1} MB |",
+            size as f64 / 1e6,
+            wall.as_secs_f64(),
+            peak as f64 / 1e6
+        );
+    }
 }
 
 /// The page of a generated run of 10,000 nodes.

@@ -334,7 +334,7 @@ async fn ctrl_c_half_way_keeps_what_finished_and_a_rerun_resumes_from_the_cache(
         .await;
     let dir = sandbox(PROGRAM, ROWS);
     let child = ignite(dir.path(), &server)
-        .args(["eval", "--jobs", "1"])
+        .args(["eval", "--jobs", "1", "--save", "partial.json", "--report", "partial.html"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -353,12 +353,59 @@ async fn ctrl_c_half_way_keeps_what_finished_and_a_rerun_resumes_from_the_cache(
     assert!(stderr.contains("stopped by SIGINT; finished samples are in the cache"), "{stderr}");
     let paid = requests(&server).await;
     assert!((4..12).contains(&paid), "stopped half-way: {paid} requests");
-    let (code, stdout, stderr) = run(ignite(dir.path(), &server).args(["eval"]));
+
+    // What finished is saved, marked partial: every sample whole, a writer
+    // and a grader call each.
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("partial.json")).unwrap())
+            .unwrap();
+    assert_eq!(saved["partial"], true, "{saved}");
+    let eval = &saved["evals"][0];
+    let samples = eval["samples"].as_array().unwrap();
+    let finished = samples.len();
+    // The 4th request was still being answered: at least one sample finished.
+    assert!((1..6).contains(&finished), "{saved}");
+    assert!(paid >= 2 * finished, "{paid} requests for {finished} samples");
+    assert_eq!(
+        (&eval["stopped"], &eval["finished"], &eval["planned"]),
+        (&json!(true), &json!(finished), &json!(6))
+    );
+    assert!(
+        samples.iter().all(|s| s["outputs"]["line"].is_string() && s["scores"]["graded"] == 1.0),
+        "{saved}"
+    );
+    assert!(
+        stderr.contains(&format!("saved the {finished} finished samples (of 6) to `partial.json` and `partial.html`, marked partial")),
+        "{stderr}"
+    );
+    let page = std::fs::read_to_string(dir.path().join("partial.html")).unwrap();
+    assert!(page.contains(&format!("stopped after {finished} of 6 samples")), "{page}");
+    assert_eq!(page.matches("<details class=\"sample").count(), finished);
+
+    // A partial baseline is refused: a gate would compare only part of it.
+    let (code, _, stderr) =
+        run(ignite(dir.path(), &server).args(["eval", "--baseline", "partial.json"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("baseline `partial.json` is partial (a stop cut its run short: eval `blurbs` stopped after"),
+        "{stderr}"
+    );
+    assert_eq!(requests(&server).await, paid, "a refused baseline runs nothing");
+
+    // The same command again resumes: the saved samples' calls come from the cache.
+    let (code, stdout, stderr) =
+        run(ignite(dir.path(), &server).args(["eval", "--save", "partial.json"]));
     assert_eq!(code, 0, "{stdout}{stderr}");
     let rerun = requests(&server).await - paid;
-    // What finished before the stop is not asked again (a call cut short is).
-    assert!(rerun <= 12 - (paid - 1), "{paid} before the stop, {rerun} after");
+    assert!(rerun <= 2 * (6 - finished), "{finished} samples saved, {rerun} requests after");
     assert!(stdout.contains("mentions  1.000"), "{stdout}");
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("partial.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (&saved["partial"], saved["evals"][0]["samples"].as_array().map(Vec::len)),
+        (&json!(false), Some(6))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,9 +3,11 @@
 //! mean with its 95% interval (and the paired difference with a
 //! `--baseline`), save every sample with `--save`.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use clap::ValueEnum;
 
@@ -15,7 +17,7 @@ use crate::diagnostic::Severity;
 use crate::effects::{Cache, EffectStore, Effects, Recording, RunHeader};
 use crate::evals::compare::{Baseline, Comparison};
 use crate::evals::report::{self, Outcome};
-use crate::evals::{self, Options};
+use crate::evals::{self, Options, Running};
 use crate::llm::Llm;
 use crate::runtime::Engine;
 
@@ -92,13 +94,21 @@ impl EvalArgs {
             Ok(stores) => stores,
             Err(message) => return super::usage(&message),
         };
+        let stop = Arc::new(Mutex::new(Stop::default()));
         super::signals::stop_on_signals(
             "; finished samples are in the cache: run the same command again to resume".to_owned(),
         );
+        let baseline = baseline.map(Arc::new);
+        super::signals::report_on_stop({
+            let (stop, saving, baseline) = (Arc::clone(&stop), self.saving(), baseline.clone());
+            move || stop_report(&stop, &saving, baseline.as_deref())
+        });
         let llm = Llm::from_env();
-        let mut outcomes: Vec<Outcome> = Vec::new();
         let mut broken = false;
         for file in files {
+            if crate::shutdown::halted() {
+                break;
+            }
             let compilation = crate::compile_with(&file, global.load_options());
             let diagnostics = &compilation.diagnostics;
             if !diagnostics.is_empty() {
@@ -117,59 +127,71 @@ impl EvalArgs {
                 continue;
             };
             let engine = Engine::new(program).with_llm(llm.clone());
-            match self.run_file(&engine, &stores, baseline.as_ref()) {
-                Ok(done) => outcomes.extend(done),
-                Err(message) => return super::usage(&message),
+            if let Err(message) = self.run_file(&engine, &stores, baseline.as_deref(), &stop) {
+                return super::usage(&message);
             }
         }
-        if outcomes.is_empty() && !broken {
+        let mut stop = stop.lock().unwrap_or_else(PoisonError::into_inner);
+        if stop.done.is_empty() && !broken {
             let what = match &self.filter {
                 Some(filter) => format!("no eval name contains `{filter}`"),
                 None => "no eval blocks found".to_owned(),
             };
             return super::usage(&what);
         }
-        self.finish(&stores, &outcomes, broken)
+        // A stop from now on finds this run's files whole (it waits for the lock).
+        stop.finished = true;
+        self.finish(&stores, &stop.done, broken)
     }
 
-    /// Runs the selected evals of one program.
+    /// Runs the selected evals of one program, each one added to `stop`
+    /// as it finishes.
     fn run_file(
         &self,
         engine: &Engine,
         stores: &SampleStores,
         baseline: Option<&Baseline>,
-    ) -> Result<Vec<Outcome>, String> {
-        let bar_total = std::sync::Mutex::new(None);
+        stop: &Mutex<Stop>,
+    ) -> Result<(), String> {
+        let bar_total = Mutex::new(None);
         let progress = |done: usize, total: usize| {
-            let mut bar = bar_total.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut bar = bar_total.lock().unwrap_or_else(PoisonError::into_inner);
             let bar =
                 bar.get_or_insert_with(|| super::batch::progress(Some(total as u64), "samples"));
             if let Some(bar) = bar {
                 bar.set_position(done as u64);
             }
         };
+        let started = |running| {
+            stop.lock().unwrap_or_else(PoisonError::into_inner).running = Some(running);
+        };
         let make = |sample| stores.for_sample(sample);
         let options = Options {
             filter: self.filter.clone(),
             jobs: usize::from(self.jobs),
             repeat: self.repeat,
+            details: self.saving().details(),
             stores: &make,
             progress: &progress,
+            started: &started,
         };
-        let mut outcomes = Vec::new();
         for eval in evals::selected(engine, &options) {
-            *bar_total.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            if crate::shutdown::halted() {
+                break;
+            }
+            *bar_total.lock().unwrap_or_else(PoisonError::into_inner) = None;
             let run = evals::run(engine, eval, &options)
                 .map_err(|e| format!("eval `{}`: {}", e.eval, e.message))?;
-            if let Some(Some(bar)) =
-                bar_total.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+            if let Some(Some(bar)) = bar_total.lock().unwrap_or_else(PoisonError::into_inner).take()
             {
                 bar.finish_and_clear();
             }
             let comparison = baseline.map(|b| b.compare(&run)).transpose()?;
-            outcomes.push((run, comparison));
+            let mut stop = stop.lock().unwrap_or_else(PoisonError::into_inner);
+            stop.running = None;
+            stop.done.push((run, comparison));
         }
-        Ok(outcomes)
+        Ok(())
     }
 
     /// Saves and prints the outcomes; the exit code.
@@ -177,29 +199,35 @@ impl EvalArgs {
         if let Err(message) = stores.finish() {
             return super::usage(&message);
         }
-        let document = report::document(outcomes);
-        if let Some(path) = &self.save {
-            let text = serde_json::to_string_pretty(&document).unwrap_or_default() + "\n";
-            if let Err(e) = std::fs::write(path, text) {
-                return super::usage(&format!("cannot write `{}`: {e}", path.display()));
-            }
+        let partial = crate::shutdown::halted() || outcomes.iter().any(|(run, _)| run.stopped);
+        if let Err(message) = self.saving().write(outcomes, partial) {
+            return super::usage(&message);
         }
-        if let Some(path) = &self.report {
-            if let Err(e) = std::fs::write(path, crate::report::eval_page(&document)) {
-                return super::usage(&format!("cannot write `{}`: {e}", path.display()));
-            }
-        }
-        let text = match self.format {
-            EvalFormat::Human => report::human(outcomes),
-            EvalFormat::Json => serde_json::to_string_pretty(&document).unwrap_or_default() + "\n",
-            EvalFormat::Junit => report::junit(outcomes),
-            EvalFormat::Markdown => report::markdown(outcomes),
-        };
         let failed = broken
             || outcomes.iter().any(|(run, comparison)| {
                 !run.passed() || comparison.as_ref().is_some_and(Comparison::worse)
             });
-        super::emit(&text, if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        let code = if failed { ExitCode::from(1) } else { ExitCode::SUCCESS };
+        let text = match self.format {
+            EvalFormat::Human => report::human(outcomes),
+            EvalFormat::Json => {
+                return super::write_stdout(code, |out| {
+                    report::write_document(out, outcomes, partial)
+                });
+            }
+            EvalFormat::Junit => report::junit(outcomes),
+            EvalFormat::Markdown => report::markdown(outcomes),
+        };
+        super::emit(&text, code)
+    }
+
+    /// Where the samples' details go.
+    fn saving(&self) -> Saving {
+        Saving {
+            save: self.save.clone(),
+            report: self.report.clone(),
+            stdout: self.format == EvalFormat::Json,
+        }
     }
 
     /// The stores every sample shares (a recording or replay) and where
@@ -244,4 +272,94 @@ impl SampleStores {
     fn finish(&self) -> Result<(), String> {
         self.shared.iter().try_for_each(|store| store.finish())
     }
+}
+
+/// What a stop (Ctrl-C) saves: the evals that finished and the one running.
+#[derive(Default)]
+struct Stop {
+    /// The evals done, with their comparisons with the baseline.
+    done: Vec<Outcome>,
+    /// The eval whose samples are running.
+    running: Option<Arc<Running>>,
+    /// True once the run writes its own files: a stop leaves them be.
+    finished: bool,
+}
+
+/// Where the samples' details go: `--save`, `--report`, `--format json`.
+struct Saving {
+    save: Option<PathBuf>,
+    report: Option<PathBuf>,
+    stdout: bool,
+}
+
+impl Saving {
+    /// True when something shows every sample's details.
+    fn details(&self) -> bool {
+        self.save.is_some() || self.report.is_some() || self.stdout
+    }
+
+    /// Writes the `--save` document and the `--report` page of `outcomes`
+    /// (`partial`: a stop cut them short).
+    fn write(&self, outcomes: &[Outcome], partial: bool) -> Result<(), String> {
+        if let Some(path) = &self.save {
+            write_file(path, |out| report::write_document(out, outcomes, partial))?;
+        }
+        if let Some(path) = &self.report {
+            write_file(path, |out| report::write_page(out, outcomes, partial))?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes the file at `path` with `write`, buffered.
+fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), String> {
+    let written = File::create(path).and_then(|file| {
+        let mut out = BufWriter::new(file);
+        write(&mut out)?;
+        out.flush()
+    });
+    written.map_err(|e| format!("cannot write `{}`: {e}", path.display()))
+}
+
+/// What a stop prints after its `stopped by` line, once it saved the
+/// finished samples (the evals done and what finished of the one
+/// running) to `--save` and `--report`, marked partial: their usage and
+/// where they are.
+fn stop_report(stop: &Mutex<Stop>, saving: &Saving, baseline: Option<&Baseline>) -> String {
+    let mut stop = stop.lock().unwrap_or_else(PoisonError::into_inner);
+    if stop.finished {
+        return String::new();
+    }
+    let mut outcomes = std::mem::take(&mut stop.done);
+    if let Some(running) = stop.running.take() {
+        let run = running.partial();
+        let comparison = baseline.and_then(|b| b.compare(&run).ok());
+        outcomes.push((run, comparison));
+    }
+    let mut usage = crate::usage::UsageTotals::default();
+    outcomes.iter().for_each(|(run, _)| usage.merge(&run.usage));
+    let mut out = usage.render();
+    let (finished, planned) =
+        outcomes.iter().fold((0, 0), |(f, p), (run, _)| (f + run.samples.len(), p + run.planned));
+    let files: Vec<String> = [&saving.save, &saving.report]
+        .into_iter()
+        .flatten()
+        .map(|p| format!("`{}`", p.display()))
+        .collect();
+    if files.is_empty() {
+        return out;
+    }
+    match saving.write(&outcomes, true) {
+        Ok(()) => {
+            out += &format!(
+                "saved the {finished} finished samples (of {planned}) to {}, marked partial\n",
+                files.join(" and ")
+            );
+        }
+        Err(message) => out += &format!("error: {message}\n"),
+    }
+    out
 }

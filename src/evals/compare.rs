@@ -94,6 +94,20 @@ impl Baseline {
         let Some(evals) = value.get("evals").and_then(Value::as_array) else {
             return Err(not_saved("no `evals` array"));
         };
+        let stopped = evals.iter().find(|e| e.get("stopped") == Some(&Value::Bool(true)));
+        if value.get("partial") == Some(&Value::Bool(true)) || stopped.is_some() {
+            let what = stopped.map_or_else(String::new, |e| {
+                format!(
+                    ": eval `{}` stopped after {} of {} samples",
+                    e.get("name").and_then(Value::as_str).unwrap_or_default(),
+                    e.get("finished").unwrap_or(&Value::Null),
+                    e.get("planned").unwrap_or(&Value::Null)
+                )
+            });
+            return Err(format!(
+                "baseline `{shown}` is partial (a stop cut its run short{what}): run the command that saved it again to finish it (what finished comes from the cache), then compare"
+            ));
+        }
         let mut read = Vec::with_capacity(evals.len());
         for eval in evals {
             let name = eval

@@ -1,9 +1,10 @@
 //! Running `eval` blocks: the library side of `ignite eval`.
 //!
 //! Input: a checked program's [`ir::Eval`]s and [`Options`]. Output: one
-//! [`EvalRun`] per selected eval: every sample of every row (outputs or
-//! error, scores, usage, latency) and each score's mean with its 95%
-//! interval.
+//! [`EvalRun`] per selected eval: every sample of every row (its scores and
+//! latency in memory; its inputs, outputs or error and usage in a
+//! [`SampleFile`] when [`Options::details`] asks) and each score's mean
+//! with its 95% interval.
 //!
 //! An eval first reads its whole dataset once ([`dataset::check`]) and
 //! stops before any call when a row cannot run, naming every such row by
@@ -15,17 +16,21 @@
 //! judge's call runs the agent or contract on the same engine. A sample
 //! whose run fails scores 0 on every score and keeps its error; a judge
 //! that fails or answers junk fails only that score of that sample.
+//! While the samples run, [`Running`] summarizes what finished at any
+//! moment: a stop (Ctrl-C) saves that much.
 //!
 //! | file | concept |
 //! | --- | --- |
 //! | `dataset.rs` | JSON Lines rows, read a line at a time, checked before anything runs |
 //! | `stats.rs` | Wilson and bootstrap intervals, percentiles |
+//! | `samples.rs` | a finished sample as kept in memory, the others' details on disk |
 //! | `compare.rs` | a saved run as a baseline: paired differences, rows that got worse |
 //! | `report.rs` | human, JSON, JUnit and Markdown reports; the `--save` file |
 
 pub(crate) mod compare;
 pub(crate) mod dataset;
 pub(crate) mod report;
+pub(crate) mod samples;
 pub(crate) mod stats;
 
 use std::path::PathBuf;
@@ -40,10 +45,15 @@ use crate::ir::{self, Judge, ScoreKind, ScoreValue};
 use crate::runtime::{Engine, RunOptions};
 use crate::usage::UsageTotals;
 use dataset::{DatasetError, Row, Rows};
+pub(crate) use samples::{Sample, SampleFile};
 use stats::Estimate;
 
 /// The effect stores of one sample's run, by sample number.
 pub(crate) type Stores<'s> = dyn Fn(u32) -> Effects + Send + Sync + 's;
+
+/// How many failed runs a run keeps the error of (the first, in row then
+/// sample order; every error is in the samples' details).
+pub(crate) const FIRST_FAILURES: usize = 5;
 
 /// How to run the evals.
 pub(crate) struct Options<'o> {
@@ -53,55 +63,16 @@ pub(crate) struct Options<'o> {
     pub jobs: usize,
     /// Samples of each row, instead of each eval's `repeat`.
     pub repeat: Option<u32>,
+    /// Keep every sample's details (inputs, expected value, outputs,
+    /// errors, usage) in a [`SampleFile`], for a document or a page.
+    pub details: bool,
     /// The stores of each sample's run.
     pub stores: &'o Stores<'o>,
     /// Called after each sample with (samples done, samples in all).
     pub progress: &'o (dyn Fn(usize, usize) + Sync),
-}
-
-/// One score's value in one sample.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Scored {
-    /// A number (a boolean is 1 or 0).
-    Value(f64),
-    /// The score could not be computed: why.
-    Failed(String),
-}
-
-/// One sample of one row.
-#[derive(Debug, Clone)]
-pub(crate) struct Sample {
-    /// The row's line in the dataset.
-    pub line: usize,
-    /// The row's `id`.
-    pub id: String,
-    /// The sample number (from 0).
-    pub sample: u32,
-    /// The row's inputs.
-    pub inputs: Map<String, Value>,
-    /// The row's expected value.
-    pub expected: Value,
-    /// The contract's outputs, when it ran.
-    pub outputs: Option<Map<String, Value>>,
-    /// Why the run failed.
-    pub error: Option<String>,
-    /// Each score's value, in the eval's order.
-    pub scores: Vec<Scored>,
-    /// How long the run and its judges took.
-    pub latency: Duration,
-    /// What its model calls spent (judges included).
-    pub usage: UsageTotals,
-}
-
-impl Sample {
-    /// Score `i` as a number: 0 when it failed (a failed run scores 0).
-    #[must_use]
-    pub(crate) fn value(&self, i: usize) -> f64 {
-        match self.scores.get(i) {
-            Some(Scored::Value(v)) => *v,
-            _ => 0.0,
-        }
-    }
+    /// Called when an eval's samples start, with what finishes as they run
+    /// (a stop saves it: [`Running::partial`]).
+    pub started: &'o (dyn Fn(Arc<Running>) + Sync),
 }
 
 /// One score's summary.
@@ -117,6 +88,9 @@ pub(crate) struct ScoreSummary {
     pub failed: usize,
 }
 
+/// A failed run: its row's id, the sample number and the error.
+pub(crate) type Failure = (String, u32, String);
+
 /// A finished (or stopped) eval.
 #[derive(Debug, Clone)]
 pub(crate) struct EvalRun {
@@ -128,8 +102,16 @@ pub(crate) struct EvalRun {
     pub dataset: PathBuf,
     /// Samples of each row.
     pub repeat: u32,
+    /// Samples it was to run (rows × repeat).
+    pub planned: usize,
     /// Every finished sample, in row then sample order.
     pub samples: Vec<Sample>,
+    /// Their details, when kept ([`Options::details`]).
+    pub details: Option<Arc<Mutex<SampleFile>>>,
+    /// Every sample's usage, added up.
+    pub usage: UsageTotals,
+    /// The first [`FIRST_FAILURES`] failed runs, in row then sample order.
+    pub first_failures: Vec<Failure>,
     /// Each score's summary, in the eval's order.
     pub scores: Vec<ScoreSummary>,
     /// Each `require` as written and whether it holds.
@@ -142,7 +124,7 @@ impl EvalRun {
     /// Samples whose run failed.
     #[must_use]
     pub(crate) fn failures(&self) -> usize {
-        self.samples.iter().filter(|s| s.error.is_some()).count()
+        self.samples.iter().filter(|s| s.failed).count()
     }
 
     /// Rows (distinct ids) among the samples.
@@ -152,14 +134,6 @@ impl EvalRun {
         ids.sort_unstable();
         ids.dedup();
         ids.len()
-    }
-
-    /// Every sample's usage, added up.
-    #[must_use]
-    pub(crate) fn usage(&self) -> UsageTotals {
-        let mut total = UsageTotals::default();
-        self.samples.iter().for_each(|s| total.merge(&s.usage));
-        total
     }
 
     /// The 50th and 95th percentile of the samples' latencies.
@@ -176,6 +150,108 @@ impl EvalRun {
     pub(crate) fn passed(&self) -> bool {
         self.requires.iter().all(|(_, holds)| *holds)
     }
+
+    /// The details of `sample` (one of [`EvalRun::samples`]); empty when
+    /// they were not kept.
+    ///
+    /// # Errors
+    /// The sample file cannot be read.
+    pub(crate) fn details(&self, sample: &Sample) -> std::io::Result<Map<String, Value>> {
+        match (&self.details, sample.details) {
+            (Some(file), Some(at)) => file.lock().unwrap_or_else(PoisonError::into_inner).read(at),
+            _ => Ok(Map::new()),
+        }
+    }
+}
+
+/// What an eval's finished samples gave so far.
+#[derive(Debug, Default)]
+struct Collected {
+    samples: Vec<Sample>,
+    usage: UsageTotals,
+    first_failures: Vec<(usize, Failure)>,
+    /// Why the sample file could not be written, the first time.
+    broken: Option<String>,
+}
+
+/// An eval while its samples run: what finished so far can be summarized
+/// at any moment ([`Running::partial`]), from another thread.
+#[derive(Debug)]
+pub(crate) struct Running {
+    eval: ir::Eval,
+    contract: String,
+    repeat: u32,
+    planned: usize,
+    details: Option<Arc<Mutex<SampleFile>>>,
+    collected: Mutex<Collected>,
+}
+
+impl Running {
+    /// Adds a finished sample (its details to the sample file).
+    fn add(&self, done: Done) {
+        let Done { mut sample, usage, error, details } = done;
+        let mut broken = None;
+        if let (Some(file), Some(details)) = (&self.details, details) {
+            match file.lock().unwrap_or_else(PoisonError::into_inner).append(&details) {
+                Ok(at) => sample.details = Some(at),
+                Err(e) => broken = Some(format!("cannot keep the samples' details: {e}")),
+            }
+        }
+        let mut collected = self.collected.lock().unwrap_or_else(PoisonError::into_inner);
+        collected.broken = collected.broken.take().or(broken);
+        collected.usage.merge(&usage);
+        if let Some(error) = error {
+            let at = (sample.line, sample.sample as usize);
+            let first = &mut collected.first_failures;
+            let place = first.partition_point(|(line, f)| (*line, f.1 as usize) < at);
+            if place < FIRST_FAILURES {
+                first.insert(place, (sample.line, (sample.id.clone(), sample.sample, error)));
+                first.truncate(FIRST_FAILURES);
+            }
+        }
+        collected.samples.push(sample);
+    }
+
+    /// Samples finished so far.
+    fn finished(&self) -> usize {
+        self.collected.lock().unwrap_or_else(PoisonError::into_inner).samples.len()
+    }
+
+    /// What finished so far, as a run stopped at this moment.
+    #[must_use]
+    pub(crate) fn partial(&self) -> EvalRun {
+        self.summarize(true)
+    }
+
+    /// What finished, summarized; `stopped` when not every sample ran.
+    fn summarize(&self, stopped: bool) -> EvalRun {
+        let collected = self.collected.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut samples = collected.samples.clone();
+        samples.sort_by_key(|s| (s.line, s.sample));
+        let (scores, requires) = summaries(&self.eval, &samples);
+        EvalRun {
+            name: self.eval.name.clone(),
+            contract: self.contract.clone(),
+            dataset: self.eval.dataset.clone(),
+            repeat: self.repeat,
+            planned: self.planned,
+            stopped: stopped || samples.len() < self.planned,
+            samples,
+            details: self.details.clone(),
+            usage: collected.usage.clone(),
+            first_failures: collected.first_failures.iter().map(|(_, f)| f.clone()).collect(),
+            scores,
+            requires,
+        }
+    }
+}
+
+/// A sample as it finished: its summary, usage, error and details.
+struct Done {
+    sample: Sample,
+    usage: UsageTotals,
+    error: Option<String>,
+    details: Option<Map<String, Value>>,
 }
 
 /// Why an eval could not run.
@@ -234,29 +310,49 @@ pub(crate) fn run(
         }
     };
     let repeat = options.repeat.unwrap_or(eval.repeat).max(1);
-    let total = rows * repeat as usize;
+    let planned = rows * repeat as usize;
     let reader = Rows::open(&eval.dataset).map_err(fail)?;
-    let samples = run_samples(engine, eval, options, reader, repeat, total);
-    let stopped = samples.len() < total;
-    Ok(summarize(eval, contract.name.clone(), repeat, samples, stopped))
+    let details = if options.details {
+        let file = SampleFile::new()
+            .map_err(|e| fail(format!("cannot make a file for the samples' details: {e}")))?;
+        Some(Arc::new(Mutex::new(file)))
+    } else {
+        None
+    };
+    let running = Arc::new(Running {
+        eval: eval.clone(),
+        contract: contract.name.clone(),
+        repeat,
+        planned,
+        details,
+        collected: Mutex::new(Collected::default()),
+    });
+    (options.started)(Arc::clone(&running));
+    run_samples(engine, eval, options, reader, &running);
+    if let Some(broken) =
+        running.collected.lock().unwrap_or_else(PoisonError::into_inner).broken.clone()
+    {
+        return Err(fail(broken));
+    }
+    Ok(running.summarize(false))
 }
 
 /// Runs every sample of the rows `reader` gives on `options.jobs`
-/// threads, in row then sample order.
+/// threads, each one added to `running` as it finishes.
 fn run_samples(
     engine: &Engine,
     eval: &ir::Eval,
     options: &Options<'_>,
     reader: Rows,
-    repeat: u32,
-    total: usize,
-) -> Vec<Sample> {
+    running: &Running,
+) {
+    let repeat = running.repeat;
     // The rows were checked: a row that fails now (the file changed) is skipped.
     let work = Mutex::new(reader.filter_map(Result::ok).flat_map(move |row| {
         let row = Arc::new(row);
         (0..repeat).map(move |sample| (Arc::clone(&row), sample))
     }));
-    let done = Mutex::new(Vec::with_capacity(total));
+    let total = running.planned;
     std::thread::scope(|threads| {
         for _ in 0..options.jobs.clamp(1, total.max(1)) {
             threads.spawn(|| {
@@ -267,17 +363,12 @@ fn run_samples(
                     }
                     let next = work.lock().unwrap_or_else(PoisonError::into_inner).next();
                     let Some((row, sample)) = next else { return };
-                    let result = run_sample(engine, eval, &row, sample, options);
-                    let mut done = done.lock().unwrap_or_else(PoisonError::into_inner);
-                    done.push(result);
-                    (options.progress)(done.len(), total);
+                    running.add(run_sample(engine, eval, &row, sample, options));
+                    (options.progress)(running.finished(), total);
                 }
             });
         }
     });
-    let mut samples = done.into_inner().unwrap_or_else(PoisonError::into_inner);
-    samples.sort_by_key(|s| (s.line, s.sample));
-    samples
 }
 
 /// Runs one sample of `row` and scores it.
@@ -287,7 +378,7 @@ fn run_sample(
     row: &Row,
     sample: u32,
     options: &Options<'_>,
-) -> Sample {
+) -> Done {
     let started = Instant::now();
     let engine = engine.sibling((options.stores)(sample));
     let mut usage = UsageTotals::default();
@@ -295,7 +386,7 @@ fn run_sample(
     let (outputs, error, scores) = match run {
         Ok(out) => {
             usage.merge(&out.usage);
-            let scores = eval
+            let scores: Vec<Result<f64, String>> = eval
                 .scores
                 .iter()
                 .map(|score| score_of(&engine, score, &out.outputs, row, &mut usage))
@@ -303,22 +394,30 @@ fn run_sample(
             (Some(out.outputs), None, scores)
         }
         Err(e) => {
-            let failed = eval.scores.iter().map(|_| Scored::Failed("the run failed".into()));
+            let failed = eval.scores.iter().map(|_| Err("the run failed".to_owned()));
             (None, Some(e.to_string()), failed.collect())
         }
     };
-    Sample {
+    let latency = started.elapsed();
+    let details = options.details.then(|| {
+        let mut errors = Map::new();
+        for (score, scored) in eval.scores.iter().zip(&scores) {
+            if let Err(why) = scored {
+                errors.insert(score.name.clone(), why.clone().into());
+            }
+        }
+        report::details(row, outputs, error.as_deref(), errors, &usage)
+    });
+    let sample = Sample {
         line: row.line,
         id: row.id.clone(),
         sample,
-        inputs: row.inputs.clone(),
-        expected: row.expected.clone(),
-        outputs,
-        error,
-        scores,
-        latency: started.elapsed(),
-        usage,
-    }
+        failed: error.is_some(),
+        scores: scores.into_iter().map(Result::ok).collect(),
+        latency,
+        details: None,
+    };
+    Done { sample, usage, error, details }
 }
 
 /// Score `score` of a sample whose run gave `outputs`.
@@ -328,27 +427,24 @@ fn score_of(
     outputs: &Map<String, Value>,
     row: &Row,
     usage: &mut UsageTotals,
-) -> Scored {
+) -> Result<f64, String> {
     let mut vars: Vec<Val> = outputs.values().map(Val::from).collect();
     vars.push(Val::from(Value::Object(row.inputs.clone())));
     vars.push(Val::from(&row.expected));
     let value = match &score.value {
         ScoreValue::Expr(expr) => match eval::eval(expr, vars.as_slice()) {
             Ok(value) => value.into_json(),
-            Err(e) => return Scored::Failed(e.message),
+            Err(e) => return Err(e.message),
         },
         ScoreValue::Judge { judge, args } => {
             let mut given = Map::new();
             for (name, expr) in args {
                 match eval::eval(expr, vars.as_slice()) {
                     Ok(value) => given.insert(name.clone(), value.into_json()),
-                    Err(e) => return Scored::Failed(format!("argument `{name}`: {}", e.message)),
+                    Err(e) => return Err(format!("argument `{name}`: {}", e.message)),
                 };
             }
-            match call_judge(engine, *judge, &given, usage) {
-                Ok(value) => value,
-                Err(message) => return Scored::Failed(message),
-            }
+            call_judge(engine, *judge, &given, usage)?
         }
     };
     number(&value, score.kind)
@@ -380,29 +476,24 @@ fn call_judge(
 
 /// A score's value as a number: a boolean is 1 or 0, a number itself, a
 /// record its numeric `score`; anything else fails with what it was.
-fn number(value: &Value, kind: ScoreKind) -> Scored {
+fn number(value: &Value, kind: ScoreKind) -> Result<f64, String> {
     match value {
-        Value::Bool(b) => Scored::Value(if *b { 1.0 } else { 0.0 }),
+        Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
         Value::Number(n) if kind != ScoreKind::Rate => match n.as_f64() {
-            Some(x) if x.is_finite() => Scored::Value(x),
-            _ => Scored::Failed(format!("the score {n} is not a finite number")),
+            Some(x) if x.is_finite() => Ok(x),
+            _ => Err(format!("the score {n} is not a finite number")),
         },
         Value::Object(fields) if fields.contains_key("score") => number(&fields["score"], kind),
-        other => Scored::Failed(format!(
+        other => Err(format!(
             "a score is a boolean or a number (or a record with a `score`), got {}",
             crate::ir::describe(other)
         )),
     }
 }
 
-/// The summaries of `samples` of `eval`.
-fn summarize(
-    eval: &ir::Eval,
-    contract: String,
-    repeat: u32,
-    samples: Vec<Sample>,
-    stopped: bool,
-) -> EvalRun {
+/// Each score's summary over `samples` of `eval`, and each `require`
+/// as written with whether it holds.
+fn summaries(eval: &ir::Eval, samples: &[Sample]) -> (Vec<ScoreSummary>, Vec<(String, bool)>) {
     let scores: Vec<ScoreSummary> = eval
         .scores
         .iter()
@@ -414,10 +505,7 @@ fn summarize(
                 ScoreKind::Number => false,
                 ScoreKind::Unknown => values.iter().all(|v| *v == 0.0 || *v == 1.0),
             };
-            let failed = samples
-                .iter()
-                .filter(|s| s.error.is_none() && matches!(s.scores[i], Scored::Failed(_)))
-                .count();
+            let failed = samples.iter().filter(|s| !s.failed && s.scores[i].is_none()).count();
             ScoreSummary {
                 name: score.name.clone(),
                 rate,
@@ -436,14 +524,5 @@ fn summarize(
             (require.text.clone(), holds)
         })
         .collect();
-    EvalRun {
-        name: eval.name.clone(),
-        contract,
-        dataset: eval.dataset.clone(),
-        repeat,
-        samples,
-        scores,
-        requires,
-        stopped,
-    }
+    (scores, requires)
 }

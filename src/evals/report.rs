@@ -1,27 +1,118 @@
 //! What `ignite eval` prints and saves: the human summary, JSON (the
 //! `--save` document, with the baseline comparison), JUnit XML and
-//! Markdown. Pure functions from finished runs to text.
+//! Markdown, and the `--report` page. Functions from finished runs to text;
+//! the document and the page read the samples' details back from their
+//! file one sample at a time, as they are written.
 
 use std::fmt::Write as _;
+use std::io::Write;
 
 use serde_json::{Map, Value, json};
 
 use super::compare::{Comparison, SAVE_VERSION};
+use super::dataset::Row;
 use super::stats::Estimate;
-use super::{EvalRun, Scored};
+use super::{EvalRun, Sample};
 use crate::markup::escape as xml;
 use crate::usage::UsageTotals;
 
 /// A finished eval with its comparison with the baseline, if any.
 pub(crate) type Outcome = (EvalRun, Option<Comparison>);
 
-/// The `--save` document (and `--format json`): every sample, output,
-/// score, usage and latency, each eval's summary and comparison.
+/// The `--save` document (and `--format json`): each eval's summary and
+/// comparison, then its samples (outputs, scores, usage, latency), one a
+/// line, read back from the samples' details as they are written.
+/// `partial` when a stop cut the run short.
+///
+/// # Errors
+/// `out` or a sample file cannot be written or read.
+pub(crate) fn write_document(
+    out: &mut dyn Write,
+    runs: &[Outcome],
+    partial: bool,
+) -> std::io::Result<()> {
+    write!(
+        out,
+        "{{\n  \"ignite_eval\": {SAVE_VERSION},\n  \"partial\": {partial},\n  \"evals\": ["
+    )?;
+    for (i, (run, comparison)) in runs.iter().enumerate() {
+        let head = serde_json::to_string_pretty(&eval_json(run, comparison.as_ref()))?;
+        // Its samples go before its closing brace.
+        let head = head.strip_suffix('}').unwrap_or(&head).trim_end();
+        let head = head.replace('\n', "\n    ");
+        write!(out, "{}\n    {head},\n    \"samples\": [", if i == 0 { "" } else { "," })?;
+        let mut first = true;
+        for sample in &run.samples {
+            let line = serde_json::to_string(&sample_json(run, sample)?)?;
+            write!(out, "{}\n      {line}", if first { "" } else { "," })?;
+            first = false;
+        }
+        out.write_all(b"\n    ]\n  }")?;
+    }
+    out.write_all(b"\n  ]\n}\n")
+}
+
+/// The page of `runs` (`--report`): the document's, drawn as it is read.
+///
+/// # Errors
+/// `out` or a sample file cannot be written or read.
+pub(crate) fn write_page(
+    out: &mut dyn Write,
+    runs: &[Outcome],
+    partial: bool,
+) -> std::io::Result<()> {
+    let heads: Vec<Value> = runs.iter().map(|(run, c)| eval_json(run, c.as_ref())).collect();
+    crate::report::write_eval_page(out, &heads, partial, &mut |i, each| {
+        let run = &runs[i].0;
+        run.samples.iter().try_for_each(|sample| each(&sample_json(run, sample)?))
+    })
+}
+
+/// A sample's details as its sample file keeps them: what the document
+/// shows of it beyond its scores and latency.
 #[must_use]
-pub(crate) fn document(runs: &[Outcome]) -> Value {
-    let evals: Vec<Value> =
-        runs.iter().map(|(run, comparison)| eval_json(run, comparison.as_ref())).collect();
-    json!({ "ignite_eval": SAVE_VERSION, "evals": evals })
+pub(crate) fn details(
+    row: &Row,
+    outputs: Option<Map<String, Value>>,
+    error: Option<&str>,
+    score_errors: Map<String, Value>,
+    usage: &UsageTotals,
+) -> Map<String, Value> {
+    let value = json!({
+        "inputs": row.inputs,
+        "expected": row.expected,
+        "outputs": outputs,
+        "error": error,
+        "score_errors": score_errors,
+        "tokens": tokens_json(usage),
+        "cost_usd": cost(usage),
+    });
+    match value {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
+    }
+}
+
+/// One sample of the document: its row, number, scores (a failed one is
+/// 0) and latency, then its details.
+fn sample_json(run: &EvalRun, sample: &Sample) -> std::io::Result<Value> {
+    let scores: Map<String, Value> = run
+        .scores
+        .iter()
+        .enumerate()
+        .map(|(i, summary)| (summary.name.clone(), json!(sample.value(i))))
+        .collect();
+    let mut out = json!({
+        "line": sample.line,
+        "id": sample.id,
+        "sample": sample.sample,
+        "scores": scores,
+        "latency_ms": millis(sample.latency),
+    });
+    if let Value::Object(fields) = &mut out {
+        fields.extend(run.details(sample)?);
+    }
+    Ok(out)
 }
 
 fn estimate_json(e: &Estimate) -> Value {
@@ -50,8 +141,8 @@ fn cost(usage: &UsageTotals) -> Option<f64> {
     }
 }
 
+/// An eval's summary: everything of the document but its samples.
 fn eval_json(run: &EvalRun, comparison: Option<&Comparison>) -> Value {
-    let usage = run.usage();
     let (p50, p95) = run.latency();
     let scores: Vec<Value> = run
         .scores
@@ -64,52 +155,22 @@ fn eval_json(run: &EvalRun, comparison: Option<&Comparison>) -> Value {
             v
         })
         .collect();
-    let samples: Vec<Value> = run
-        .samples
-        .iter()
-        .map(|s| {
-            let mut scores = Map::new();
-            let mut errors = Map::new();
-            for (summary, scored) in run.scores.iter().zip(&s.scores) {
-                match scored {
-                    Scored::Value(v) => scores.insert(summary.name.clone(), json!(v)),
-                    Scored::Failed(why) => {
-                        errors.insert(summary.name.clone(), why.clone().into());
-                        scores.insert(summary.name.clone(), json!(0.0))
-                    }
-                };
-            }
-            json!({
-                "line": s.line,
-                "id": s.id,
-                "sample": s.sample,
-                "inputs": s.inputs,
-                "expected": s.expected,
-                "outputs": s.outputs,
-                "error": s.error,
-                "scores": scores,
-                "score_errors": errors,
-                "latency_ms": millis(s.latency),
-                "tokens": tokens_json(&s.usage),
-                "cost_usd": cost(&s.usage),
-            })
-        })
-        .collect();
     let mut out = json!({
         "name": run.name,
         "contract": run.contract,
         "dataset": run.dataset.display().to_string(),
         "repeat": run.repeat,
         "rows": run.rows(),
+        "planned": run.planned,
+        "finished": run.samples.len(),
         "failures": run.failures(),
         "stopped": run.stopped,
         "passed": run.passed(),
         "scores": scores,
         "requires": run.requires.iter().map(|(text, holds)| json!({"require": text, "holds": holds})).collect::<Vec<_>>(),
-        "tokens": tokens_json(&usage),
-        "cost_usd": cost(&usage),
+        "tokens": tokens_json(&run.usage),
+        "cost_usd": cost(&run.usage),
         "latency_ms": { "p50": millis(p50), "p95": millis(p95) },
-        "samples": samples,
     });
     if let Some(c) = comparison {
         out["baseline"] = comparison_json(c);
@@ -149,14 +210,18 @@ fn millis(d: std::time::Duration) -> f64 {
 pub(crate) fn human(runs: &[Outcome]) -> String {
     let mut out = String::new();
     for (run, comparison) in runs {
+        let stopped = if run.stopped {
+            format!(" (stopped after {} of {} samples)", run.samples.len(), run.planned)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "eval `{}`: {} rows × {} samples of `{}`{}",
+            "eval `{}`: {} rows × {} samples of `{}`{stopped}",
             run.name,
             run.rows(),
             run.repeat,
             run.contract,
-            if run.stopped { " (stopped before the end)" } else { "" }
         );
         let width = run.scores.iter().map(|s| s.name.len()).max().unwrap_or(0);
         for s in &run.scores {
@@ -175,10 +240,10 @@ pub(crate) fn human(runs: &[Outcome]) -> String {
                 if s.rate { "rate" } else { "mean" },
             );
         }
-        let usage = run.usage();
+        let usage = &run.usage;
         let ((input, output), (old_input, old_output)) = (usage.tokens(), usage.reused_tokens());
         let (p50, p95) = run.latency();
-        let cost = cost(&usage).map_or_else(String::new, |c| format!(", ${c:.4}"));
+        let cost = cost(usage).map_or_else(String::new, |c| format!(", ${c:.4}"));
         let recorded = if old_input + old_output > 0 {
             format!(" ({old_input} + {old_output} of them answered by a recording)")
         } else {
@@ -193,14 +258,8 @@ pub(crate) fn human(runs: &[Outcome]) -> String {
             millis(p50),
             millis(p95),
         );
-        for sample in run.samples.iter().filter(|s| s.error.is_some()).take(5) {
-            let _ = writeln!(
-                out,
-                "  failed: row `{}` sample {}: {}",
-                sample.id,
-                sample.sample,
-                sample.error.as_deref().unwrap_or_default()
-            );
+        for (id, sample, error) in &run.first_failures {
+            let _ = writeln!(out, "  failed: row `{id}` sample {sample}: {error}");
         }
         for (text, holds) in &run.requires {
             let _ = writeln!(out, "  require {text}: {}", if *holds { "ok" } else { "FAILED" });

@@ -5,20 +5,73 @@
 //! collapsed row, the failed ones first.
 
 use std::fmt::Write as _;
+use std::io;
 
 use serde_json::Value;
 
 use crate::markup::escape;
 
+/// Gives eval `i`'s samples, in order, to the function it is given.
+pub(crate) type Samples<'s> =
+    dyn FnMut(usize, &mut dyn FnMut(&Value) -> io::Result<()>) -> io::Result<()> + 's;
+
 /// The page of the saved eval document `document`.
 #[must_use]
 pub(crate) fn eval_page(document: &Value) -> String {
-    let mut body = String::from("<h1>Eval report</h1>\n");
     let evals = document.get("evals").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    for eval in evals {
-        eval_section(&mut body, eval);
+    let partial = document.get("partial") == Some(&Value::Bool(true));
+    let mut page = Vec::new();
+    // Neither memory nor the samples of a document in memory fail to be written.
+    let _ = write_eval_page(&mut page, evals, partial, &mut |i, each| {
+        let samples = evals[i].get("samples").and_then(Value::as_array);
+        samples.into_iter().flatten().try_for_each(&mut *each)
+    });
+    String::from_utf8_lossy(&page).into_owned()
+}
+
+/// Writes the page of the evals whose summaries (a saved document's evals,
+/// their `samples` aside) are `evals` to `out`; `samples` gives each one's
+/// samples, twice (the failed runs are drawn first). `partial`: a stop cut
+/// the run short.
+///
+/// # Errors
+/// `out` cannot be written, or `samples` failed.
+pub(crate) fn write_eval_page(
+    out: &mut dyn io::Write,
+    evals: &[Value],
+    partial: bool,
+    samples: &mut Samples<'_>,
+) -> io::Result<()> {
+    out.write_all(super::page_start("Eval report").as_bytes())?;
+    out.write_all(b"<h1>Eval report</h1>\n")?;
+    if partial {
+        out.write_all(
+            b"<p class=\"note partial\">Partial: the run was stopped before every sample ran.</p>\n",
+        )?;
     }
-    super::page("Eval report", &body)
+    for (i, eval) in evals.iter().enumerate() {
+        let mut head = String::new();
+        eval_section(&mut head, eval);
+        out.write_all(head.as_bytes())?;
+        let count = eval
+            .get("finished")
+            .and_then(Value::as_u64)
+            .or_else(|| eval.get("samples").and_then(Value::as_array).map(|s| s.len() as u64));
+        writeln!(out, "<h3>{} samples</h3>", count.unwrap_or(0))?;
+        // Failed runs first, then rows in dataset order.
+        for failed in [true, false] {
+            samples(i, &mut |s| {
+                if s.get("error").is_none_or(Value::is_null) == failed {
+                    return Ok(());
+                }
+                let mut line = String::new();
+                sample(&mut line, s, failed);
+                out.write_all(line.as_bytes())
+            })?;
+        }
+        out.write_all(b"</section>\n")?;
+    }
+    out.write_all(super::PAGE_END.as_bytes())
 }
 
 fn text(v: &Value, key: &str) -> String {
@@ -62,9 +115,15 @@ fn eval_section(out: &mut String, eval: &Value) {
             if holds { "ok" } else { "failed" }
         );
     }
+    if eval.get("stopped") == Some(&Value::Bool(true)) {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">stopped after {} of {} samples</p>",
+            text(eval, "finished"),
+            text(eval, "planned")
+        );
+    }
     worse_samples(out, eval);
-    samples(out, eval);
-    out.push_str("</section>\n");
 }
 
 /// A bar from 0 to the larger of 1 and the highest value shown.
@@ -146,37 +205,31 @@ fn worse_samples(out: &mut String, eval: &Value) {
     }
 }
 
-fn samples(out: &mut String, eval: &Value) {
-    let mut samples: Vec<&Value> =
-        eval.get("samples").and_then(Value::as_array).into_iter().flatten().collect();
-    // Failed runs first, then rows in dataset order.
-    samples.sort_by_key(|s| s.get("error").is_none_or(Value::is_null));
-    let _ = writeln!(out, "<h3>{} samples</h3>", samples.len());
-    for s in samples {
-        let failed = !s.get("error").is_none_or(Value::is_null);
-        let scores: Vec<String> = s["scores"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| format!("{}={}", escape(k), v))
-            .collect();
-        let _ = write!(
-            out,
-            "<details class=\"sample{}\"><summary>row <code>{}</code> sample {} · {}{}</summary>",
-            if failed { " failed" } else { "" },
-            escape(&text(s, "id")),
-            text(s, "sample"),
-            scores.join(" "),
-            if failed { " · run failed" } else { "" },
-        );
-        for key in ["inputs", "expected", "outputs", "error", "score_errors"] {
-            let value = &s[key];
-            if value.is_null() || value.as_object().is_some_and(serde_json::Map::is_empty) {
-                continue;
-            }
-            let shown = serde_json::to_string_pretty(value).unwrap_or_default();
-            let _ = write!(out, "<div>{key}</div><pre>{}</pre>", escape(&shown));
+/// One sample as a collapsed row: its row, number and scores, then its
+/// inputs, expected value, outputs or error and score errors.
+fn sample(out: &mut String, s: &Value, failed: bool) {
+    let scores: Vec<String> = s["scores"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{}={}", escape(k), v))
+        .collect();
+    let _ = write!(
+        out,
+        "<details class=\"sample{}\"><summary>row <code>{}</code> sample {} · {}{}</summary>",
+        if failed { " failed" } else { "" },
+        escape(&text(s, "id")),
+        text(s, "sample"),
+        scores.join(" "),
+        if failed { " · run failed" } else { "" },
+    );
+    for key in ["inputs", "expected", "outputs", "error", "score_errors"] {
+        let value = &s[key];
+        if value.is_null() || value.as_object().is_some_and(serde_json::Map::is_empty) {
+            continue;
         }
-        out.push_str("</details>\n");
+        let shown = serde_json::to_string_pretty(value).unwrap_or_default();
+        let _ = write!(out, "<div>{key}</div><pre>{}</pre>", escape(&shown));
     }
+    out.push_str("</details>\n");
 }

@@ -14,18 +14,26 @@
 mod eval;
 mod run;
 
-pub(crate) use eval::eval_page;
+pub(crate) use eval::{eval_page, write_eval_page};
 pub(crate) use run::run_page;
 
 /// The page around `body`: the title, the shared style.
 fn page(title: &str, body: &str) -> String {
+    format!("{}{body}{PAGE_END}", page_start(title))
+}
+
+/// A page up to its body's content: the title, the shared style.
+fn page_start(title: &str) -> String {
     let title = crate::markup::escape(title);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n"
+         <title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
     )
 }
+
+/// A page after its body's content.
+const PAGE_END: &str = "</body>\n</html>\n";
 
 /// The style of every page: system fonts only (no font is fetched).
 const STYLE: &str = "\
