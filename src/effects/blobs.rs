@@ -48,7 +48,7 @@ pub struct Attachment {
 /// The mark a stored line holds in place of a string that is `prefix`
 /// (`data:TYPE;base64,` or empty) and then `len` characters of base64 of
 /// an image or a document whose SHA-256 is `sha256`; `None` when a line
-/// keeps such a string as it is (a short one). The rule [`Blobs::stow`]
+/// keeps such a string as it is (a short one). The rule `Blobs::stow`
 /// follows, so a body built with these marks is the body a line stores.
 #[must_use]
 pub fn mark_of(prefix: &str, len: usize, sha256: &str) -> Option<String> {
