@@ -101,6 +101,11 @@ fn call(id: u64) -> Value {
         "params": {"name": "add", "arguments": {"a": id, "b": 1}}})
 }
 
+/// Checks that `answer` is the sum `add` gives for call `id` (`id + 1`).
+fn add_answered(answer: &Value, id: u64) {
+    assert_eq!(answer["result"]["structuredContent"]["result"], json!(id + 1), "{answer}");
+}
+
 fn python() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     root.join(".peers/python/bin/python").display().to_string()
@@ -150,11 +155,7 @@ impl StdioServer {
         while started.elapsed() < spell {
             self.send(&call(self.id));
             let answer = self.receive();
-            assert_eq!(
-                answer["result"]["structuredContent"]["result"],
-                json!(self.id + 1),
-                "{answer}"
-            );
+            add_answered(&answer, self.id);
             self.id += 1;
         }
         self.id - first
@@ -214,11 +215,7 @@ impl HttpServer {
                 .rfind(|d| !d.is_empty())
                 .unwrap_or(&text);
             let answer: Value = serde_json::from_str(json.trim()).expect("JSON");
-            assert_eq!(
-                answer["result"]["structuredContent"]["result"],
-                json!(self.id + 1),
-                "{answer}"
-            );
+            add_answered(&answer, self.id);
             self.id += 1;
         }
         self.id - first
