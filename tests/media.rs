@@ -333,19 +333,7 @@ async fn media_is_stored_once_however_many_turns() {
         .mount(&server)
         .await;
     let text = format!(
-        r#"
-provider Fake {{
-  kind openai
-  base_url "{uri}/v1"
-  api_key env("FAKE_KEY")
-  retries 0
-}}
-
-tool Page {{
-  description "Looks at one page"
-  param n: integer
-  exec "sh" "-c" "cat > /dev/null; echo seen"
-}}
+        r#"{reader}
 
 agent Reader {{
   provider Fake
@@ -362,7 +350,7 @@ contract Read {{
   output answer
 }}
 "#,
-        uri = server.uri()
+        reader = reader_tools("openai", &format!("{}/v1", server.uri()))
     );
     std::fs::write(dir.path().join("read.ign"), text).unwrap();
     let args = ["run", "read.ign", "--input", "scan=@scan.pdf", "--max-bytes", "16M"];
@@ -591,19 +579,7 @@ async fn two_turns_send_the_bodies_byte_for_byte() {
             .await;
         let (big, big_type) = if kind == "ollama" { (&png, "image") } else { (&pdf, "document") };
         let text = format!(
-            r#"
-provider Fake {{
-  kind {kind}
-  base_url "{base}"
-  api_key env("FAKE_KEY")
-  retries 0
-}}
-
-tool Page {{
-  description "Looks at one page"
-  param n: integer
-  exec "sh" "-c" "cat > /dev/null; echo seen"
-}}
+            r#"{reader}
 
 agent Reader {{
   provider Fake
@@ -621,7 +597,7 @@ contract Read {{
   output answer
 }}
 "#,
-            base = base(kind, &server)
+            reader = reader_tools(kind, &base(kind, &server))
         );
         std::fs::write(dir.path().join("read.ign"), text).unwrap();
         let scan = if kind == "ollama" { "scan=@big.png" } else { "scan=@big.pdf" };
@@ -649,4 +625,25 @@ contract Read {{
         }
     }
     insta::assert_snapshot!(shown);
+}
+
+/// The provider `Fake` of `kind` at `base` and the tool `Page` that the
+/// reading agents of these tests call.
+fn reader_tools(kind: &str, base: &str) -> String {
+    format!(
+        r#"
+provider Fake {{
+  kind {kind}
+  base_url "{base}"
+  api_key env("FAKE_KEY")
+  retries 0
+}}
+
+tool Page {{
+  description "Looks at one page"
+  param n: integer
+  exec "sh" "-c" "cat > /dev/null; echo seen"
+}}
+"#
+    )
 }
