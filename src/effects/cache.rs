@@ -12,9 +12,17 @@
 //! `blobs/` (see `blobs.rs`). An entry
 //! older than the declaration's duration is a miss (and is overwritten).
 //!
-//! cacache writes content to a temporary file and renames it, and appends
-//! index lines that carry their own hash, so several ignite processes may
-//! share one cache folder: a reader sees a whole entry or none.
+//! A result of up to [`INLINE_LIMIT`] bytes (nearly all of them: media are
+//! in `blobs/`) is kept inside its index line, so a write is one appended
+//! line; a larger one goes to cacache's content store, which writes a
+//! temporary file and renames it. Index lines carry their own hash, so
+//! several ignite processes may share one cache folder: a reader sees a
+//! whole entry or none.
+//!
+//! Kept inline because an eval caches every sample: with the content store,
+//! each sample made a temporary file, a rename and a memory map, and 3,000
+//! samples at `--jobs 64` spent about 2 s of system time on them (the same
+//! eval with `--no-cache`: 0.1 s; BENCHMARKS.md, "eval").
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,6 +36,13 @@ use super::{CachePolicy, Effect, EffectStore, Lookup, Outcome};
 
 /// Bumped when the key layout changes, so old entries stop matching.
 const KEY_VERSION: u32 = 2;
+
+/// The largest result, in bytes of JSON, kept inside its index line.
+const INLINE_LIMIT: usize = 64 * 1024;
+
+/// The field of an index line's metadata that holds an inline result
+/// (entries written to the content store have no metadata).
+const INLINE: &str = "inline";
 
 /// A cache folder, with this process's hit and miss counts.
 #[derive(Debug)]
@@ -148,8 +163,12 @@ impl EffectStore for Cache {
             })
         });
         let value = found
-            .and_then(|entry| cacache::read_hash_sync(&self.dir, &entry.integrity).ok())
-            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .and_then(|mut entry| match entry.metadata.get_mut(INLINE) {
+                Some(inline) => Some(inline.take()),
+                None => cacache::read_hash_sync(&self.dir, &entry.integrity)
+                    .ok()
+                    .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok()),
+            })
             .and_then(|mut value| {
                 self.blobs().restore(&mut value, &self.dir).ok()?;
                 Some(value)
@@ -171,11 +190,17 @@ impl EffectStore for Cache {
             return Ok(());
         };
         let key = self.key(effect);
-        let text = match self.blobs().stow(value)? {
-            Some(stowed) => stowed.to_string(),
-            None => value.to_string(),
-        };
+        let stowed = self.blobs().stow(value)?;
+        let value = stowed.as_ref().unwrap_or(value);
+        let text = value.to_string();
         let write = || -> cacache::Result<()> {
+            if text.len() <= INLINE_LIMIT {
+                let opts = cacache::WriteOpts::new()
+                    .integrity(cacache::Integrity::from(&text))
+                    .size(text.len())
+                    .metadata(json!({ (INLINE): value }));
+                return cacache::index::insert(&self.dir, &key, opts).map(drop);
+            }
             let mut writer =
                 cacache::WriteOpts::new().size(text.len()).open_sync(&self.dir, &key)?;
             writer
@@ -184,5 +209,86 @@ impl EffectStore for Cache {
             writer.commit().map(drop)
         };
         write().map_err(|e| format!("cannot write the cache `{}`: {e}", self.dir.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use super::{Cache, INLINE_LIMIT};
+    use crate::effects::{
+        CachePolicy, Effect, EffectKey, EffectKind, EffectStore, Lookup, Outcome,
+    };
+
+    /// Calls `f` with the effect of tool `name`, cached for `ttl`.
+    fn with_effect<R>(name: &str, ttl: Option<Duration>, f: impl FnOnce(&Effect<'_>) -> R) -> R {
+        let key = EffectKey { node: "Root > n".to_owned(), item: None, seq: 0 };
+        let request = json!({"q": name});
+        f(&Effect {
+            key: &key,
+            kind: EffectKind::Tool,
+            name,
+            route: "",
+            request: &request,
+            definition: Some("d"),
+            cache: Some(CachePolicy { ttl }),
+            work: None,
+            media: &[],
+        })
+    }
+
+    /// Records `value` as the result of tool `name` in `cache`, then looks it up.
+    fn round_trip(cache: &Cache, name: &str, value: &Value) -> Option<Value> {
+        with_effect(name, None, |effect| {
+            cache.record(effect, &Outcome::Value(value.clone())).expect("recorded");
+            match cache.lookup(effect) {
+                Lookup::Hit(Outcome::Value(found)) => Some(found),
+                _ => None,
+            }
+        })
+    }
+
+    /// How many files are under `dir`.
+    fn files(dir: &Path) -> usize {
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            let paths = entries.filter_map(Result::ok).map(|e| e.path());
+            paths.map(|path| if path.is_dir() { files(&path) } else { 1 }).sum()
+        })
+    }
+
+    #[test]
+    fn small_results_live_in_their_index_line_and_large_ones_in_the_content_store() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cache = Cache::new(dir.path().to_path_buf());
+        let small = json!({"answer": "a short one", "n": null});
+        assert_eq!(round_trip(&cache, "small", &small), Some(small.clone()));
+        assert_eq!(round_trip(&cache, "null", &Value::Null), Some(Value::Null));
+        assert_eq!(files(&dir.path().join("content-v2")), 0, "small results have no content file");
+        let large = json!({"text": "x".repeat(INLINE_LIMIT)});
+        assert_eq!(round_trip(&cache, "large", &large), Some(large.clone()));
+        assert_eq!(files(&dir.path().join("content-v2")), 1, "a large result is a content file");
+        let stats = Cache::stats(dir.path()).expect("stats");
+        assert_eq!(stats.entries, 3);
+        let bytes = small.to_string().len() + "null".len() + large.to_string().len();
+        assert_eq!(stats.bytes, bytes as u64);
+    }
+
+    #[test]
+    fn an_inline_result_older_than_its_duration_is_a_miss() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cache = Cache::new(dir.path().to_path_buf());
+        with_effect("fresh", Some(Duration::from_secs(3600)), |effect| {
+            cache.record(effect, &Outcome::Value(json!(1))).expect("recorded");
+            assert!(matches!(cache.lookup(effect), Lookup::Hit(_)));
+        });
+        with_effect("stale", Some(Duration::ZERO), |effect| {
+            cache.record(effect, &Outcome::Value(json!(1))).expect("recorded");
+            std::thread::sleep(Duration::from_millis(5));
+            assert!(matches!(cache.lookup(effect), Lookup::Miss));
+        });
     }
 }
