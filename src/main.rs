@@ -40,14 +40,17 @@ fn main() -> ExitCode {
 }
 
 /// Turns transparent huge pages off for the process, unless
-/// `MIMALLOC_ALLOW_THP` (mimalloc's own variable) decides. mimalloc asks
-/// the system for huge pages, and each thread's first page then costs the
-/// kernel 2 MiB to clear: measured in one run (BENCHMARKS.md, "Transparent
-/// huge pages"), turning them off cuts the CPU time of `ignite --version`
-/// by 28 %, of an agent's 21-request conversation by 18 % and of a
-/// 1,000-node chain by 16 %, and a batch at `--jobs 256` from 254–270 MB
-/// to 61–68 MB; only `check` of 10,000 declarations takes 10 % longer.
-/// If the call fails, huge pages stay on.
+/// `MIMALLOC_ALLOW_THP` (mimalloc's own variable) decides. mimalloc is
+/// built never to ask for huge pages (its `no_thp` feature: before `main`
+/// runs, its first pages were huge ones, and `--version` spent a fifth of
+/// its CPU time clearing them; BENCHMARKS.md, "Start-up"); this turns them
+/// off for the rest of the process's memory too, where the system gives
+/// them unasked (`always` mode). Measured in one run (BENCHMARKS.md,
+/// "Transparent huge pages"), turning them off cuts the CPU time of an
+/// agent's 21-request conversation by 18 % and of a 1,000-node chain by
+/// 16 %, and a batch at `--jobs 256` from 254–270 MB to 61–68 MB; only
+/// `check` of 10,000 declarations takes 10 % longer. If the call fails,
+/// huge pages stay as the system decides.
 fn without_huge_pages() {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
         return;
