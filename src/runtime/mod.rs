@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use serde_json::{Map, Value};
 
 use crate::effects::{Effects, Outcome, Work};
+use crate::eval::{Fields, Val};
 use crate::failure::NodeError;
 use crate::ir::{AgentId, ContractId, Program, ToolId};
 use crate::llm::Llm;
@@ -268,7 +269,20 @@ impl Engine {
         options: &RunOptions,
         trace: &Arc<Trace>,
     ) -> Result<Map<String, Value>, RunError> {
-        schedule::run(self, contract, inputs, options, trace)
+        let inputs = inputs.iter().map(|(name, value)| (name.clone(), Val::from(value))).collect();
+        self.run_values(contract, inputs, options, trace)
+    }
+
+    /// Like [`Engine::run_traced`], the inputs already values (as
+    /// `ignite run` reads an inputs file: no JSON copy between).
+    pub(crate) fn run_values(
+        &self,
+        contract: ContractId,
+        inputs: Fields,
+        options: &RunOptions,
+        trace: &Arc<Trace>,
+    ) -> Result<Map<String, Value>, RunError> {
+        schedule::run(self, contract, &inputs, options, trace)
     }
 
     /// Does the live work of one effect from its description: what a

@@ -36,7 +36,7 @@ use self::core::{Bounds, Core};
 use self::observer::{Observer, Watchers};
 use self::program::{Ir, json};
 use super::{Engine, RunError, RunOptions, inputs};
-use crate::eval::{Fields, Val};
+use crate::eval::Fields;
 use crate::ir::{ContractId, Program, Runner};
 use crate::trace::Trace;
 
@@ -44,7 +44,7 @@ use crate::trace::Trace;
 pub(super) fn run(
     engine: &Engine,
     contract: ContractId,
-    given: &Map<String, Value>,
+    given: &Fields,
     options: &RunOptions,
     trace: &Arc<Trace>,
 ) -> Result<Map<String, Value>, RunError> {
@@ -68,7 +68,7 @@ pub(super) fn run(
 fn run_in(
     engine: &Engine,
     contract: ContractId,
-    given: &Map<String, Value>,
+    given: &Fields,
     options: &RunOptions,
     watchers: &Watchers<'_>,
     scope: <Watchers<'_> as Observer>::Scope,
@@ -77,8 +77,7 @@ fn run_in(
     let root = &program[contract];
     let outputs = requested_outputs(program, contract, &options.outputs)?;
     let params: Vec<_> = root.inputs().map(|(_, p)| p.clone()).collect();
-    let given: Fields = given.iter().map(|(k, v)| (k.clone(), Val::from(v))).collect();
-    let values = inputs::bind(&params, &given, root.name_span, Some(options.inputs_from))
+    let values = inputs::bind(&params, given, root.name_span, Some(options.inputs_from))
         .map_err(|problems| RunError::Inputs { contract: root.name.clone(), problems })?;
     super::mcp_check::check(engine, contract)?;
     let runner = options.jobs.map_or(root.runner, Runner::Pool);
