@@ -15,6 +15,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Number, Value};
 
@@ -245,6 +246,82 @@ impl Serialize for Val {
     }
 }
 
+/// JSON read straight into a value, without a `serde_json::Value` first
+/// (an inputs file of 100 MB was held as text, as `Value` and as `Val`
+/// at once). Numbers are read as `serde_json` reads them.
+impl<'de> Deserialize<'de> for Val {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ValVisitor)
+    }
+}
+
+/// Builds a [`Val`] from whatever JSON value comes.
+struct ValVisitor;
+
+impl<'de> Visitor<'de> for ValVisitor {
+    type Value = Val;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Val, E> {
+        Ok(Val::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Val, E> {
+        Ok(Val::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Val, D::Error> {
+        Val::deserialize(deserializer)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Val, E> {
+        Ok(Val::Bool(b))
+    }
+
+    fn visit_i64<E>(self, i: i64) -> Result<Val, E> {
+        Ok(Val::Number(i.into()))
+    }
+
+    fn visit_u64<E>(self, u: u64) -> Result<Val, E> {
+        Ok(Val::Number(u.into()))
+    }
+
+    fn visit_f64<E>(self, f: f64) -> Result<Val, E> {
+        // JSON has no NaN or infinity; `null` is what `serde_json` makes of them.
+        Ok(Number::from_f64(f).map_or(Val::Null, Val::Number))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<Val, E> {
+        Ok(Val::from(text))
+    }
+
+    fn visit_string<E>(self, text: String) -> Result<Val, E> {
+        Ok(Val::string(text))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Val, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        items.shrink_to_fit();
+        Ok(Val::array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val, A::Error> {
+        let mut fields = Fields::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some((key, value)) = map.next_entry::<String, Val>()? {
+            // A repeated key keeps its first place and its last value, as in `Value`.
+            fields.insert(key, value);
+        }
+        fields.shrink_to_fit();
+        Ok(Val::object(fields))
+    }
+}
+
 /// Compact JSON, as `serde_json::Value` prints.
 impl fmt::Display for Val {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -275,5 +352,16 @@ mod tests {
         let outer = Val::array(vec![inner.clone(), inner.clone()]);
         let items = outer.as_array().unwrap();
         assert!(items[0].same(&inner) && items[1].same(&inner));
+    }
+
+    #[test]
+    fn reads_json_as_value_reads_it() {
+        let text = r#"{"z": [1, -2, 3.5, 18446744073709551615, null, true],
+            "a": {"b": "c\u00e9", "b": "last"}, "e": {}, "s": ""}"#;
+        let read: Val = serde_json::from_str(text).unwrap();
+        let through_value = Val::from(serde_json::from_str::<Value>(text).unwrap());
+        assert_eq!(read, through_value);
+        assert_eq!(read.to_string(), through_value.to_string());
+        assert!(serde_json::from_str::<Val>("[1,").is_err());
     }
 }

@@ -11,9 +11,11 @@
 //! `--input` JSON value is read from the current folder.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+use crate::eval::{Fields, Val};
 use crate::ir::{Type, TypeKind};
 use crate::media::{self, Kind};
 
@@ -83,7 +85,7 @@ impl Reach {
     pub(super) fn load<'a>(
         &self,
         declared: impl Iterator<Item = (&'a str, &'a Type)>,
-        given: &mut Map<String, Value>,
+        given: &mut Fields,
     ) -> Result<(), String> {
         for (name, ty) in declared {
             if let Some(value) = given.get_mut(name) {
@@ -93,25 +95,27 @@ impl Reach {
         Ok(())
     }
 
-    /// [`Reach::load`] of one value of type `ty`, `at` naming it.
+    /// [`Reach::load`] of one value of type `ty`, `at` naming it (a value
+    /// just read, so changing it copies nothing).
     ///
     /// # Errors
     /// The first place whose file cannot be used, named.
-    pub(super) fn load_value(&self, ty: &Type, value: &mut Value, at: &str) -> Result<(), String> {
+    pub(super) fn load_value(&self, ty: &Type, value: &mut Val, at: &str) -> Result<(), String> {
         match (&ty.kind, value) {
-            (TypeKind::Media(kind), Value::Object(fields)) if fields.len() == 1 => {
-                let Some(Value::String(path)) = fields.get("path") else { return Ok(()) };
+            (TypeKind::Media(kind), Val::Object(fields)) if fields.len() == 1 => {
+                let Some(Val::String(path)) = fields.get("path") else { return Ok(()) };
                 let read = self.read(path, *kind).map_err(|e| format!("input `{at}`: {e}"))?;
-                *fields = read;
+                *fields = Arc::new(read);
                 Ok(())
             }
-            (TypeKind::Array(Some(item)), Value::Array(items)) => {
-                for (i, v) in items.iter_mut().enumerate() {
+            (TypeKind::Array(Some(item)), Val::Array(items)) => {
+                for (i, v) in Arc::make_mut(items).iter_mut().enumerate() {
                     self.load_value(item, v, &format!("{at}[{i}]"))?;
                 }
                 Ok(())
             }
-            (TypeKind::Record(record), Value::Object(fields)) => {
+            (TypeKind::Record(record), Val::Object(fields)) => {
+                let fields = Arc::make_mut(fields);
                 for field in &record.fields {
                     if let Some(v) = fields.get_mut(&field.name) {
                         self.load_value(&field.ty, v, &format!("{at}.{}", field.name))?;
@@ -124,7 +128,7 @@ impl Reach {
     }
 
     /// The file `path` (from the base folder) as the fields of a media value.
-    fn read(&self, path: &str, kind: Kind) -> Result<Map<String, Value>, String> {
+    fn read(&self, path: &str, kind: Kind) -> Result<Fields, String> {
         let joined = self.base.join(path);
         let real = std::fs::canonicalize(&joined)
             .map_err(|e| format!("cannot read `{}`: {e}", joined.display()))?;
@@ -136,9 +140,9 @@ impl Reach {
         }
         let (media_type, data) = media::read_file(&real, Some(kind), self.limit)
             .map_err(|e| e.replace(&real.display().to_string(), path))?;
-        let mut fields = Map::new();
-        fields.insert("media_type".into(), media_type.into());
-        fields.insert("data".into(), data.into());
+        let mut fields = Fields::with_capacity(2);
+        fields.insert("media_type".into(), Val::from(media_type));
+        fields.insert("data".into(), Val::string(data));
         Ok(fields)
     }
 }
