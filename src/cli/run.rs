@@ -218,7 +218,7 @@ impl RunArgs {
                 let value = match super::media::at_file(&name, ty, &raw, self.max_bytes) {
                     Some(Ok(AtFile::Value(value))) => Val::from(value),
                     Some(Ok(AtFile::Item(item))) => {
-                        let mut items = match given.remove(&name) {
+                        let mut items = match given.shift_remove(&name) {
                             Some(Val::Array(items)) if started.contains(&name) => {
                                 Arc::unwrap_or_clone(items)
                             }

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use serde_json::{Map, Value};
 
 use crate::effects::{Effects, Outcome, Work};
-use crate::eval::{Fields, Val};
+use crate::eval::Fields;
 use crate::failure::NodeError;
 use crate::ir::{AgentId, ContractId, Program, ToolId};
 use crate::llm::Llm;
