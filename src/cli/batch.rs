@@ -261,7 +261,7 @@ fn open_results(path: &Path) -> Result<(Done, File), String> {
 
 fn parse_row(line: std::io::Result<String>) -> Result<Fields, String> {
     match serde_json::from_str::<Val>(&line.map_err(|e| format!("cannot read the row: {e}"))?) {
-        Ok(Val::Object(inputs)) => Ok(Arc::unwrap_or_clone(inputs)),
+        Ok(Val::Object(inputs)) => Ok(inputs.into_fields()),
         Ok(other) => Err(format!("a row must be a JSON object of inputs, got {}", other.kind())),
         Err(e) => Err(format!("the row is not valid JSON: {e}")),
     }

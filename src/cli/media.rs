@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::eval::{Fields, Val};
+use crate::value::Object;
 use crate::ir::{Type, TypeKind};
 use crate::media::{self, Kind};
 
@@ -105,7 +106,7 @@ impl Reach {
             (TypeKind::Media(kind), Val::Object(fields)) if fields.len() == 1 => {
                 let Some(Val::String(path)) = fields.get("path") else { return Ok(()) };
                 let read = self.read(path, *kind).map_err(|e| format!("input `{at}`: {e}"))?;
-                *fields = Arc::new(read);
+                *fields = Object::from(read);
                 Ok(())
             }
             (TypeKind::Array(Some(item)), Val::Array(items)) => {
@@ -115,11 +116,9 @@ impl Reach {
                 Ok(())
             }
             (TypeKind::Record(record), Val::Object(fields)) => {
-                let fields = Arc::make_mut(fields);
                 for field in &record.fields {
-                    if let Some(v) = fields.get_mut(&field.name) {
-                        self.load_value(&field.ty, v, &format!("{at}.{}", field.name))?;
-                    }
+                    let at = format!("{at}.{}", field.name);
+                    fields.update(&field.name, |v| self.load_value(&field.ty, v, &at)).transpose()?;
                 }
                 Ok(())
             }

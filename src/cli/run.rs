@@ -2,7 +2,6 @@
 //! outputs as JSON on stdout. Diagnostics, errors and the trace go to
 //! stderr.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -386,26 +385,22 @@ impl RunArgs {
     }
 }
 
-/// The JSON object of inputs in file `source` (`-`: stdin), read
-/// straight into values (no `serde_json::Value` between).
+/// The JSON object of inputs in file `source` (`-`: stdin), read as it
+/// streams in straight into values (neither the text nor a
+/// `serde_json::Value` is held beside them).
 ///
 /// # Errors
 /// It cannot be read, or is not a JSON object.
 pub(super) fn read_json_object(source: &str) -> Result<Fields, String> {
-    let text = if source == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read inputs from stdin: {e}"))?;
-        text
+    let read = if source == "-" {
+        serde_json::from_reader(std::io::BufReader::new(std::io::stdin().lock()))
     } else {
-        crate::load::read(std::path::Path::new(source))
-            .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?
+        let file = crate::load::open(std::path::Path::new(source))
+            .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?;
+        serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file))
     };
-    let read = serde_json::from_str(&text);
-    drop(text);
     match read {
-        Ok(Val::Object(fields)) => Ok(Arc::unwrap_or_clone(fields)),
+        Ok(Val::Object(fields)) => Ok(fields.into_fields()),
         Ok(other) => {
             Err(format!("inputs in `{source}` must be a JSON object, got {}", other.kind()))
         }

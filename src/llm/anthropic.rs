@@ -76,7 +76,7 @@ fn user_content(content: &[Content]) -> Value {
                 let source = object([
                     ("type", "base64".into()),
                     ("media_type", media.format.media_type.into()),
-                    ("data", String::clone(&media.data).into()),
+                    ("data", media.data.as_str().into()),
                 ]);
                 let kind = if media.is_image() { "image" } else { "document" };
                 object([("type", kind.into()), ("source", source)])

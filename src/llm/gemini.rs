@@ -61,7 +61,7 @@ pub fn request_body(request: &ModelRequest, _: Server) -> Value {
                             "inlineData",
                             object([
                                 ("mimeType", media.format.media_type.into()),
-                                ("data", String::clone(&media.data).into()),
+                                ("data", media.data.as_str().into()),
                             ]),
                         )]),
                     })

@@ -5,14 +5,13 @@
 //! prompt, assistant turns (text and tool calls) and tool-result turns
 //! (one per assistant turn with calls, results in call order).
 
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use crate::media::{Format, Kind};
 use crate::tools::ToolView;
 pub use crate::usage::Usage;
-use crate::value::Val;
+use crate::value::{Str, Val};
 
 /// Who a request goes to: the kind's official endpoint (the default base
 /// URL) or a compatible server at another base URL. A wire format may
@@ -69,7 +68,7 @@ pub struct Media {
     /// What the bytes are.
     pub format: &'static Format,
     /// The bytes, in standard base64.
-    pub data: Arc<String>,
+    pub data: Str,
 }
 
 impl Media {
@@ -81,7 +80,7 @@ impl Media {
         let media_type = fields.get("media_type")?.as_str()?;
         let format = crate::media::format_of(media_type)?;
         match fields.get("data")? {
-            Val::String(data) => Some(Self { format, data: Arc::clone(data) }),
+            Val::String(data) => Some(Self { format, data: data.clone() }),
             _ => None,
         }
     }
@@ -98,7 +97,7 @@ impl Media {
         let media_type = self.format.media_type;
         let mut url =
             String::with_capacity(";base64,".len() + 5 + media_type.len() + self.data.len());
-        for piece in ["data:", media_type, ";base64,", &self.data] {
+        for piece in ["data:", media_type, ";base64,", self.data.as_str()] {
             url.push_str(piece);
         }
         url
