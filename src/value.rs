@@ -725,7 +725,8 @@ mod tests {
 
     #[test]
     fn records_read_with_the_same_keys_share_them() {
-        let read: Val = serde_json::from_str(r#"[{"id": 1, "n": "a"}, {"id": 2, "n": "b"}]"#).unwrap();
+        let read: Val =
+            serde_json::from_str(r#"[{"id": 1, "n": "a"}, {"id": 2, "n": "b"}]"#).unwrap();
         let [Val::Object(a), Val::Object(b)] = read.as_array().unwrap() else { panic!() };
         assert!(Arc::ptr_eq(&a.0.header.header, &b.0.header.header));
         assert_eq!(b.get("n"), Some(&Val::from("b")));

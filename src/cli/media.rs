@@ -16,9 +16,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::eval::{Fields, Val};
-use crate::value::Object;
 use crate::ir::{Type, TypeKind};
 use crate::media::{self, Kind};
+use crate::value::Object;
 
 /// How an `--input NAME=@FILE` value is put among the inputs.
 pub(super) enum AtFile {
@@ -118,7 +118,9 @@ impl Reach {
             (TypeKind::Record(record), Val::Object(fields)) => {
                 for field in &record.fields {
                     let at = format!("{at}.{}", field.name);
-                    fields.update(&field.name, |v| self.load_value(&field.ty, v, &at)).transpose()?;
+                    fields
+                        .update(&field.name, |v| self.load_value(&field.ty, v, &at))
+                        .transpose()?;
                 }
                 Ok(())
             }

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::{Fields, Num, Val, describe, equal, push_display};
-use crate::value::Object;
 use crate::ir::Function;
+use crate::value::Object;
 
 /// Most distinct `matches` patterns kept compiled; when full, the cache
 /// starts again (patterns from the data may all differ).
@@ -98,9 +98,7 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             }
             total.finite().ok_or("`sum` is not a finite number")?.to_value()
         }
-        Function::Keys => {
-            Val::array(expect_object(name, arg(0))?.keys().map(Val::from).collect())
-        }
+        Function::Keys => Val::array(expect_object(name, arg(0))?.keys().map(Val::from).collect()),
         Function::Values => Val::array(expect_object(name, arg(0))?.values().cloned().collect()),
         Function::Get => {
             let default = arg(2).clone();

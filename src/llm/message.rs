@@ -5,7 +5,6 @@
 //! prompt, assistant turns (text and tool calls) and tool-result turns
 //! (one per assistant turn with calls, results in call order).
 
-
 use serde_json::{Value, json};
 
 use crate::media::{Format, Kind};
