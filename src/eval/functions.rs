@@ -8,6 +8,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::{Fields, Num, Val, describe, equal, push_display};
 use crate::ir::Function;
+use crate::value::Object;
 
 /// Most distinct `matches` patterns kept compiled; when full, the cache
 /// starts again (patterns from the data may all differ).
@@ -97,9 +98,7 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             }
             total.finite().ok_or("`sum` is not a finite number")?.to_value()
         }
-        Function::Keys => {
-            Val::array(expect_object(name, arg(0))?.keys().cloned().map(Val::string).collect())
-        }
+        Function::Keys => Val::array(expect_object(name, arg(0))?.keys().map(Val::from).collect()),
         Function::Values => Val::array(expect_object(name, arg(0))?.values().cloned().collect()),
         Function::Get => {
             let default = arg(2).clone();
@@ -227,7 +226,7 @@ fn expect_array<'v>(name: &str, value: &'v Val) -> Result<&'v [Val], String> {
     value.as_array().ok_or_else(|| wrong(name, "an array", value))
 }
 
-fn expect_object<'v>(name: &str, value: &'v Val) -> Result<&'v Fields, String> {
+fn expect_object<'v>(name: &str, value: &'v Val) -> Result<&'v Object, String> {
     value.as_object().ok_or_else(|| wrong(name, "an object", value))
 }
 
