@@ -19,6 +19,7 @@
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::mem::MaybeUninit;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ use indexmap::IndexMap;
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Number, Value};
+use triomphe::{HeaderSlice, HeaderWithLength, UniqueArc};
 
 /// The fields of an object being built, in insertion order (as
 /// `serde_json`'s `preserve_order` map keeps them); [`Val::object`] makes
@@ -67,7 +69,8 @@ impl Str {
     #[must_use]
     pub fn as_str(&self) -> &str {
         // SAFETY: the bytes are a copy of a whole `&str` (see `From<&str>`)
-        // and are never changed.
+        // or were checked to be UTF-8 (`StrBuf::into_str`), and are never
+        // changed.
         unsafe { std::str::from_utf8_unchecked(&self.0.slice) }
     }
 
@@ -75,6 +78,44 @@ impl Str {
     #[must_use]
     pub fn same(&self, other: &Str) -> bool {
         self.0.ptr() == other.0.ptr()
+    }
+}
+
+/// The bytes of a [`Str`] while they are written: zeroed at their final
+/// length and written in place, so that a long text (a file's base64) is
+/// never copied into its string.
+pub(crate) struct StrBuf(UniqueArc<HeaderSlice<HeaderWithLength<()>, [u8]>>);
+
+impl StrBuf {
+    /// `len` zero bytes.
+    #[must_use]
+    pub(crate) fn zeroed(len: usize) -> Self {
+        let mut bytes =
+            UniqueArc::from_header_and_uninit_slice(HeaderWithLength::new((), len), len);
+        bytes.slice.fill(MaybeUninit::new(0));
+        // SAFETY: every byte of the slice was just written.
+        StrBuf(unsafe { bytes.assume_init_slice_with_header() })
+    }
+
+    /// The string of the bytes written.
+    ///
+    /// # Errors
+    /// The bytes are not UTF-8.
+    pub(crate) fn into_str(self) -> Result<Str, std::str::Utf8Error> {
+        std::str::from_utf8(&self.0.slice)?;
+        Ok(Str(triomphe::Arc::into_thin(self.0.shareable())))
+    }
+}
+
+impl AsRef<[u8]> for StrBuf {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.slice
+    }
+}
+
+impl AsMut<[u8]> for StrBuf {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.0.slice
     }
 }
 

@@ -13,9 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::eval::{Fields, Val};
+use crate::eval::{Fields, Val, media_file};
 use crate::ir::{Type, TypeKind};
-use crate::media::{self, Kind};
+use crate::media::Kind;
 use crate::value::Object;
 
 /// How an `--input NAME=@FILE` value is put among the inputs.
@@ -49,9 +49,9 @@ pub(super) fn at_file(
     };
     let path = raw.strip_prefix('@')?;
     Some(
-        media::read_file(Path::new(path), Some(kind), limit)
-            .map(|(media_type, data)| {
-                let value = Val::object(fields(media_type, data));
+        media_file(Path::new(path), Some(kind), limit)
+            .map(|object| {
+                let value = Val::Object(object);
                 if item { AtFile::Item(value) } else { AtFile::Value(value) }
             })
             .map_err(|e| format!("input `{name}`: {e}")),
@@ -104,7 +104,7 @@ impl Reach {
             (TypeKind::Media(kind), Val::Object(fields)) if fields.len() == 1 => {
                 let Some(Val::String(path)) = fields.get("path") else { return Ok(()) };
                 let read = self.read(path, *kind).map_err(|e| format!("input `{at}`: {e}"))?;
-                *fields = Object::from(read);
+                *fields = read;
                 Ok(())
             }
             (TypeKind::Array(Some(item)), Val::Array(items)) => {
@@ -126,8 +126,8 @@ impl Reach {
         }
     }
 
-    /// The file `path` (from the base folder) as the fields of a media value.
-    fn read(&self, path: &str, kind: Kind) -> Result<Fields, String> {
+    /// The file `path` (from the base folder) as a media value.
+    fn read(&self, path: &str, kind: Kind) -> Result<Object, String> {
         let joined = self.base.join(path);
         let real = std::fs::canonicalize(&joined)
             .map_err(|e| format!("cannot read `{}`: {e}", joined.display()))?;
@@ -137,16 +137,7 @@ impl Reach {
                  copy the file under one of them"
             ));
         }
-        let (media_type, data) = media::read_file(&real, Some(kind), self.limit)
-            .map_err(|e| e.replace(&real.display().to_string(), path))?;
-        Ok(fields(media_type, data))
+        media_file(&real, Some(kind), self.limit)
+            .map_err(|e| e.replace(&real.display().to_string(), path))
     }
-}
-
-/// The fields of a media value.
-fn fields(media_type: &str, data: String) -> Fields {
-    let mut fields = Fields::with_capacity(2);
-    fields.insert("media_type".into(), Val::from(media_type));
-    fields.insert("data".into(), Val::string(data));
-    fields
 }

@@ -4,11 +4,13 @@
 //! and every failure says which function got what.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::{Fields, Num, Val, describe, equal, push_display};
 use crate::ir::Function;
-use crate::value::Object;
+use crate::media::Kind;
+use crate::value::{Object, StrBuf};
 
 /// Most distinct `matches` patterns kept compiled; when full, the cache
 /// starts again (patterns from the data may all differ).
@@ -18,6 +20,21 @@ const PATTERNS_KEPT: usize = 256;
 /// not once per call (a `for` over 50,000 items compiled it 50,000 times).
 static PATTERNS: LazyLock<Mutex<HashMap<String, Arc<regex::Regex>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The file at `path` read as a media value, `{media_type, data}` (see
+/// [`crate::media::read_file`]): its base64 written straight into the
+/// string of `data`, never copied.
+///
+/// # Errors
+/// The file cannot be read, is too large or is not a whole file of `kind`.
+pub(crate) fn media_file(path: &Path, kind: Option<Kind>, limit: usize) -> Result<Object, String> {
+    let (media_type, data) = crate::media::read_file(path, kind, limit, StrBuf::zeroed)?;
+    let data = data.into_str().map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let mut fields = Fields::with_capacity(2);
+    fields.insert("media_type".into(), Val::from(media_type));
+    fields.insert("data".into(), Val::String(data));
+    Ok(Object::from(fields))
+}
 
 /// The compiled regular expression `pattern` of `matches`, shared (a clone
 /// of a `Regex` would start with empty matching caches, which costs nearly
@@ -140,13 +157,9 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
         Function::File => {
             let path = text(0)?;
             let limit = crate::media::file_limit();
-            let (media_type, data) =
-                crate::media::read_file(std::path::Path::new(path), None, limit)
-                    .map_err(|e| format!("`file`: {e}"))?;
-            let mut fields = Fields::with_capacity(2);
-            fields.insert("media_type".into(), Val::from(media_type));
-            fields.insert("data".into(), Val::string(data));
-            Val::object(fields)
+            Val::Object(
+                media_file(Path::new(path), None, limit).map_err(|e| format!("`file`: {e}"))?,
+            )
         }
         Function::Env => {
             let var = text(0)?;

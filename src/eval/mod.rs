@@ -27,6 +27,7 @@ pub(crate) use crate::ir::{Json, describe};
 use crate::source::Span;
 
 pub(crate) use crate::value::{Fields, Val};
+pub(crate) use functions::media_file;
 pub(crate) use number::Num;
 
 /// Where variables get their values.
