@@ -1,18 +1,21 @@
 //! Memory of compiling: bytes per node of a long chain.
 //!
 //! Generates the chain of the `run` bench (`compute n{i} = n{i-1} + 1`)
-//! with 1,000,000 nodes and a one-node chain as the baseline, then:
+//! with 1,000,000 nodes and a 1,000-node chain as the baseline, then:
 //!
 //! - per phase, in this process, with a counting allocator: the bytes
 //!   held after loading (source text and syntax trees), the peak while
 //!   lowering (which consumes the syntax trees), and the bytes held by
 //!   the checked program alone;
 //! - end to end, the peak resident size of the release binary's
-//!   `ignite check FILE` and `ignite run FILE --input x=1`, the one-node
-//!   baseline subtracted, divided by the nodes.
+//!   `ignite check FILE` and `ignite run FILE --input x=1`, the peak of
+//!   a 1,000-node chain subtracted, divided by the nodes added;
+//! - the peak of `ignite run --inputs FILE` of about 100 MB of small
+//!   objects, against the file's size.
 //!
 //! Run with `cargo build --release && cargo bench --bench memory`. The
-//! target is at most 300 bytes per node for `check`.
+//! targets: `check` at most 300 bytes per node, `run` at most 200; the
+//! inputs under 3× the file.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -65,16 +68,22 @@ static ALLOCATOR: Counting = Counting;
 
 const NODES: usize = 1_000_000;
 
+/// The chain the peaks per node are measured above.
+const BASE_NODES: usize = 1_000;
+
+/// Objects in the inputs file (about 100 MB).
+const ROWS: usize = 2_000_000;
+
 fn main() {
     // The binary first: a child's peak resident size starts from this
     // process's own at the time it is started.
     let binary = binary::release_binary();
     let dir = std::env::temp_dir().join(format!("ignite-memory-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (small, big) = (dir.join("one.ign"), dir.join("chain.ign"));
-    write_chain(&small, 1);
+    let (small, big) = (dir.join("base.ign"), dir.join("chain.ign"));
+    write_chain(&small, BASE_NODES);
     write_chain(&big, NODES);
-    println!("| command | peak RSS, 1 node | peak RSS, {NODES} nodes | per node |");
+    println!("| command | peak RSS, {BASE_NODES} nodes | peak RSS, {NODES} nodes | per node |");
     println!("| --- | ---: | ---: | ---: |");
     for (name, args) in [("check", &["check"][..]), ("run", &["run", "--input", "x=1"][..])] {
         let base = peak::peak_rss(&binary, args, &small);
@@ -86,10 +95,48 @@ fn main() {
             per_node(peak.saturating_sub(base))
         );
     }
+    inputs(&binary, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     println!();
     // Lowering recurses per expression level: a big stack, as `compile`.
     igniter::on_big_stack(phases);
+}
+
+/// The peak of `ignite run --inputs` of a file of `ROWS` small objects,
+/// against the file's size (the input read, and not read).
+fn inputs(binary: &Path, dir: &Path) {
+    let json = dir.join("rows.json");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&json).unwrap());
+    write!(file, "{{\"rows\": [").unwrap();
+    for i in 0..ROWS {
+        let comma = if i + 1 < ROWS { "," } else { "" };
+        write!(file, "{{\"id\": {i}, \"name\": \"row {i}\", \"ok\": true}}{comma}").unwrap();
+    }
+    writeln!(file, "]}}").unwrap();
+    file.flush().unwrap();
+    drop(file);
+    let size = std::fs::metadata(&json).unwrap().len();
+    let json = json.to_str().unwrap();
+    println!();
+    println!(
+        "| `ignite run --inputs` ({ROWS} objects, {:.1} MB) | peak RSS | × the file |",
+        mb(size as usize)
+    );
+    println!("| --- | ---: | ---: |");
+    for (name, body) in [("read (`len(rows)`)", "len(rows)"), ("not read", "1")] {
+        let contract = dir.join("rows.ign");
+        std::fs::write(
+            &contract,
+            format!(
+                "contract Rows {{\n  input rows: array\n  compute n = {body}\n  output n\n}}\n"
+            ),
+        )
+        .unwrap();
+        let peak = peak::peak_rss(binary, &["run", "--inputs", json], &contract);
+        #[allow(clippy::cast_precision_loss)]
+        let ratio = peak as f64 / size as f64;
+        println!("| {name} | {:.1} MB | **{ratio:.2}×** |", mb(peak));
+    }
 }
 
 /// Bytes asked of the allocator per phase of compiling the chain.
@@ -154,5 +201,5 @@ fn mb(bytes: usize) -> f64 {
 
 #[allow(clippy::cast_precision_loss)]
 fn per_node(bytes: usize) -> f64 {
-    bytes as f64 / NODES as f64
+    bytes as f64 / (NODES - BASE_NODES) as f64
 }

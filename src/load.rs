@@ -15,6 +15,7 @@
 //! loaded is an import cycle.
 
 use std::collections::HashMap;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -135,16 +136,29 @@ pub fn load_source(name: &str, text: &str) -> Loaded {
 /// Anything else (a FIFO, `/dev/zero`, a folder) is refused before it is
 /// opened: reading it could block or never end.
 pub(crate) fn read(path: &Path) -> Result<String, String> {
-    let lower = |e: std::io::Error| e.to_string().to_lowercase();
-    let metadata = std::fs::metadata(path).map_err(lower)?;
+    let mut bytes = Vec::new();
+    open(path)?.read_to_end(&mut bytes).map_err(|e| lower(&e))?;
+    String::from_utf8(bytes).map_err(|_| "the file is not valid UTF-8".to_owned())
+}
+
+/// The regular file at `path`, open for reading.
+///
+/// # Errors
+/// It is missing, a folder or not a regular file, or cannot be opened,
+/// said in lower case.
+pub(crate) fn open(path: &Path) -> Result<std::fs::File, String> {
+    let metadata = std::fs::metadata(path).map_err(|e| lower(&e))?;
     if metadata.is_dir() {
         return Err("it is a folder, not a file".to_owned());
     }
     if !metadata.is_file() {
         return Err("not a regular file".to_owned());
     }
-    let bytes = std::fs::read(path).map_err(lower)?;
-    String::from_utf8(bytes).map_err(|_| "the file is not valid UTF-8".to_owned())
+    std::fs::File::open(path).map_err(|e| lower(&e))
+}
+
+fn lower(e: &std::io::Error) -> String {
+    e.to_string().to_lowercase()
 }
 
 /// The canonical form of `path`, for telling files apart.

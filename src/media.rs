@@ -290,15 +290,19 @@ const CHUNK: usize = 3 << 16;
 /// Reads the file at `path` as a media value of `kind` (any kind when
 /// `None`): its media type and its bytes in base64, refusing a file larger
 /// than `limit` bytes before reading it. The bytes are encoded as they are
-/// read, a piece at a time: they are never held whole beside their base64.
+/// read, a piece at a time, into the buffer `buffer(len)` makes (`len` the
+/// length of the base64 of a file of its size): they are never held whole
+/// beside their base64, which is written where it stays.
 ///
 /// # Errors
-/// The file cannot be read, is too large or is not a whole file of the kind.
-pub fn read_file(
+/// The file cannot be read, is too large, changes size while it is read
+/// or is not a whole file of the kind.
+pub fn read_file<B: AsRef<[u8]> + AsMut<[u8]>>(
     path: &Path,
     kind: Option<Kind>,
     limit: usize,
-) -> Result<(&'static str, String), String> {
+    buffer: impl FnOnce(usize) -> B,
+) -> Result<(&'static str, B), String> {
     let shown = path.display();
     let cannot = |e: std::io::Error| format!("cannot read `{shown}`: {e}");
     let file = std::fs::File::open(path).map_err(cannot)?;
@@ -309,9 +313,16 @@ pub fn read_file(
         ));
     }
     let size = usize::try_from(size).unwrap_or(limit);
-    let mut data = String::with_capacity(size.div_ceil(3) * 4);
+    let changed = || {
+        format!(
+            "`{shown}` changed size while it was read (it was {size} bytes): read it when it is whole"
+        )
+    };
+    let mut data = buffer(size.div_ceil(3) * 4);
+    let mut written = 0;
     let mut piece = vec![0; CHUNK.min(size.max(1).div_ceil(3) * 3)];
-    // The file may grow between the size check and the read.
+    // The file may grow between the size check and the read: the limit
+    // holds all the same (and a file of another size is refused below).
     let mut reader = file.take(limit as u64 + 1);
     let mut read = 0;
     loop {
@@ -320,16 +331,22 @@ pub fn read_file(
         if read > limit {
             return Err(format!("`{shown}` is more than the limit of {limit} bytes"));
         }
-        STANDARD.encode_string(&piece[..filled], &mut data);
+        let room = data.as_mut().get_mut(written..).unwrap_or_default();
+        written += STANDARD.encode_slice(&piece[..filled], room).map_err(|_| changed())?;
         if filled < piece.len() {
             break;
         }
     }
-    if data.is_empty() {
+    if written != data.as_ref().len() {
+        return Err(changed());
+    }
+    // Base64 is ASCII.
+    let text = std::str::from_utf8(data.as_ref()).map_err(|e| format!("`{shown}`: {e}"))?;
+    if text.is_empty() {
         return Err(format!("`{shown}` is empty: a media value needs its bytes"));
     }
-    let format = sniffed(kind, &data).map_err(|e| format!("`{shown}`: {e}"))?;
-    whole(format, &data).map_err(|e| format!("`{shown}`: {e}"))?;
+    let format = sniffed(kind, text).map_err(|e| format!("`{shown}`: {e}"))?;
+    whole(format, text).map_err(|e| format!("`{shown}`: {e}"))?;
     Ok((format.media_type, data))
 }
 
@@ -456,17 +473,24 @@ mod tests {
         pdf.extend((0..CHUNK * 2 + 7).map(|i| (i % 251) as u8));
         pdf.extend_from_slice(b"%%EOF\n");
         std::fs::write(&path, &pdf).expect("written");
-        let (media_type, data) = read_file(&path, Some(Kind::Document), pdf.len()).expect("read");
+        let (media_type, data) =
+            read_file(&path, Some(Kind::Document), pdf.len(), |len| vec![0; len]).expect("read");
+        let data = String::from_utf8(data).expect("base64");
         assert_eq!(
             (media_type, data.as_str()),
             ("application/pdf", STANDARD.encode(&pdf).as_str())
         );
         assert_eq!(digest(&data), Some(format!("{:x}", Sha256::digest(&pdf))));
-        let over = read_file(&path, None, pdf.len() - 1).expect_err("over the limit");
+        let over =
+            read_file(&path, None, pdf.len() - 1, |len| vec![0; len]).expect_err("over the limit");
         assert!(over.ends_with("(raise it with `--max-bytes`)"), "{over}");
         std::fs::write(&path, b"").expect("emptied");
-        let empty = read_file(&path, None, 10).expect_err("empty");
+        let empty = read_file(&path, None, 10, |len| vec![0; len]).expect_err("empty");
         assert!(empty.ends_with("is empty: a media value needs its bytes"), "{empty}");
+        // Its size says 0 bytes, but it has text: not the file its size described.
+        let status = Path::new("/proc/self/status");
+        let changed = read_file(status, None, 1 << 20, |len| vec![0; len]).expect_err("changed");
+        assert!(changed.ends_with("(it was 0 bytes): read it when it is whole"), "{changed}");
     }
 
     #[test]

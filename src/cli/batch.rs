@@ -22,6 +22,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
 use crate::effects::Cache;
+use crate::eval::{Fields, Val};
 use crate::ir::ContractId;
 use crate::runtime::batch::{Row, RowDone, run_batch};
 use crate::runtime::{Engine, InputsFrom, RunOptions};
@@ -102,7 +103,7 @@ pub(super) fn run(
                 reach.load(declared.inputs().map(|(_, p)| (&*p.name, &p.ty)), &mut given)?;
                 Ok(given)
             });
-            let mut row_data = serde_json::Map::new();
+            let mut row_data = Fields::new();
             if let (Some(names), Ok(given)) = (&input_names, &mut inputs) {
                 let (taken, kept) = std::mem::take(given)
                     .into_iter()
@@ -242,13 +243,10 @@ fn open_results(path: &Path) -> Result<(Done, File), String> {
     Ok((done, file))
 }
 
-fn parse_row(line: std::io::Result<String>) -> Result<serde_json::Map<String, Value>, String> {
-    match serde_json::from_str::<Value>(&line.map_err(|e| format!("cannot read the row: {e}"))?) {
-        Ok(Value::Object(inputs)) => Ok(inputs),
-        Ok(other) => Err(format!(
-            "a row must be a JSON object of inputs, got {}",
-            crate::ir::value_kind(&other)
-        )),
+fn parse_row(line: std::io::Result<String>) -> Result<Fields, String> {
+    match serde_json::from_str::<Val>(&line.map_err(|e| format!("cannot read the row: {e}"))?) {
+        Ok(Val::Object(inputs)) => Ok(inputs.into_fields()),
+        Ok(other) => Err(format!("a row must be a JSON object of inputs, got {}", other.kind())),
         Err(e) => Err(format!("the row is not valid JSON: {e}")),
     }
 }

@@ -11,19 +11,20 @@
 //! `--input` JSON value is read from the current folder.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use serde_json::{Map, Value};
-
+use crate::eval::{Fields, Val, media_file};
 use crate::ir::{Type, TypeKind};
-use crate::media::{self, Kind};
+use crate::media::Kind;
+use crate::value::Object;
 
 /// How an `--input NAME=@FILE` value is put among the inputs.
 pub(super) enum AtFile {
     /// The input's value (an `image` or `document` input, `image?`).
-    Value(Value),
+    Value(Val),
     /// One more item of the input's array (`array<image>`): each
     /// `--input NAME=@FILE` of the same name adds one, in order.
-    Item(Value),
+    Item(Val),
 }
 
 /// An `--input NAME=@FILE` value: the file read as a media value when the
@@ -48,10 +49,9 @@ pub(super) fn at_file(
     };
     let path = raw.strip_prefix('@')?;
     Some(
-        media::read_file(Path::new(path), Some(kind), limit)
-            .map(|(media_type, data)| {
-                // Moved in: `json!` would copy the base64.
-                let value = Value::Object(fields(media_type, data));
+        media_file(Path::new(path), Some(kind), limit)
+            .map(|object| {
+                let value = Val::Object(object);
                 if item { AtFile::Item(value) } else { AtFile::Value(value) }
             })
             .map_err(|e| format!("input `{name}`: {e}")),
@@ -84,7 +84,7 @@ impl Reach {
     pub(super) fn load<'a>(
         &self,
         declared: impl Iterator<Item = (&'a str, &'a Type)>,
-        given: &mut Map<String, Value>,
+        given: &mut Fields,
     ) -> Result<(), String> {
         for (name, ty) in declared {
             if let Some(value) = given.get_mut(name) {
@@ -94,29 +94,31 @@ impl Reach {
         Ok(())
     }
 
-    /// [`Reach::load`] of one value of type `ty`, `at` naming it.
+    /// [`Reach::load`] of one value of type `ty`, `at` naming it (a value
+    /// just read, so changing it copies nothing).
     ///
     /// # Errors
     /// The first place whose file cannot be used, named.
-    pub(super) fn load_value(&self, ty: &Type, value: &mut Value, at: &str) -> Result<(), String> {
+    pub(super) fn load_value(&self, ty: &Type, value: &mut Val, at: &str) -> Result<(), String> {
         match (&ty.kind, value) {
-            (TypeKind::Media(kind), Value::Object(fields)) if fields.len() == 1 => {
-                let Some(Value::String(path)) = fields.get("path") else { return Ok(()) };
+            (TypeKind::Media(kind), Val::Object(fields)) if fields.len() == 1 => {
+                let Some(Val::String(path)) = fields.get("path") else { return Ok(()) };
                 let read = self.read(path, *kind).map_err(|e| format!("input `{at}`: {e}"))?;
                 *fields = read;
                 Ok(())
             }
-            (TypeKind::Array(Some(item)), Value::Array(items)) => {
-                for (i, v) in items.iter_mut().enumerate() {
+            (TypeKind::Array(Some(item)), Val::Array(items)) => {
+                for (i, v) in Arc::make_mut(items).iter_mut().enumerate() {
                     self.load_value(item, v, &format!("{at}[{i}]"))?;
                 }
                 Ok(())
             }
-            (TypeKind::Record(record), Value::Object(fields)) => {
+            (TypeKind::Record(record), Val::Object(fields)) => {
                 for field in &record.fields {
-                    if let Some(v) = fields.get_mut(&field.name) {
-                        self.load_value(&field.ty, v, &format!("{at}.{}", field.name))?;
-                    }
+                    let at = format!("{at}.{}", field.name);
+                    fields
+                        .update(&field.name, |v| self.load_value(&field.ty, v, &at))
+                        .transpose()?;
                 }
                 Ok(())
             }
@@ -124,8 +126,8 @@ impl Reach {
         }
     }
 
-    /// The file `path` (from the base folder) as the fields of a media value.
-    fn read(&self, path: &str, kind: Kind) -> Result<Map<String, Value>, String> {
+    /// The file `path` (from the base folder) as a media value.
+    fn read(&self, path: &str, kind: Kind) -> Result<Object, String> {
         let joined = self.base.join(path);
         let real = std::fs::canonicalize(&joined)
             .map_err(|e| format!("cannot read `{}`: {e}", joined.display()))?;
@@ -135,16 +137,7 @@ impl Reach {
                  copy the file under one of them"
             ));
         }
-        let (media_type, data) = media::read_file(&real, Some(kind), self.limit)
-            .map_err(|e| e.replace(&real.display().to_string(), path))?;
-        Ok(fields(media_type, data))
+        media_file(&real, Some(kind), self.limit)
+            .map_err(|e| e.replace(&real.display().to_string(), path))
     }
-}
-
-/// The fields of a media value, `data` moved in.
-fn fields(media_type: &str, data: String) -> Map<String, Value> {
-    let mut fields = Map::new();
-    fields.insert("media_type".into(), media_type.into());
-    fields.insert("data".into(), data.into());
-    fields
 }

@@ -54,7 +54,9 @@ impl PlanArgs {
         let options = Options { input_tokens: self.input_tokens };
         if let Some(source) = &self.inputs {
             let inputs = match super::run::read_json_object(source) {
-                Ok(inputs) => inputs,
+                Ok(inputs) => {
+                    inputs.into_iter().map(|(name, value)| (name, value.into_json())).collect()
+                }
                 Err(message) => return super::usage(&message),
             };
             let dry = plan::dry::dry_run(program, contract, &inputs);

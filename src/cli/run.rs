@@ -2,7 +2,6 @@
 //! outputs as JSON on stdout. Diagnostics, errors and the trace go to
 //! stderr.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,6 +11,7 @@ use serde_json::{Map, Value};
 use super::media::AtFile;
 use super::{GlobalArgs, WIDTH, usage};
 use crate::effects::{Cache, Effects, JOURNAL_DIR, ProgramMark, Recording, RunHeader};
+use crate::eval::{Fields, Val};
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::trace::{Timeline, Trace};
 
@@ -177,7 +177,7 @@ impl RunArgs {
                     let header = journal.header().clone();
                     contract = contract.or(header.contract);
                     for (name, value) in header.inputs {
-                        given.entry(name).or_insert(value);
+                        given.entry(name).or_insert_with(|| Val::from(value));
                     }
                     Some(journal)
                 }
@@ -217,13 +217,15 @@ impl RunArgs {
                 let value = match super::media::at_file(&name, ty, &raw, self.max_bytes) {
                     Some(Ok(AtFile::Value(value))) => value,
                     Some(Ok(AtFile::Item(item))) => {
-                        let mut items = match given.remove(&name) {
-                            Some(Value::Array(items)) if started.contains(&name) => items,
+                        let mut items = match given.shift_remove(&name) {
+                            Some(Val::Array(items)) if started.contains(&name) => {
+                                Arc::unwrap_or_clone(items)
+                            }
                             _ => Vec::new(),
                         };
                         items.push(item);
                         started.insert(name.clone());
-                        Value::Array(items)
+                        Val::array(items)
                     }
                     Some(Err(message)) => return usage(&message),
                     None => {
@@ -239,11 +241,12 @@ impl RunArgs {
                 given.insert(name, value);
             }
         }
-        // A copy of the inputs only for the files that keep them.
-        let kept = self.record.is_some() || self.journal;
-        let program = Some(ProgramMark::of(&self.file, engine.program()));
-        let header =
-            RunHeader { program, contract, inputs: if kept { given.clone() } else { Map::new() } };
+        // The inputs as JSON only for a recording or a journal that keeps them.
+        let header = || RunHeader {
+            program: Some(ProgramMark::of(&self.file, engine.program())),
+            contract,
+            inputs: given.iter().map(|(name, value)| (name.clone(), value.to_json())).collect(),
+        };
         let (engine, cache, run_id, timelines) = match self.effects(header, resumed) {
             Ok((effects, cache, run_id, timelines)) => {
                 (engine.with_effects(effects), cache, run_id, timelines)
@@ -275,8 +278,7 @@ impl RunArgs {
         super::signals::report_on_stop(move || {
             stopped.0.usage().render() + &super::cache_summary(stopped.1.as_ref())
         });
-        let result =
-            chosen.and_then(|chosen| engine.run_traced_owned(chosen, given, &options, &trace));
+        let result = chosen.and_then(|chosen| engine.run_values(chosen, given, &options, &trace));
         let saved = engine.effects().finish();
         // The timeline (which ends with the usage and the cache hits) or
         // the usage and the cache hits alone, whether the run succeeded or not.
@@ -302,7 +304,12 @@ impl RunArgs {
     /// the cache when it is on, and who decides approvals (the journal, else
     /// the person at the terminal); installs the signal handler that names
     /// the journal. Also the journal's run ID.
-    fn effects(&self, header: RunHeader, resumed: Option<Recording>) -> Result<RunEffects, String> {
+    fn effects(
+        &self,
+        header: impl FnOnce() -> RunHeader,
+        resumed: Option<Recording>,
+    ) -> Result<RunEffects, String> {
+        let header = std::cell::LazyCell::new(header);
         let mut effects = Effects::live();
         let mut timelines: Vec<Arc<dyn Timeline>> = Vec::new();
         let mut stop_note = String::new();
@@ -310,13 +317,15 @@ impl RunArgs {
             effects = effects.with(Arc::new(Recording::replay(path)?));
         }
         if let Some(path) = &self.record {
-            let recording = Arc::new(Recording::record(path, header.clone())?);
+            let recording = Arc::new(Recording::record(path, RunHeader::clone(&header))?);
             timelines.push(Arc::clone(&recording) as _);
             effects = effects.with(recording);
         }
         let journal = match resumed {
             Some(journal) => self.resume.clone().map(|id| (journal, id)),
-            None if self.journal => Some(Recording::journal(Path::new(JOURNAL_DIR), header)?),
+            None if self.journal => {
+                Some(Recording::journal(Path::new(JOURNAL_DIR), RunHeader::clone(&header))?)
+            }
             None => None,
         };
         let run_id = journal.as_ref().map(|(_, id)| id.clone());
@@ -363,7 +372,7 @@ impl RunArgs {
     fn read_inputs(&self) -> Result<RawInputs, String> {
         let given = match &self.inputs_file {
             Some(source) => read_json_object(source)?,
-            None => Map::new(),
+            None => Fields::new(),
         };
         let mut pairs = Vec::with_capacity(self.inputs.len());
         for pair in &self.inputs {
@@ -376,44 +385,42 @@ impl RunArgs {
     }
 }
 
-/// The JSON object of inputs in file `source` (`-`: stdin).
+/// The JSON object of inputs in file `source` (`-`: stdin), read as it
+/// streams in straight into values (neither the text nor a
+/// `serde_json::Value` is held beside them).
 ///
 /// # Errors
 /// It cannot be read, or is not a JSON object.
-pub(super) fn read_json_object(source: &str) -> Result<Map<String, Value>, String> {
-    let text = if source == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read inputs from stdin: {e}"))?;
-        text
+pub(super) fn read_json_object(source: &str) -> Result<Fields, String> {
+    let read = if source == "-" {
+        serde_json::from_reader(std::io::BufReader::new(std::io::stdin().lock()))
     } else {
-        crate::load::read(std::path::Path::new(source))
-            .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?
+        let file = crate::load::open(std::path::Path::new(source))
+            .map_err(|e| format!("cannot read inputs file `{source}`: {e}"))?;
+        serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file))
     };
-    match serde_json::from_str(&text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!(
-            "inputs in `{source}` must be a JSON object, got {}",
-            crate::ir::value_kind(&other)
-        )),
+    match read {
+        Ok(Val::Object(fields)) => Ok(fields.into_fields()),
+        Ok(other) => {
+            Err(format!("inputs in `{source}` must be a JSON object, got {}", other.kind()))
+        }
         Err(e) => Err(format!("inputs in `{source}` are not valid JSON: {e}")),
     }
 }
 
 /// The `--inputs` object and the `--input` `(name, text)` pairs.
-type RawInputs = (Map<String, Value>, Vec<(String, String)>);
+type RawInputs = (Fields, Vec<(String, String)>);
 
 /// An `--input` value by the input's declared type: the text itself for a
 /// `string` or enum input, else JSON when it parses, else the text.
-fn input_value(ty: Option<&crate::ir::Type>, raw: String) -> Value {
+fn input_value(ty: Option<&crate::ir::Type>, raw: String) -> Val {
     let text = ty.is_some_and(|t| {
         matches!(t.kind, crate::ir::TypeKind::String | crate::ir::TypeKind::Enum(_))
     });
     if text {
-        return Value::String(raw);
+        return Val::string(raw);
     }
-    serde_json::from_str(&raw).unwrap_or(Value::String(raw))
+    serde_json::from_str(&raw).unwrap_or(Val::string(raw))
 }
 
 /// Prints the outputs or the error; the exit code.

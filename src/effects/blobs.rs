@@ -18,12 +18,13 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
+
+use crate::value::Str;
 
 /// What a string holding media becomes (before its digest).
 const MARK: &str = "ignite-blob:sha256:";
@@ -42,7 +43,7 @@ pub struct Attachment {
     /// Its media type (`application/pdf`).
     pub media_type: &'static str,
     /// Its bytes, in standard base64 (shared with the value it came from).
-    pub data: Arc<String>,
+    pub data: Str,
 }
 
 /// The mark a stored line holds in place of a string that is `prefix`

@@ -4,10 +4,13 @@
 //! and every failure says which function got what.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::{Fields, Num, Val, describe, equal, push_display};
 use crate::ir::Function;
+use crate::media::Kind;
+use crate::value::{Object, StrBuf};
 
 /// Most distinct `matches` patterns kept compiled; when full, the cache
 /// starts again (patterns from the data may all differ).
@@ -17,6 +20,21 @@ const PATTERNS_KEPT: usize = 256;
 /// not once per call (a `for` over 50,000 items compiled it 50,000 times).
 static PATTERNS: LazyLock<Mutex<HashMap<String, Arc<regex::Regex>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The file at `path` read as a media value, `{media_type, data}` (see
+/// [`crate::media::read_file`]): its base64 written straight into the
+/// string of `data`, never copied.
+///
+/// # Errors
+/// The file cannot be read, is too large or is not a whole file of `kind`.
+pub(crate) fn media_file(path: &Path, kind: Option<Kind>, limit: usize) -> Result<Object, String> {
+    let (media_type, data) = crate::media::read_file(path, kind, limit, StrBuf::zeroed)?;
+    let data = data.into_str().map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let mut fields = Fields::with_capacity(2);
+    fields.insert("media_type".into(), Val::from(media_type));
+    fields.insert("data".into(), Val::String(data));
+    Ok(Object::from(fields))
+}
 
 /// The compiled regular expression `pattern` of `matches`, shared (a clone
 /// of a `Regex` would start with empty matching caches, which costs nearly
@@ -97,9 +115,7 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
             }
             total.finite().ok_or("`sum` is not a finite number")?.to_value()
         }
-        Function::Keys => {
-            Val::array(expect_object(name, arg(0))?.keys().cloned().map(Val::string).collect())
-        }
+        Function::Keys => Val::array(expect_object(name, arg(0))?.keys().map(Val::from).collect()),
         Function::Values => Val::array(expect_object(name, arg(0))?.values().cloned().collect()),
         Function::Get => {
             let default = arg(2).clone();
@@ -141,13 +157,9 @@ pub(super) fn call(function: Function, args: &[Val]) -> Result<Val, String> {
         Function::File => {
             let path = text(0)?;
             let limit = crate::media::file_limit();
-            let (media_type, data) =
-                crate::media::read_file(std::path::Path::new(path), None, limit)
-                    .map_err(|e| format!("`file`: {e}"))?;
-            let mut fields = Fields::with_capacity(2);
-            fields.insert("media_type".into(), Val::from(media_type));
-            fields.insert("data".into(), Val::string(data));
-            Val::object(fields)
+            Val::Object(
+                media_file(Path::new(path), None, limit).map_err(|e| format!("`file`: {e}"))?,
+            )
         }
         Function::Env => {
             let var = text(0)?;
@@ -227,7 +239,7 @@ fn expect_array<'v>(name: &str, value: &'v Val) -> Result<&'v [Val], String> {
     value.as_array().ok_or_else(|| wrong(name, "an array", value))
 }
 
-fn expect_object<'v>(name: &str, value: &'v Val) -> Result<&'v Fields, String> {
+fn expect_object<'v>(name: &str, value: &'v Val) -> Result<&'v Object, String> {
     value.as_object().ok_or_else(|| wrong(name, "an object", value))
 }
 

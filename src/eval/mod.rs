@@ -27,6 +27,7 @@ pub(crate) use crate::ir::{Json, describe};
 use crate::source::Span;
 
 pub(crate) use crate::value::{Fields, Val};
+pub(crate) use functions::media_file;
 pub(crate) use number::Num;
 
 /// Where variables get their values.
@@ -165,7 +166,7 @@ fn truth(value: &Val, what: &str, span: Span) -> Result<bool, EvalError> {
 fn field<'v>(target: &'v Val, name: &str) -> Result<&'v Val, String> {
     match target {
         Val::Object(map) => map.get(name).ok_or_else(|| {
-            let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+            let keys: Vec<&str> = map.keys().collect();
             if keys.is_empty() {
                 format!("field `{name}` not found: the object is empty")
             } else {
@@ -301,7 +302,7 @@ pub(crate) fn equal(left: &Val, right: &Val) -> bool {
                 || a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| equal(x, y))
         }
         (Val::Object(a), Val::Object(b)) => {
-            Arc::ptr_eq(a, b)
+            a.same(b)
                 || a.len() == b.len()
                     && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| equal(v, w)))
         }

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::ir::Param;
 use crate::runtime::InputsFrom;
 use crate::source::Span;
-use crate::value::Val;
+use crate::value::{Fields, Val};
 
 /// One row of a dataset.
 #[derive(Debug, Clone)]
@@ -152,9 +152,7 @@ pub(crate) fn check(path: &Path, params: &[Param], owner: Span) -> Result<usize,
                 slot.insert(row.line);
             }
         }
-        let Val::Object(fields) = Val::from(Value::Object(row.inputs)) else {
-            unreachable!("an object converts to an object")
-        };
+        let fields: Fields = row.inputs.into_iter().map(|(k, v)| (k, Val::from(v))).collect();
         if let Err(found) =
             crate::runtime::inputs::bind(params, &fields, owner, Some(InputsFrom::Row))
         {

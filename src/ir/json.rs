@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::value::Val;
+use crate::value::{Object, Val};
 
 /// A JSON-shaped value.
 pub trait Json: serde::Serialize + fmt::Display + Sized {
@@ -25,9 +25,9 @@ pub trait Json: serde::Serialize + fmt::Display + Sized {
     fn keys(&self) -> impl Iterator<Item = &str>;
     /// The items of an array, to change (a shared list is copied first).
     fn items_mut(&mut self) -> Option<&mut [Self]>;
-    /// The field `name` of an object, to change (a shared object is copied
-    /// first).
-    fn field_mut(&mut self, name: &str) -> Option<&mut Self>;
+    /// Changes the field `name` of an object by `change`, if it has one (a
+    /// shared object is copied first).
+    fn update_field(&mut self, name: &str, change: impl FnOnce(&mut Self));
     /// Sets the field `name` of an object to `value` (no-op otherwise).
     fn set_field(&mut self, name: &str, value: &Value);
     /// The number, when the value is one.
@@ -61,8 +61,10 @@ impl Json for Value {
         self.as_array_mut().map(Vec::as_mut_slice)
     }
 
-    fn field_mut(&mut self, name: &str) -> Option<&mut Self> {
-        self.as_object_mut()?.get_mut(name)
+    fn update_field(&mut self, name: &str, change: impl FnOnce(&mut Self)) {
+        if let Some(value) = self.as_object_mut().and_then(|map| map.get_mut(name)) {
+            change(value);
+        }
     }
 
     fn set_field(&mut self, name: &str, value: &Value) {
@@ -170,7 +172,7 @@ impl Json for Val {
     }
 
     fn keys(&self) -> impl Iterator<Item = &str> {
-        self.as_object().into_iter().flat_map(|fields| fields.keys().map(String::as_str))
+        self.as_object().into_iter().flat_map(Object::keys)
     }
 
     fn items_mut(&mut self) -> Option<&mut [Self]> {
@@ -180,16 +182,15 @@ impl Json for Val {
         }
     }
 
-    fn field_mut(&mut self, name: &str) -> Option<&mut Self> {
-        match self {
-            Val::Object(fields) => Arc::make_mut(fields).get_mut(name),
-            _ => None,
+    fn update_field(&mut self, name: &str, change: impl FnOnce(&mut Self)) {
+        if let Val::Object(fields) = self {
+            fields.update(name, change);
         }
     }
 
     fn set_field(&mut self, name: &str, value: &Value) {
         if let Val::Object(fields) = self {
-            Arc::make_mut(fields).insert(name.to_owned(), value.into());
+            fields.insert(name, value.into());
         }
     }
 

@@ -277,9 +277,7 @@ pub fn fill_fields<V: Json>(fields: &[Param], object: &mut V) {
                 object.set_field(&field.name, default);
             }
         } else if value.is_some_and(|v| field.ty.lacks_defaults(v)) {
-            if let Some(value) = object.field_mut(&field.name) {
-                field.ty.fill_lacking(value);
-            }
+            object.update_field(&field.name, |value| field.ty.fill_lacking(value));
         }
     }
 }

@@ -18,7 +18,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
+
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -27,6 +27,7 @@ use serde_json::Value;
 
 use super::message::{Content, Message, ModelRequest};
 use crate::effects::{Attachment, media_mark};
+use crate::value::Str;
 
 /// A request body as stores see it, and the media its marks stand for.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +57,7 @@ impl RequestBody {
                 media.push(Attachment {
                     sha256: hex.to_owned(),
                     media_type: m.format.media_type,
-                    data: Arc::clone(&m.data),
+                    data: m.data.clone(),
                 });
             }
         }
@@ -165,7 +166,7 @@ impl Pieces {
                     text.push(b'"');
                     text.extend_from_slice(prefix.as_bytes());
                     self.push(Bytes::from(std::mem::take(text)));
-                    let all = Bytes::from_owner(Shared(Arc::clone(&attachment.data)));
+                    let all = Bytes::from_owner(Shared(attachment.data.clone()));
                     for start in (0..all.len()).step_by(PIECE) {
                         self.push(all.slice(start..all.len().min(start + PIECE)));
                     }
@@ -207,7 +208,7 @@ fn json(text: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
 }
 
 /// A value's base64, shared as the bytes of a piece.
-struct Shared(Arc<String>);
+struct Shared(Str);
 
 impl AsRef<[u8]> for Shared {
     fn as_ref(&self) -> &[u8] {
@@ -245,11 +246,7 @@ mod tests {
     use serde_json::json;
 
     fn attachment(data: &str) -> Attachment {
-        Attachment {
-            sha256: "ab".repeat(32),
-            media_type: "application/pdf",
-            data: Arc::new(data.to_owned()),
-        }
+        Attachment { sha256: "ab".repeat(32), media_type: "application/pdf", data: Str::from(data) }
     }
 
     fn joined(pieces: &Pieces) -> Vec<u8> {

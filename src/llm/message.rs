@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::media::{Format, Kind};
 use crate::tools::ToolView;
 pub use crate::usage::Usage;
-use crate::value::Val;
+use crate::value::{Str, Val};
 
 /// Who a request goes to: the kind's official endpoint (the default base
 /// URL) or a compatible server at another base URL. A wire format may
@@ -69,7 +69,7 @@ pub struct Media {
     /// What the bytes are.
     pub format: &'static Format,
     /// The bytes, in standard base64.
-    pub data: Arc<String>,
+    pub data: Str,
     /// The SHA-256 of the bytes once asked for (`None` inside when `data`
     /// is not base64), and whether they sniff as an image or a document:
     /// worked out once for every turn that sends them.
@@ -92,9 +92,7 @@ impl Media {
         let media_type = fields.get("media_type")?.as_str()?;
         let format = crate::media::format_of(media_type)?;
         match fields.get("data")? {
-            Val::String(data) => {
-                Some(Self { format, data: Arc::clone(data), digest: Arc::default() })
-            }
+            Val::String(data) => Some(Self { format, data: data.clone(), digest: Arc::default() }),
             _ => None,
         }
     }

@@ -96,13 +96,13 @@ impl Lowerer<'_> {
         // The scope reads the names in the source (a name is the text at
         // its span), so each node's name can move to its checked node.
         let text = &self.sources[contract.span.file].text;
-        let scope = Scope::of_spans(
+        let (scope, repeated) = Scope::of_spans(
             text,
             &name_spans,
             "node",
             format!("contract `{}`", contract.name.name),
         );
-        self.check_duplicate_nodes(contract, &name_spans, &scope);
+        self.report_duplicate_nodes(contract, &name_spans, &scope, &repeated);
         let mut inputs = self.contract_inputs[index].clone().into_iter();
         self.input_types = body
             .iter()
@@ -160,17 +160,17 @@ impl Lowerer<'_> {
         (lowered, name_spans)
     }
 
-    fn check_duplicate_nodes(
+    /// A node named as an earlier one (`repeated`: each place with the
+    /// variable of the first, from [`Scope::of_spans`]).
+    fn report_duplicate_nodes(
         &mut self,
         contract: &ast::Contract,
         name_spans: &[Span],
         scope: &Scope<'_>,
+        repeated: &[(usize, u32)],
     ) {
-        for (i, (name, &span)) in scope.names().zip(name_spans).enumerate() {
-            let Some(first) = scope.var(name) else { continue };
-            if first as usize == i {
-                continue;
-            }
+        for &(i, first) in repeated {
+            let (name, span) = (scope.name(i), name_spans[i]);
             self.push(
                 Diagnostic::error(
                     Code::Duplicate,

@@ -68,22 +68,26 @@ impl<'s> Scope<'s> {
     /// A scope of `names`, numbered in order; a repeated name keeps its
     /// first number.
     pub(super) fn new(names: Vec<&'s str>, what: &'static str, owner: String) -> Self {
-        Self::of(Names::List(names), what, owner)
+        Self::of(Names::List(names), what, owner).0
     }
 
-    /// A scope of the names written at `spans` of `text`, numbered in order.
+    /// A scope of the names written at `spans` of `text`, numbered in
+    /// order, and the repeated names: the place of each repetition with
+    /// the variable of its first (found while the scope is built, so a
+    /// million names are not looked up a second time).
     pub(super) fn of_spans(
         text: &'s str,
         spans: &'s [Span],
         what: &'static str,
         owner: String,
-    ) -> Self {
+    ) -> (Self, Vec<(usize, u32)>) {
         Self::of(Names::Spans(text, spans), what, owner)
     }
 
-    fn of(names: Names<'s>, what: &'static str, owner: String) -> Self {
+    fn of(names: Names<'s>, what: &'static str, owner: String) -> (Self, Vec<(usize, u32)>) {
         let hasher = DefaultHashBuilder::default();
         let mut vars = HashTable::with_capacity(names.len());
+        let mut repeated = Vec::new();
         for i in 0..names.len() {
             let name = names.get(i);
             let entry = vars.entry(
@@ -91,11 +95,16 @@ impl<'s> Scope<'s> {
                 |&v: &u32| names.get(v as usize) == name,
                 |&v| hasher.hash_one(names.get(v as usize)),
             );
-            if let Entry::Vacant(slot) = entry {
-                slot.insert(u32::try_from(i).unwrap_or(u32::MAX));
+            match entry {
+                Entry::Vacant(slot) => {
+                    slot.insert(u32::try_from(i).unwrap_or(u32::MAX));
+                }
+                Entry::Occupied(first) => repeated.push((i, *first.get())),
             }
         }
-        Self { names: Rc::new(names), vars: Rc::new(vars), hasher, item: None, what, owner }
+        let scope =
+            Self { names: Rc::new(names), vars: Rc::new(vars), hasher, item: None, what, owner };
+        (scope, repeated)
     }
 
     /// This node-level scope with a `for`'s item `name` as the next
@@ -123,6 +132,11 @@ impl<'s> Scope<'s> {
                 .find(self.hasher.hash_one(name), |&v| self.names.get(v as usize) == name)
                 .copied(),
         }
+    }
+
+    /// The name of variable `i` (a name of the scope's list).
+    pub(super) fn name(&self, i: usize) -> &'s str {
+        self.names.get(i)
     }
 
     /// Every name, for "did you mean".

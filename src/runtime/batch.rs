@@ -15,9 +15,10 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Engine, RunError, RunOptions, inputs};
+use crate::eval::{Fields, Val};
 use crate::ir::ContractId;
 use crate::trace::Trace;
 use crate::usage::UsageTotals;
@@ -28,10 +29,10 @@ pub struct Row {
     /// Its number (the line number in a file).
     pub number: u64,
     /// Its inputs, or why the line is not an inputs object.
-    pub inputs: Result<Map<String, Value>, String>,
+    pub inputs: Result<Fields, String>,
     /// Fields of the row kept apart from the inputs (`--keep-fields`),
     /// copied to the result line as `row_data` when there are any.
-    pub row_data: Map<String, Value>,
+    pub row_data: Fields,
 }
 
 /// One row's result.
@@ -114,7 +115,7 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
     });
     let options = RunOptions { span, ..options.clone() };
     let result = match row.inputs {
-        Ok(inputs) => engine.run_traced(contract, &inputs, &options, &trace),
+        Ok(inputs) => engine.run_values(contract, inputs, &options, &trace),
         Err(message) => Err(RunError::Contract { message }),
     };
     let usage = trace.usage();
@@ -142,7 +143,7 @@ fn run_row(engine: &Engine, contract: ContractId, row: Row, options: &RunOptions
         }
     };
     if !row.row_data.is_empty() {
-        done.line["row_data"] = Value::Object(row.row_data);
+        done.line["row_data"] = Val::object(row.row_data).into_json();
     }
     done
 }

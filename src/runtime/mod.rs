@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use serde_json::{Map, Value};
 
 use crate::effects::{Effects, Outcome, Work};
+use crate::eval::Fields;
 use crate::failure::NodeError;
 use crate::ir::{AgentId, ContractId, Program, ToolId};
 use crate::llm::Llm;
@@ -269,23 +270,24 @@ impl Engine {
         options: &RunOptions,
         trace: &Arc<Trace>,
     ) -> Result<Map<String, Value>, RunError> {
-        let inputs = inputs.iter().map(|(k, v)| (k.clone(), Val::from(v))).collect();
-        schedule::run(self, contract, inputs, options, trace)
+        let inputs = inputs.iter().map(|(name, value)| (name.clone(), Val::from(value))).collect();
+        self.run_values(contract, inputs, options, trace)
     }
 
-    /// [`Engine::run_traced`] taking the inputs: their strings (a
-    /// document's base64) become the run's values as they are, not copied.
+    /// Like [`Engine::run_traced`], the inputs already values (as
+    /// `ignite run` reads an inputs file): their strings (a document's
+    /// base64) become the run's values as they are, with no JSON copy
+    /// between.
     ///
     /// # Errors
     /// As [`Engine::run`].
-    pub fn run_traced_owned(
+    pub(crate) fn run_values(
         &self,
         contract: ContractId,
-        inputs: Map<String, Value>,
+        inputs: Fields,
         options: &RunOptions,
         trace: &Arc<Trace>,
     ) -> Result<Map<String, Value>, RunError> {
-        let inputs = inputs.into_iter().map(|(k, v)| (k, Val::from(v))).collect();
         schedule::run(self, contract, inputs, options, trace)
     }
 

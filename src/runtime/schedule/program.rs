@@ -471,7 +471,7 @@ fn guard(
         Val::Bool(true) => Ok(Val::Bool(true)),
         Val::Bool(false) => {
             let text = match message.map(|m| eval_node(m, values, job)).transpose()? {
-                Some(Val::String(s)) => Arc::unwrap_or_clone(s),
+                Some(Val::String(s)) => String::from(&s),
                 Some(other) => other.to_string(),
                 None => format!("guard `{name}` failed"),
             };
