@@ -306,7 +306,40 @@ pub fn read_file<B: AsRef<[u8]> + AsMut<[u8]>>(
     let shown = path.display();
     let cannot = |e: std::io::Error| format!("cannot read `{shown}`: {e}");
     let file = std::fs::File::open(path).map_err(cannot)?;
-    let size = file.metadata().map_err(cannot)?.len();
+    let metadata = file.metadata().map_err(cannot)?;
+    let data = if metadata.is_file() && metadata.len() > 0 {
+        encoded_file(file, metadata.len(), &shown, limit, buffer)?
+    } else {
+        // A pipe, a device or a `/proc` file: its size is known once it is read.
+        let mut bytes = Vec::new();
+        file.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(cannot)?;
+        if bytes.len() > limit {
+            return Err(format!("`{shown}` is more than the limit of {limit} bytes"));
+        }
+        let mut data = buffer(bytes.len().div_ceil(3) * 4);
+        STANDARD.encode_slice(&bytes, data.as_mut()).map_err(|e| format!("`{shown}`: {e}"))?;
+        data
+    };
+    // Base64 is ASCII.
+    let text = std::str::from_utf8(data.as_ref()).map_err(|e| format!("`{shown}`: {e}"))?;
+    if text.is_empty() {
+        return Err(format!("`{shown}` is empty: a media value needs its bytes"));
+    }
+    let format = sniffed(kind, text).map_err(|e| format!("`{shown}`: {e}"))?;
+    whole(format, text).map_err(|e| format!("`{shown}`: {e}"))?;
+    Ok((format.media_type, data))
+}
+
+/// The base64 of regular `file`, `size` bytes when it was opened, read in
+/// pieces into `buffer(length)`: refused when it grows past `limit` or
+/// turns out to be of another size.
+fn encoded_file<B: AsRef<[u8]> + AsMut<[u8]>>(
+    file: std::fs::File,
+    size: u64,
+    shown: &std::path::Display<'_>,
+    limit: usize,
+    buffer: impl FnOnce(usize) -> B,
+) -> Result<B, String> {
     if size > limit as u64 {
         return Err(format!(
             "`{shown}` is {size} bytes, more than the limit of {limit} (raise it with `--max-bytes`)"
@@ -320,13 +353,14 @@ pub fn read_file<B: AsRef<[u8]> + AsMut<[u8]>>(
     };
     let mut data = buffer(size.div_ceil(3) * 4);
     let mut written = 0;
-    let mut piece = vec![0; CHUNK.min(size.max(1).div_ceil(3) * 3)];
+    let mut piece = vec![0; CHUNK.min(size.div_ceil(3) * 3)];
     // The file may grow between the size check and the read: the limit
     // holds all the same (and a file of another size is refused below).
     let mut reader = file.take(limit as u64 + 1);
     let mut read = 0;
     loop {
-        let filled = fill(&mut reader, &mut piece).map_err(cannot)?;
+        let filled =
+            fill(&mut reader, &mut piece).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
         read += filled;
         if read > limit {
             return Err(format!("`{shown}` is more than the limit of {limit} bytes"));
@@ -340,14 +374,7 @@ pub fn read_file<B: AsRef<[u8]> + AsMut<[u8]>>(
     if written != data.as_ref().len() {
         return Err(changed());
     }
-    // Base64 is ASCII.
-    let text = std::str::from_utf8(data.as_ref()).map_err(|e| format!("`{shown}`: {e}"))?;
-    if text.is_empty() {
-        return Err(format!("`{shown}` is empty: a media value needs its bytes"));
-    }
-    let format = sniffed(kind, text).map_err(|e| format!("`{shown}`: {e}"))?;
-    whole(format, text).map_err(|e| format!("`{shown}`: {e}"))?;
-    Ok((format.media_type, data))
+    Ok(data)
 }
 
 /// Reads from `reader` until `buffer` is full or the input ends: the bytes read.
@@ -484,13 +511,30 @@ mod tests {
         let over =
             read_file(&path, None, pdf.len() - 1, |len| vec![0; len]).expect_err("over the limit");
         assert!(over.ends_with("(raise it with `--max-bytes`)"), "{over}");
+        // A pipe: its bytes, whatever size it reports.
+        let mut child = std::process::Command::new("cat")
+            .arg(&path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("cat runs");
+        let stdout = child.stdout.take().expect("piped");
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&stdout);
+        let pipe = std::path::PathBuf::from(format!("/proc/self/fd/{fd}"));
+        let (media_type, data) =
+            read_file(&pipe, None, pdf.len(), |len| vec![0; len]).expect("a pipe is read whole");
+        assert_eq!((media_type, data), ("application/pdf", STANDARD.encode(&pdf).into_bytes()));
+        drop(stdout);
+        child.wait().expect("cat ends");
         std::fs::write(&path, b"").expect("emptied");
         let empty = read_file(&path, None, 10, |len| vec![0; len]).expect_err("empty");
         assert!(empty.ends_with("is empty: a media value needs its bytes"), "{empty}");
-        // Its size says 0 bytes, but it has text: not the file its size described.
+        // Its size says 0 bytes, but it has text: read whole, then judged
+        // by its bytes (not an image or a document).
         let status = Path::new("/proc/self/status");
-        let changed = read_file(status, None, 1 << 20, |len| vec![0; len]).expect_err("changed");
-        assert!(changed.ends_with("(it was 0 bytes): read it when it is whole"), "{changed}");
+        let text = read_file(status, None, 1 << 20, |len| vec![0; len]).expect_err("not media");
+        assert!(!text.contains("changed size"), "{text}");
+        let over = read_file(status, None, 10, |len| vec![0; len]).expect_err("over the limit");
+        assert!(over.ends_with("is more than the limit of 10 bytes"), "{over}");
     }
 
     #[test]
