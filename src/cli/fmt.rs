@@ -141,13 +141,179 @@ fn formatted(path: &Path, text: &str, global: &GlobalArgs) -> Option<String> {
 /// A unified diff from `old` to `new`, headed with the file's name.
 fn diff(path: &Path, old: &str, new: &str) -> String {
     let name = path.display().to_string();
-    // A deadline: the diff of a big file changed on every line would
-    // otherwise take minutes; past it the hunks are coarser, still right.
-    similar::TextDiff::configure()
-        .timeout(std::time::Duration::from_millis(500))
-        .diff_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&name, &format!("{name} (formatted)"))
-        .to_string()
+    let old: Vec<&str> = old.split_inclusive('\n').collect();
+    let new: Vec<&str> = new.split_inclusive('\n').collect();
+    let mut out = String::new();
+    for hunk in similar::group_diff_ops(line_ops(&old, &new), 3) {
+        if out.is_empty() {
+            out.push_str(&format!("--- {name}\n+++ {name} (formatted)\n"));
+        }
+        out.push_str(&format!("{}\n", similar::udiff::UnifiedHunkHeader::new(&hunk)));
+        for op in &hunk {
+            for change in op.iter_changes(&old, &new) {
+                out.push_str(&change.tag().to_string());
+                out.push_str(change.value());
+                if !change.value().ends_with('\n') {
+                    out.push_str("\n\\ No newline at end of file\n");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The edit from the lines `old` to the lines `new`: a longest common
+/// subsequence of lines, as Myers's algorithm finds it.
+///
+/// A line found on one side only can be in no common subsequence, so the
+/// search runs on the lines found on both sides alone and its matches are
+/// mapped back: exact, and linear when almost nothing matches (a file
+/// reformatted on every line), where Myers's algorithm on the whole is
+/// quadratic. A deadline bounds what is left (many lines repeated in a
+/// different order): past it the hunks are coarser, still right.
+fn line_ops(old: &[&str], new: &[&str]) -> Vec<similar::DiffOp> {
+    let mut ids: hashbrown::HashMap<&str, (u32, bool)> = hashbrown::HashMap::new();
+    for line in old {
+        let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        ids.entry(line).or_insert((next, false));
+    }
+    let mut new_kept = (Vec::new(), Vec::new());
+    for (i, line) in new.iter().enumerate() {
+        if let Some((id, shared)) = ids.get_mut(line) {
+            *shared = true;
+            new_kept.0.push(*id);
+            new_kept.1.push(i);
+        }
+    }
+    let mut old_kept = (Vec::new(), Vec::new());
+    for (i, line) in old.iter().enumerate() {
+        if let Some(&(id, true)) = ids.get(line) {
+            old_kept.0.push(id);
+            old_kept.1.push(i);
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    let found = similar::capture_diff_slices_deadline(
+        similar::Algorithm::Myers,
+        &old_kept.0,
+        &new_kept.0,
+        Some(deadline),
+    );
+    // The matched pairs, in the indices of the whole sides, between which
+    // everything is deleted (old) or inserted (new).
+    let pairs = found.iter().flat_map(|op| match *op {
+        similar::DiffOp::Equal { old_index, new_index, len } => (0..len)
+            .map(|k| (old_kept.1[old_index + k], new_kept.1[new_index + k]))
+            .collect::<Vec<_>>(),
+        _ => Vec::new(),
+    });
+    let mut ops = Vec::new();
+    let mut at = (0, 0);
+    for (o, n) in pairs {
+        gap(&mut ops, at, (o, n));
+        match ops.last_mut() {
+            Some(similar::DiffOp::Equal { old_index, len, .. }) if *old_index + *len == o => {
+                *len += 1;
+            }
+            _ => ops.push(similar::DiffOp::Equal { old_index: o, new_index: n, len: 1 }),
+        }
+        at = (o + 1, n + 1);
+    }
+    gap(&mut ops, at, (old.len(), new.len()));
+    ops
+}
+
+/// Pushes onto `ops` the deletion and insertion between the line pairs
+/// `from` and `to` (old, new), if any.
+fn gap(ops: &mut Vec<similar::DiffOp>, from: (usize, usize), to: (usize, usize)) {
+    if to.0 > from.0 {
+        ops.push(similar::DiffOp::Delete {
+            old_index: from.0,
+            old_len: to.0 - from.0,
+            new_index: from.1,
+        });
+    }
+    if to.1 > from.1 {
+        ops.push(similar::DiffOp::Insert {
+            old_index: to.0,
+            new_index: from.1,
+            new_len: to.1 - from.1,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{diff, line_ops};
+    use similar::DiffOp;
+
+    /// The two sides rebuilt from `ops`, and how many lines they keep.
+    fn apply<'a>(
+        ops: &[DiffOp],
+        old: &[&'a str],
+        new: &[&'a str],
+    ) -> (Vec<&'a str>, Vec<&'a str>, usize) {
+        let (mut was, mut now, mut kept) = (Vec::new(), Vec::new(), 0);
+        for op in ops {
+            match *op {
+                DiffOp::Equal { old_index, new_index, len } => {
+                    assert_eq!(old[old_index..old_index + len], new[new_index..new_index + len]);
+                    was.extend(&old[old_index..old_index + len]);
+                    now.extend(&old[old_index..old_index + len]);
+                    kept += len;
+                }
+                DiffOp::Delete { old_index, old_len, .. } => {
+                    was.extend(&old[old_index..old_index + old_len]);
+                }
+                DiffOp::Insert { new_index, new_len, .. } => {
+                    now.extend(&new[new_index..new_index + new_len]);
+                }
+                DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                    was.extend(&old[old_index..old_index + old_len]);
+                    now.extend(&new[new_index..new_index + new_len]);
+                }
+            }
+        }
+        (was, now, kept)
+    }
+
+    /// On small sides of few distinct lines (most shared, some not), the
+    /// edit rebuilds both sides and keeps as many lines as Myers's
+    /// algorithm on the whole sides.
+    #[test]
+    fn the_line_edit_is_a_longest_common_subsequence() {
+        let mut seed = 7_u64;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let words = ["a\n", "b\n", "c\n", "d\n", "e\n", "f\n", "g\n", "h\n", "}\n", "\n"];
+        for _ in 0..2000 {
+            let mut side = |from: usize| -> Vec<&str> {
+                (0..next(14)).map(|_| words[from + next(6) as usize]).collect()
+            };
+            let (old, new) = (side(0), side(4));
+            let (was, now, kept) = apply(&line_ops(&old, &new), &old, &new);
+            assert_eq!((&was, &now), (&old, &new));
+            let whole = similar::capture_diff_slices(similar::Algorithm::Myers, &old, &new);
+            assert_eq!(kept, apply(&whole, &old, &new).2, "{old:?} -> {new:?}");
+        }
+    }
+
+    /// The unified diff reads as `similar`'s, a missing last newline
+    /// flagged.
+    #[test]
+    fn the_diff_is_unified() {
+        let old = "contract A {\n    input x:integer\n  output x\n}";
+        let new = "contract A {\n  input x: integer\n  output x\n}\n";
+        let expected = similar::TextDiff::from_lines(old, new)
+            .unified_diff()
+            .context_radius(3)
+            .header("a.ign", "a.ign (formatted)")
+            .to_string();
+        assert_eq!(diff(std::path::Path::new("a.ign"), old, new), expected);
+        assert!(expected.contains("\\ No newline at end of file"), "{expected}");
+    }
 }

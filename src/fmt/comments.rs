@@ -22,31 +22,27 @@ pub(super) struct Comment {
 /// Every comment of `text` outside the `strings` spans, in order.
 pub(super) fn comments(text: &str, mut strings: Vec<Span>) -> Vec<Comment> {
     strings.sort_by_key(|s| s.start);
-    let bytes = text.as_bytes();
     let mut strings = strings.into_iter().peekable();
     let mut found = Vec::new();
-    let mut at = 0;
-    while at < bytes.len() {
+    let mut from = 0;
+    // Each `#` in turn: a comment unless a string holds it.
+    while let Some(at) = text.get(from..).and_then(|rest| rest.find('#')).map(|n| from + n) {
         while strings.next_if(|s| (s.end as usize) <= at).is_some() {}
         if let Some(string) = strings.peek() {
             if string.start as usize <= at {
-                at = string.end as usize;
+                from = string.end as usize;
                 continue;
             }
         }
-        if bytes[at] == b'#' {
-            let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
-            let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
-            let before = text[line_start..at].trim_start_matches('\u{feff}');
-            found.push(Comment {
-                start: at,
-                text: text[at..end].trim_end().to_owned(),
-                own_line: before.trim().is_empty(),
-            });
-            at = end;
-        } else {
-            at += 1;
-        }
+        let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
+        let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let before = text[line_start..at].trim_start_matches('\u{feff}');
+        found.push(Comment {
+            start: at,
+            text: text[at..end].trim_end().to_owned(),
+            own_line: before.trim().is_empty(),
+        });
+        from = end;
     }
     found
 }

@@ -101,15 +101,18 @@ impl Renderer {
 
     fn push(&mut self, text: &str) {
         self.out.push_str(text);
-        match text.rfind('\n') {
+        // Most texts are a short token: a loop over their bytes beats a
+        // search call, and an ASCII text has as many columns as bytes.
+        match text.bytes().rposition(|b| b == b'\n') {
             Some(at) => self.column = text.len() - at - 1,
+            None if text.is_ascii() => self.column += text.len(),
             None => self.column += text.chars().count(),
         }
     }
 
     fn newline(&mut self, indent: usize) {
-        let trimmed = self.out.trim_end_matches(' ').len();
-        self.out.truncate(trimmed);
+        let spaces = self.out.bytes().rev().take_while(|&b| b == b' ').count();
+        self.out.truncate(self.out.len() - spaces);
         self.out.push('\n');
         self.out.extend(std::iter::repeat_n(' ', indent));
         self.column = indent;
@@ -134,11 +137,13 @@ impl Renderer {
             };
             match doc {
                 Doc::Text(text) => {
-                    let first = text.split('\n').next().unwrap_or("");
-                    let Some(after) = left.checked_sub(first.chars().count()) else {
+                    let line = text.bytes().position(|b| b == b'\n');
+                    let first = &text[..line.unwrap_or(text.len())];
+                    let width = if first.is_ascii() { first.len() } else { first.chars().count() };
+                    let Some(after) = left.checked_sub(width) else {
                         return false;
                     };
-                    if text.contains('\n') {
+                    if line.is_some() {
                         return true;
                     }
                     left = after;
