@@ -310,7 +310,7 @@ fn the_example_eval_runs_offline_from_its_cassette() {
     // The cassette's usage, not 0: what the recorded calls had spent.
     assert!(
         stdout
-            .contains("640 input + 192 output tokens (640 + 192 of them answered by a recording)"),
+            .contains("640 input + 192 output tokens (640 + 192 of them spent before: answered from the cache or a recording)"),
         "{stdout}"
     );
 }

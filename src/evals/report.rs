@@ -245,7 +245,9 @@ pub(crate) fn human(runs: &[Outcome]) -> String {
         let (p50, p95) = run.latency();
         let cost = cost(usage).map_or_else(String::new, |c| format!(", ${c:.4}"));
         let recorded = if old_input + old_output > 0 {
-            format!(" ({old_input} + {old_output} of them answered by a recording)")
+            format!(
+                " ({old_input} + {old_output} of them spent before: answered from the cache or a recording)"
+            )
         } else {
             String::new()
         };
