@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
@@ -88,7 +88,7 @@ pub(super) fn run(
     let usage = Arc::new(Mutex::new(UsageTotals::default()));
     let stopped = (Arc::clone(&usage), cache.cloned());
     super::signals::report_on_stop(move || {
-        let usage = stopped.0.lock().unwrap_or_else(PoisonError::into_inner).render();
+        let usage = crate::sync::lock(&stopped.0).render();
         usage + &super::cache_summary(stopped.1.as_ref())
     });
     let pending = reader
@@ -118,7 +118,7 @@ pub(super) fn run(
         // The lock is let go before the write: after a signal, writes wait
         // for ever, and the signal handler reads the usage.
         let (tokens, cost) = {
-            let mut usage = usage.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut usage = crate::sync::lock(&usage);
             usage.merge(&row.usage);
             (usage.tokens(), usage.cost_usd())
         };
@@ -143,7 +143,7 @@ pub(super) fn run(
         already => format!(", {already} already done"),
     };
     eprintln!("batch: {ran} rows run, {failed} failed{skipped}");
-    let usage = usage.lock().unwrap_or_else(PoisonError::into_inner).render();
+    let usage = crate::sync::lock(&usage).render();
     eprint!("{usage}{}", super::cache_summary(cache));
     if failed > 0 { ExitCode::from(3) } else { ExitCode::SUCCESS }
 }

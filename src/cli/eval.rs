@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use clap::ValueEnum;
 
@@ -131,7 +131,7 @@ impl EvalArgs {
                 return super::usage(&message);
             }
         }
-        let mut stop = stop.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut stop = crate::sync::lock(&stop);
         if stop.done.is_empty() && !broken {
             let what = match &self.filter {
                 Some(filter) => format!("no eval name contains `{filter}`"),
@@ -155,7 +155,7 @@ impl EvalArgs {
     ) -> Result<(), String> {
         let bar_total = Mutex::new(None);
         let progress = |done: usize, total: usize| {
-            let mut bar = bar_total.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut bar = crate::sync::lock(&bar_total);
             let bar =
                 bar.get_or_insert_with(|| super::batch::progress(Some(total as u64), "samples"));
             if let Some(bar) = bar {
@@ -163,7 +163,7 @@ impl EvalArgs {
             }
         };
         let started = |running| {
-            stop.lock().unwrap_or_else(PoisonError::into_inner).running = Some(running);
+            crate::sync::lock(stop).running = Some(running);
         };
         let make = |sample| stores.for_sample(sample);
         let options = Options {
@@ -179,15 +179,14 @@ impl EvalArgs {
             if crate::shutdown::halted() {
                 break;
             }
-            *bar_total.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            *crate::sync::lock(&bar_total) = None;
             let run = evals::run(engine, eval, &options)
                 .map_err(|e| format!("eval `{}`: {}", e.eval, e.message))?;
-            if let Some(Some(bar)) = bar_total.lock().unwrap_or_else(PoisonError::into_inner).take()
-            {
+            if let Some(Some(bar)) = crate::sync::lock(&bar_total).take() {
                 bar.finish_and_clear();
             }
             let comparison = baseline.map(|b| b.compare(&run)).transpose()?;
-            let mut stop = stop.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut stop = crate::sync::lock(stop);
             stop.running = None;
             stop.done.push((run, comparison));
         }
@@ -329,7 +328,7 @@ fn write_file(
 /// running) to `--save` and `--report`, marked partial: their usage and
 /// where they are.
 fn stop_report(stop: &Mutex<Stop>, saving: &Saving, baseline: Option<&Baseline>) -> String {
-    let mut stop = stop.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut stop = crate::sync::lock(stop);
     if stop.finished {
         return String::new();
     }

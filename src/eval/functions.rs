@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use super::{Fields, Num, Val, describe, equal, push_display};
 use crate::ir::Function;
@@ -41,12 +41,12 @@ pub(crate) fn media_file(path: &Path, kind: Option<Kind>, limit: usize) -> Resul
 /// what compiling does). The lock is held only to look it up or store it;
 /// matching runs outside it.
 fn compiled(pattern: &str) -> Result<Arc<regex::Regex>, String> {
-    let cached = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner).get(pattern).cloned();
+    let cached = crate::sync::lock(&PATTERNS).get(pattern).cloned();
     if let Some(regex) = cached {
         return Ok(regex);
     }
     let regex = Arc::new(crate::ir::pattern(pattern)?);
-    let mut patterns = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut patterns = crate::sync::lock(&PATTERNS);
     if patterns.len() >= PATTERNS_KEPT {
         patterns.clear();
     }

@@ -34,7 +34,7 @@ pub(crate) mod samples;
 pub(crate) mod stats;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -158,7 +158,7 @@ impl EvalRun {
     /// The sample file cannot be read.
     pub(crate) fn details(&self, sample: &Sample) -> std::io::Result<Map<String, Value>> {
         match (&self.details, sample.details) {
-            (Some(file), Some(at)) => file.lock().unwrap_or_else(PoisonError::into_inner).read(at),
+            (Some(file), Some(at)) => crate::sync::lock(file).read(at),
             _ => Ok(Map::new()),
         }
     }
@@ -192,12 +192,12 @@ impl Running {
         let Done { mut sample, usage, error, details } = done;
         let mut broken = None;
         if let (Some(file), Some(details)) = (&self.details, details) {
-            match file.lock().unwrap_or_else(PoisonError::into_inner).append(&details) {
+            match crate::sync::lock(file).append(&details) {
                 Ok(at) => sample.details = Some(at),
                 Err(e) => broken = Some(format!("cannot keep the samples' details: {e}")),
             }
         }
-        let mut collected = self.collected.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut collected = crate::sync::lock(&self.collected);
         collected.broken = collected.broken.take().or(broken);
         collected.usage.merge(&usage);
         if let Some(error) = error {
@@ -214,7 +214,7 @@ impl Running {
 
     /// Samples finished so far.
     fn finished(&self) -> usize {
-        self.collected.lock().unwrap_or_else(PoisonError::into_inner).samples.len()
+        crate::sync::lock(&self.collected).samples.len()
     }
 
     /// What finished so far, as a run stopped at this moment.
@@ -225,7 +225,7 @@ impl Running {
 
     /// What finished, summarized; `stopped` when not every sample ran.
     fn summarize(&self, stopped: bool) -> EvalRun {
-        let collected = self.collected.lock().unwrap_or_else(PoisonError::into_inner);
+        let collected = crate::sync::lock(&self.collected);
         let mut samples = collected.samples.clone();
         samples.sort_by_key(|s| (s.line, s.sample));
         let (scores, requires) = summaries(&self.eval, &samples);
@@ -329,9 +329,7 @@ pub(crate) fn run(
     });
     (options.started)(Arc::clone(&running));
     run_samples(engine, eval, options, reader, &running);
-    if let Some(broken) =
-        running.collected.lock().unwrap_or_else(PoisonError::into_inner).broken.clone()
-    {
+    if let Some(broken) = crate::sync::lock(&running.collected).broken.clone() {
         return Err(fail(broken));
     }
     Ok(running.summarize(false))
@@ -361,7 +359,7 @@ fn run_samples(
                     if crate::shutdown::halted() {
                         return;
                     }
-                    let next = work.lock().unwrap_or_else(PoisonError::into_inner).next();
+                    let next = crate::sync::lock(&work).next();
                     let Some((row, sample)) = next else { return };
                     running.add(run_sample(engine, eval, &row, sample, options));
                     (options.progress)(running.finished(), total);

@@ -70,10 +70,10 @@ pub fn run_batch(
             scope.spawn(move || {
                 loop {
                     let (seq, row) = {
-                        let mut source = source.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut source = crate::sync::lock(source);
                         let seq = source.1;
                         let (count, more) = &*emitted;
-                        let mut done = count.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut done = crate::sync::lock(count);
                         while seq >= *done + window {
                             done = more.wait(done).unwrap_or_else(PoisonError::into_inner);
                         }
@@ -97,7 +97,7 @@ pub fn run_batch(
                 emit(done);
                 next += 1;
                 let (count, more) = &*emitted;
-                *count.lock().unwrap_or_else(PoisonError::into_inner) = next;
+                *crate::sync::lock(count) = next;
                 more.notify_all();
             }
         }

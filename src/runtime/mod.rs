@@ -20,7 +20,7 @@ mod mcp_check;
 mod schedule;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value};
 
@@ -379,7 +379,7 @@ impl Engine {
     fn pool(&self, n: usize) -> Option<Arc<rayon::ThreadPool>> {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let threads = n.clamp(1, cores);
-        let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut pools = crate::sync::lock(&self.pools);
         if let Some((_, pool)) = pools.iter().find(|(size, _)| *size == threads) {
             return Some(Arc::clone(pool));
         }

@@ -196,8 +196,7 @@ impl Observer for Tracing<'_> {
     fn call_finished(&self, call: &Site<'_>, started: Instant, ok: bool) {
         if self.trace.enabled() {
             // The answer the thread waited for, when it waited.
-            let waited =
-                self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            let waited = crate::sync::lock(&self.waiting).take();
             if let Some(since) = waited {
                 self.trace.record_for_timelines(&(call.path)(), "wait", "ok", since, String::new());
             }
@@ -210,8 +209,7 @@ impl Observer for Tracing<'_> {
 
     fn waiting(&self) {
         if self.trace.enabled() {
-            *self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-                Some(Instant::now());
+            *crate::sync::lock(&self.waiting) = Some(Instant::now());
         }
     }
 }
