@@ -92,8 +92,6 @@ fn io_fan_outs() {
         let _ = writeln!(http, "  compute h{i} = Slow(i: x + {i})\n  output h{i}");
     }
     http.push_str("}\n");
-    let dir = std::env::temp_dir().join(format!("ignite-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
     let mut exec = String::from(
         "tool Nap {\n  description \"sleeps 200 ms\"\n  param i: integer\n  exec \"sh\" \"-c\" \"cat > /dev/null; sleep 0.2; echo 1\"\n}\ncontract Exec {\n  input x: integer\n",
     );
