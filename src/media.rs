@@ -314,7 +314,7 @@ pub fn read_file<B: AsRef<[u8]> + AsMut<[u8]>>(
         let mut bytes = Vec::new();
         file.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(cannot)?;
         if bytes.len() > limit {
-            return Err(format!("`{shown}` is more than the limit of {limit} bytes"));
+            return Err(over_limit(&shown, limit));
         }
         let mut data = buffer(bytes.len().div_ceil(3) * 4);
         STANDARD.encode_slice(&bytes, data.as_mut()).map_err(|e| format!("`{shown}`: {e}"))?;
@@ -363,7 +363,7 @@ fn encoded_file<B: AsRef<[u8]> + AsMut<[u8]>>(
             fill(&mut reader, &mut piece).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
         read += filled;
         if read > limit {
-            return Err(format!("`{shown}` is more than the limit of {limit} bytes"));
+            return Err(over_limit(shown, limit));
         }
         let room = data.as_mut().get_mut(written..).unwrap_or_default();
         written += STANDARD.encode_slice(&piece[..filled], room).map_err(|_| changed())?;
@@ -375,6 +375,11 @@ fn encoded_file<B: AsRef<[u8]> + AsMut<[u8]>>(
         return Err(changed());
     }
     Ok(data)
+}
+
+/// Why a file that turned out larger than `limit` bytes as it was read is refused.
+fn over_limit(shown: &std::path::Display<'_>, limit: usize) -> String {
+    format!("`{shown}` is more than the limit of {limit} bytes")
 }
 
 /// Reads from `reader` until `buffer` is full or the input ends: the bytes read.

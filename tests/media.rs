@@ -23,6 +23,19 @@ fn media(dir: &Path) {
     }
 }
 
+/// The provider `Fake` of `kind` at `base`, its key from `FAKE_KEY`.
+fn fake_provider(kind: &str, base: &str) -> String {
+    format!(
+        r#"provider Fake {{
+  kind {kind}
+  base_url "{base}"
+  api_key env("FAKE_KEY")
+  retries 0
+}}
+"#
+    )
+}
+
 /// A provider of `kind` at `base` and an agent reading a document and a
 /// photo (the photo alone for Ollama, which takes no documents).
 fn program(kind: &str, base: &str) -> String {
@@ -35,15 +48,10 @@ fn program(kind: &str, base: &str) -> String {
             "scan: scan, photo: photo",
         )
     };
+    let provider = fake_provider(kind, base);
     format!(
         r#"
-provider Fake {{
-  kind {kind}
-  base_url "{base}"
-  api_key env("FAKE_KEY")
-  retries 0
-}}
-
+{provider}
 agent Reader {{
   provider Fake
   model "m"
@@ -630,15 +638,10 @@ contract Read {{
 /// The provider `Fake` of `kind` at `base` and the tool `Page` that the
 /// reading agents of these tests call.
 fn reader_tools(kind: &str, base: &str) -> String {
+    let provider = fake_provider(kind, base);
     format!(
         r#"
-provider Fake {{
-  kind {kind}
-  base_url "{base}"
-  api_key env("FAKE_KEY")
-  retries 0
-}}
-
+{provider}
 tool Page {{
   description "Looks at one page"
   param n: integer
