@@ -63,7 +63,9 @@ pub fn load_with(root: &Path, options: Options) -> Loaded {
 /// `open` (keyed by canonical path: an editor's unsaved buffers) when it
 /// is there and from disk otherwise. A file the root `use`s whose text is
 /// the one `cache` parsed before is not parsed again; `cache` keeps the
-/// parses of this load's `use`d files, and only those.
+/// parses of this load's `use`d files, and only those. The other files,
+/// the root among them, are parsed by [`syntax::parse_kept`]: only their
+/// declarations that changed since the last parse on this thread.
 #[must_use]
 pub fn load_open(
     root: &Path,
@@ -98,11 +100,39 @@ fn load_root(root: &Path, mut loader: Loader) -> Loader {
 /// The parses of `use`d files kept from one load to the next (the
 /// language server's, per open root): a file is parsed again only when
 /// its text or its place in the load ([`FileId`], which its spans carry)
-/// changed. The root, edited between loads, is not kept.
+/// changed. The root, edited between loads, is not kept here: its
+/// declarations are, by [`syntax::parse_kept`].
 #[derive(Debug, Default)]
 pub struct ParseCache {
     /// By canonical path.
     entries: HashMap<PathBuf, Parsed>,
+}
+
+impl ParseCache {
+    /// The syntax trees of the files `parsed` (of `sources`, the last load
+    /// with this cache), in that order, taken again from the parses kept:
+    /// a `use`d file's from this cache, the root's from its declarations
+    /// kept by [`syntax::parse_kept`]. Nothing is parsed again unless the
+    /// thread dropped a declaration since. A file that does not parse is
+    /// left out.
+    #[must_use]
+    pub fn trees(&self, sources: &Sources, parsed: &[FileId]) -> Vec<(FileId, ast::File)> {
+        parsed
+            .iter()
+            .filter_map(|&file| {
+                let source = &sources[file];
+                let kept = self.entries.get(&key(&source.path)).filter(|entry| {
+                    entry.file == file
+                        && (Arc::ptr_eq(&entry.text, &source.text) || entry.text == source.text)
+                });
+                let tree = match kept {
+                    Some(entry) => entry.result.clone(),
+                    None => syntax::parse_kept(file, &source.text),
+                };
+                Some((file, tree.ok()?))
+            })
+            .collect()
+    }
 }
 
 /// One file's parse, for the text it was of.
@@ -234,23 +264,27 @@ impl Loader {
     }
 
     /// The syntax tree of `text`, file `file` at canonical path `path`:
-    /// the cached one when the cache has this text there.
+    /// the cached one when the cache has this text there, and with a
+    /// cache, the declarations kept by [`syntax::parse_kept`].
     fn parse(
         &mut self,
         path: PathBuf,
         file: FileId,
         text: Arc<str>,
     ) -> Result<ast::File, Diagnostics> {
-        let Some(cache) = self.cache.as_mut().filter(|_| file != FileId(0)) else {
+        let Some(cache) = self.cache.as_mut() else {
             return syntax::parse(file, &text);
         };
+        if file == FileId(0) {
+            return syntax::parse_kept(file, &text);
+        }
         if let Some(entry) = cache.entries.get_mut(&path) {
             if entry.file == file && (Arc::ptr_eq(&entry.text, &text) || entry.text == text) {
                 entry.used = true;
                 return entry.result.clone();
             }
         }
-        let result = syntax::parse(file, &text);
+        let result = syntax::parse_kept(file, &text);
         let entry = Parsed { text, file, result: result.clone(), used: true };
         cache.entries.insert(path, entry);
         result

@@ -25,7 +25,10 @@ use crate::source::{FileId, Sources, Span};
 pub(crate) struct Analysis {
     /// Every file read, the root first.
     pub sources: Sources,
-    /// The syntax trees of the files that parsed.
+    /// The files that parsed, in load order.
+    parsed: Vec<FileId>,
+    /// Their syntax trees, taken by [`Analysis::index`] (lowering consumes
+    /// the load's).
     pub files: Vec<(FileId, ast::File)>,
     /// Every diagnostic of reading, parsing and checking.
     pub diagnostics: Diagnostics,
@@ -38,8 +41,9 @@ pub(crate) struct Analysis {
 impl Analysis {
     /// Checks `root`, reading the files of `open` (by canonical path) from
     /// memory, and the unchanged `use`d files from `cache` (the parses of
-    /// the root's last check). The index is left empty: [`Analysis::index`]
-    /// builds it once the diagnostics are on their way.
+    /// the root's last check). The syntax trees and the index are left
+    /// empty: [`Analysis::index`] takes and indexes the trees once the
+    /// diagnostics are on their way.
     #[must_use]
     pub(crate) fn run(
         root: &Path,
@@ -47,20 +51,22 @@ impl Analysis {
         cache: &mut crate::load::ParseCache,
     ) -> Analysis {
         let loaded = crate::load::load_open(root, crate::load::Options::default(), open, cache);
-        let files = loaded.files.clone();
+        let parsed = loaded.files.iter().map(|(file, _)| *file).collect();
         let crate::Compilation { sources, diagnostics, program } = crate::finish(loaded);
-        Analysis { sources, files, diagnostics, index: Index::default(), program }
+        Analysis { sources, parsed, files: Vec::new(), diagnostics, index: Index::default(), program }
     }
 
-    /// Builds the symbol index of this check.
-    pub(crate) fn index(&mut self) {
+    /// Takes the syntax trees of this check from the parses `cache` (the
+    /// one [`Analysis::run`] was given) kept, and builds the symbol index.
+    pub(crate) fn index(&mut self, cache: &crate::load::ParseCache) {
+        self.files = cache.trees(&self.sources, &self.parsed);
         self.index = Index::build(&self.sources, &self.files, self.program.as_ref());
     }
 
     /// True when the root file parsed.
     #[must_use]
     pub(crate) fn parsed(&self) -> bool {
-        self.files.iter().any(|(f, _)| *f == FileId(0))
+        self.parsed.contains(&FileId(0))
     }
 
     /// The file of this analysis at `path` (canonical paths compared).

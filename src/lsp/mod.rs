@@ -344,7 +344,7 @@ impl Server {
         self.publish(diagnostics);
         for (uri, mut analysis) in fresh {
             let Some(doc) = self.docs.get_mut(&uri) else { continue };
-            analysis.index();
+            analysis.index(&doc.parses);
             let analysis = Arc::new(analysis);
             if analysis.parsed() {
                 doc.parsed = Some(Arc::clone(&analysis));

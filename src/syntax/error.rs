@@ -2,15 +2,16 @@
 //! or an operator, found `}`", and recovery by declaration.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, hash_map};
+use std::collections::HashMap;
 use std::sync::Once;
 
 use pest::Parser;
 use pest::error::{Error, ErrorVariant, InputLocation};
 
 use super::items::Builder;
+use super::shift::shift;
 use super::{IgnParser, Rule};
-use crate::ast::{Keyword, KeywordRole};
+use crate::ast::{self, Keyword, KeywordRole};
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 
@@ -29,22 +30,25 @@ pub(super) struct Chunks {
 /// last parse did not read.
 const CACHE_BYTES: usize = 8 << 20;
 
-/// A chunk's parse: its diagnostics, unshifted, and whether pest rejected
-/// it.
+/// A chunk's parse, unshifted (as of a text that starts with the chunk),
+/// and whether pest rejected it.
 struct Entry {
-    diagnostics: Diagnostics,
+    /// Its tree when it parses clean, else its diagnostics.
+    parse: Result<ast::File, Diagnostics>,
     broken: bool,
     /// The parse that last read it.
     generation: u64,
 }
 
-/// The chunks recovery parsed on this thread, by file and text. An edit
-/// changes one declaration, so the next parse of the file parses only
-/// that chunk again: typing in an editor, or every prefix of a file,
-/// costs a chunk per keystroke rather than the whole file.
+/// The chunks parsed on this thread, by file and text. An edit changes
+/// one declaration, so the next parse of the file parses only that chunk
+/// again: typing in an editor, or every prefix of a file, costs a chunk
+/// per keystroke rather than the whole file.
 #[derive(Default)]
 struct Cache {
-    entries: HashMap<(FileId, Box<str>), Entry>,
+    /// By file, then chunk text (foldhash: a chunk is read whole to hash
+    /// it, on every parse).
+    entries: HashMap<FileId, hashbrown::HashMap<Box<str>, Entry>>,
     generation: u64,
     bytes: usize,
 }
@@ -53,47 +57,115 @@ thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
 }
 
+impl Cache {
+    /// Visits the parse of each chunk of `text` (starting at `starts`,
+    /// the first 0) in order, with the chunk's start, parsing the chunks
+    /// this cache does not have; then drops the chunks this visit did not
+    /// read when the cache holds too much. With `limits`, a chunk the
+    /// cache does not have is first checked against the size limits, and
+    /// one that breaks them is neither parsed nor kept: `each` gets `None`.
+    fn visit(
+        &mut self,
+        file: FileId,
+        text: &str,
+        starts: &[usize],
+        limits: bool,
+        mut each: impl FnMut(usize, Option<&Entry>),
+    ) {
+        self.generation += 1;
+        let generation = self.generation;
+        let chunks = self.entries.entry(file).or_default();
+        for (i, &start) in starts.iter().enumerate() {
+            let end = starts.get(i + 1).copied().unwrap_or(text.len());
+            let chunk = &text[start..end];
+            if let Some(entry) = chunks.get_mut(chunk) {
+                entry.generation = generation;
+                each(start, Some(entry));
+                continue;
+            }
+            if limits && super::limits::check(file, chunk).is_some() {
+                each(start, None);
+                continue;
+            }
+            self.bytes += chunk.len();
+            let (parse, broken) = parse_chunk(file, chunk);
+            let entry = chunks.entry(chunk.into()).or_insert(Entry { parse, broken, generation });
+            each(start, Some(entry));
+        }
+        if self.bytes > CACHE_BYTES {
+            for chunks in self.entries.values_mut() {
+                chunks.retain(|_, entry| entry.generation == generation);
+            }
+            self.entries.retain(|_, chunks| !chunks.is_empty());
+            self.bytes = self.entries.values().flat_map(|c| c.keys()).map(|c| c.len()).sum();
+        }
+    }
+}
+
 /// Parses each chunk of `text` (starting at `starts`, the first 0) alone,
 /// or takes its parse from this thread's cache of chunks.
 pub(super) fn chunks(file: FileId, text: &str, starts: &[usize]) -> Chunks {
     detail();
+    let mut out = Chunks { diagnostics: Diagnostics::default(), broken: false };
     CACHE.with_borrow_mut(|cache| {
-        cache.generation += 1;
-        let generation = cache.generation;
-        let mut out = Chunks { diagnostics: Diagnostics::default(), broken: false };
-        for (i, &start) in starts.iter().enumerate() {
-            let end = starts.get(i + 1).copied().unwrap_or(text.len());
-            let chunk = &text[start..end];
-            let key = (file, Box::<str>::from(chunk));
-            let entry = match cache.entries.entry(key) {
-                hash_map::Entry::Occupied(found) => found.into_mut(),
-                hash_map::Entry::Vacant(place) => {
-                    cache.bytes += chunk.len();
-                    let (diagnostics, broken) = parse_chunk(file, chunk);
-                    place.insert(Entry { diagnostics, broken, generation })
-                }
-            };
-            entry.generation = generation;
+        cache.visit(file, text, starts, false, |start, entry| {
+            let Some(entry) = entry else { unreachable!("chunks are parsed without limits") };
             out.broken |= entry.broken;
-            out.diagnostics.extend(entry.diagnostics.clone().shifted(start));
-        }
-        if cache.bytes > CACHE_BYTES {
-            cache.entries.retain(|_, entry| entry.generation == generation);
-            cache.bytes = cache.entries.keys().map(|(_, chunk)| chunk.len()).sum();
-        }
-        out
-    })
+            if let Err(diagnostics) = &entry.parse {
+                out.diagnostics.extend(diagnostics.clone().shifted(start));
+            }
+        });
+    });
+    out
 }
 
-/// One chunk parsed alone: its diagnostics, and whether pest rejected it.
-fn parse_chunk(file: FileId, chunk: &str) -> (Diagnostics, bool) {
+/// The tree of `text` put together from the trees of its chunks (starting
+/// at `starts`, the first 0), each parsed alone or taken from this
+/// thread's cache, its places moved to where the chunk starts; `None`
+/// when a chunk does not parse clean or breaks a size limit.
+///
+/// When every chunk parses clean alone, their trees are the file's: each
+/// chunk is whole declarations, balanced, so the next starts at the top
+/// level of the file (outside brackets and strings), where a declaration
+/// is read the same way alone or in the file (see `super::pest_parse`);
+/// the chunks start on lines of their own, so the declarations of two
+/// chunks are never on one line; and no chunk breaks a size limit, so
+/// neither does the file (at the top level, between declarations, the
+/// limits count nothing).
+pub(super) fn kept_trees(file: FileId, text: &str, starts: &[usize]) -> Option<ast::File> {
+    let mut items = Some(Vec::new());
+    CACHE.with_borrow_mut(|cache| {
+        cache.visit(file, text, starts, true, |start, entry| match entry.map(|e| &e.parse) {
+            Some(Ok(tree)) => {
+                if let Some(items) = items.as_mut() {
+                    let at = items.len();
+                    items.extend_from_slice(&tree.items);
+                    shift(&mut items[at..], u32::try_from(start).unwrap_or(u32::MAX));
+                }
+            }
+            // The other chunks are still parsed: the recovery that follows
+            // finds them kept.
+            Some(Err(_)) | None => items = None,
+        });
+    });
+    items.map(|items| ast::File { items })
+}
+
+/// One chunk parsed alone: its tree or diagnostics, and whether pest
+/// rejected it. The fast path answers for a valid chunk (its tree is
+/// pest's, see `super::fast`).
+fn parse_chunk(file: FileId, chunk: &str) -> (Result<ast::File, Diagnostics>, bool) {
+    if let Some(tree) = super::fast::parse(file, chunk) {
+        return (Ok(tree), false);
+    }
+    detail();
     match IgnParser::parse(Rule::file, chunk) {
-        Err(error) => (describe(file, chunk, &error).into(), true),
+        Err(error) => (Err(describe(file, chunk, &error).into()), true),
         Ok(mut pairs) => {
             let mut builder = Builder::new(file, chunk);
             let root = pairs.next().unwrap_or_else(|| unreachable!("`file` yields one pair"));
             let ast = builder.file(root);
-            (builder.finish(ast).err().unwrap_or_default(), false)
+            (builder.finish(ast), false)
         }
     }
 }
@@ -131,10 +203,10 @@ pub(super) fn chunk_starts(text: &str) -> Vec<usize> {
     let mut starts = vec![0];
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
-        let word: String =
-            line.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let word = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+        let word = &line[..word.unwrap_or(line.len())];
         // A top-level keyword in column 0 starts a recovery chunk.
-        if offset > 0 && Keyword::of(&word).is_some_and(|k| k.role() == KeywordRole::Item) {
+        if offset > 0 && Keyword::of(word).is_some_and(|k| k.role() == KeywordRole::Item) {
             starts.push(offset);
         }
         offset += line.len();

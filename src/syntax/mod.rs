@@ -14,7 +14,10 @@
 //! the mistakes of the next. Each declaration's parse is kept by its text
 //! on the thread, and a declaration that does not parse alone answers for
 //! the file (see `pest_parse`): an edit of a broken file parses only the
-//! declaration it changed.
+//! declaration it changed. [`parse_kept`], the language server's, reads a
+//! valid file the same way: each declaration's tree is kept by its text and
+//! moved to where it stands (`shift.rs`), so an edit parses again only the
+//! declarations it changed.
 //!
 //! pest's parser is derived in its own crate, `grammar/` (`ignite-grammar`),
 //! so that debug builds optimise it.
@@ -24,6 +27,7 @@ mod expr;
 mod fast;
 mod items;
 mod limits;
+mod shift;
 
 use pest::Parser;
 use pest::iterators::Pair;
@@ -70,10 +74,24 @@ pub fn parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
     if let Some(diagnostic) = limits::check(file, text) {
         return Err(diagnostic.into());
     }
-    if let Some(file) = fast::parse(file, text) {
-        return Ok(file);
-    }
-    pest_parse(file, text)
+    fast::parse(file, text).map_or_else(|| pest_parse(file, text), Ok)
+}
+
+/// Parses one file as [`parse`] does, keeping each top-level declaration's
+/// tree (or errors) on this thread by its text: the next parse of a text
+/// that shares declarations with this one parses only the others. The
+/// result is [`parse`]'s.
+///
+/// When every declaration parses clean alone, the file's tree is their
+/// trees in order (see `error::kept_trees`), and neither the file nor its
+/// kept declarations are read again; otherwise [`parse`] reads the file,
+/// and its recovery finds the declarations' parses kept.
+///
+/// # Errors
+/// The syntax diagnostics when the text is not a valid `.ign` file.
+pub fn parse_kept(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
+    let starts = error::chunk_starts(text);
+    error::kept_trees(file, text, &starts).map_or_else(|| parse(file, text), Ok)
 }
 
 /// Parses one file with pest, the reference parser: the path for invalid
@@ -430,6 +448,57 @@ eval "empty" {}
             .expect("no panic");
     }
 
+    /// [`parse_kept`] gives what [`parse`] gives, on one thread in turn
+    /// (so that later texts reuse the declarations kept of earlier ones,
+    /// moved): every fixture whole, cut at every [`EVERY`]th line end,
+    /// with a line put in or taken out there (the declarations after it
+    /// move), and after the fixture before it (they all move).
+    #[test]
+    fn kept_declarations_parse_as_the_whole_file() {
+        const EVERY: usize = 3;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        ign_files(&root.join("tests/corpus"), &mut files);
+        ign_files(&root.join("contracts"), &mut files);
+        files.sort();
+        let mut texts = Vec::new();
+        let mut before = String::new();
+        for path in &files {
+            let Ok(text) = std::fs::read_to_string(path) else { continue };
+            texts.push((path.clone(), text.clone()));
+            texts.push((path.clone(), format!("{before}{text}")));
+            let lines: Vec<&str> = text.split_inclusive('\n').collect();
+            for cut in (0..lines.len()).step_by(EVERY) {
+                texts.push((path.clone(), lines[..cut].concat()));
+                let mut edited = lines.clone();
+                edited.insert(cut, "\n");
+                texts.push((path.clone(), edited.concat()));
+                edited.remove(cut);
+                edited.remove(cut);
+                texts.push((path.clone(), edited.concat()));
+                edited.insert(cut, "contract Inserted {\n  input a: integer\n  output a\n}\n");
+                texts.push((path.clone(), edited.concat()));
+            }
+            before = text;
+        }
+        std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(move || {
+                let mut moved = 0;
+                for (path, text) in &texts {
+                    let kept = super::parse_kept(FileId(0), text);
+                    assert_eq!(kept, parse(FileId(0), text), "{}:\n{text}", path.display());
+                    let starts = super::error::chunk_starts(text);
+                    moved += usize::from(kept.is_ok() && starts.len() > 1);
+                }
+                // Most texts are put together from declarations kept.
+                assert!(moved > texts.len() / 4, "{moved} of {}", texts.len());
+            })
+            .expect("thread starts")
+            .join()
+            .expect("no panic");
+    }
+
     #[test]
     fn the_fast_path_parses_the_samples() {
         assert_eq!(fast_agrees(SAMPLE), Ok(true));
@@ -565,6 +634,42 @@ eval "empty" {}
             let end = (end..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
             text.replace_range(start..end, &insert);
             let _ = parse(FileId(0), &text);
+        }
+
+        /// A damaged sample after another, and again with a line put in
+        /// before it: [`parse_kept`] gives what [`parse`] gives (the second
+        /// time from the declarations kept, moved).
+        #[test]
+        fn kept_declarations_of_damaged_samples_parse_as_the_whole_file(
+            first in 0..4usize,
+            second in 0..4usize,
+            at in 0..2000usize,
+            len in 0..40usize,
+            insert in "[{}()\"\\\\#a-z0-9=.,:<>?+*%!\n \t-]{0,6}",
+        ) {
+            let samples = [SAMPLE, SAMPLE2, TESTS, EVALS];
+            let mut damaged = samples[second].to_owned();
+            let at = at % damaged.len();
+            let start = (0..=at).rev().find(|&i| damaged.is_char_boundary(i)).unwrap_or(0);
+            let end = (start + len).min(damaged.len());
+            let end = (end..=damaged.len()).find(|&i| damaged.is_char_boundary(i)).unwrap_or(damaged.len());
+            damaged.replace_range(start..end, &insert);
+            let texts =
+                [format!("{}{damaged}", samples[first]), format!("{}\n{damaged}", samples[first])];
+            let parses = std::thread::Builder::new()
+                .stack_size(256 << 20)
+                .spawn(move || {
+                    texts.map(|text| {
+                        let kept = super::parse_kept(FileId(0), &text);
+                        (kept, parse(FileId(0), &text), text)
+                    })
+                })
+                .expect("thread starts")
+                .join()
+                .expect("no panic");
+            for (kept, whole, text) in parses {
+                prop_assert_eq!(kept, whole, "{}", text);
+            }
         }
 
         /// Damaged samples (slices cut, characters or tokens inserted): the
