@@ -58,11 +58,11 @@ fn main() {
     let mut indexed = Vec::new();
     let seeds: Vec<usize> = text.match_indices(SEED).map(|(at, _)| at + SEED.len() - 1).collect();
     assert!(seeds.len() >= ROUNDS, "a contract to edit per round");
-    for round in 0..ROUNDS {
+    for (round, &seed) in seeds.iter().take(ROUNDS).enumerate() {
         // One digit of another contract each round: a declaration the
         // server has not seen.
         let mut edited = text.clone();
-        edited.replace_range(seeds[round]..=seeds[round], "2");
+        edited.replace_range(seed..=seed, "2");
         request(&client, &mut next, "textDocument/hover", at(hover_at));
         let start = Instant::now();
         let change = json!({"textDocument": {"uri": uri, "version": round + 2}, "contentChanges": [{"text": edited}]});

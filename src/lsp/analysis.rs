@@ -53,7 +53,14 @@ impl Analysis {
         let loaded = crate::load::load_open(root, crate::load::Options::default(), open, cache);
         let parsed = loaded.files.iter().map(|(file, _)| *file).collect();
         let crate::Compilation { sources, diagnostics, program } = crate::finish(loaded);
-        Analysis { sources, parsed, files: Vec::new(), diagnostics, index: Index::default(), program }
+        Analysis {
+            sources,
+            parsed,
+            files: Vec::new(),
+            diagnostics,
+            index: Index::default(),
+            program,
+        }
     }
 
     /// Takes the syntax trees of this check from the parses `cache` (the
