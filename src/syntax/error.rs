@@ -1,5 +1,7 @@
 //! Syntax errors in human terms: pest's failure turned into "expected `)`
-//! or an operator, found `}`", and recovery by declaration.
+//! or an operator, found `}`", and recovery by declaration, whose cache of
+//! each declaration's parse also holds the trees `super::parse_kept` puts
+//! a valid file together from.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
