@@ -4,12 +4,10 @@
 //! Produced by [`crate::syntax::parse`], consumed by [`crate::lower`]. Names
 //! are plain strings with spans; nothing here knows about other files.
 
-use std::hash::{Hash, Hasher};
-
 use crate::source::Span;
 
 /// A name as written, with its place.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ident {
     /// The text: exactly the source at `span` (lowering relies on it).
     pub name: Box<str>,
@@ -18,14 +16,14 @@ pub struct Ident {
 }
 
 /// One parsed file.
-#[derive(Debug, Clone, Default, PartialEq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct File {
     /// Top-level declarations in source order.
     pub items: Vec<Item>,
 }
 
 /// A top-level declaration.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Item {
     /// `use "path"`.
     Use(Use),
@@ -50,7 +48,7 @@ pub enum Item {
 }
 
 /// `mcp Name { command ... | url ...; env ...; header ...; timeout N }`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct McpServer {
     /// Declared name.
     pub name: Ident,
@@ -85,7 +83,7 @@ impl McpServer {
 }
 
 /// `type Name { field: type ... }`: a record type.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TypeDecl {
     /// Declared name.
     pub name: Ident,
@@ -97,7 +95,7 @@ pub struct TypeDecl {
 }
 
 /// `enum Name { a, b }`: a string that is one of the variants.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EnumDecl {
     /// Declared name.
     pub name: Ident,
@@ -108,7 +106,7 @@ pub struct EnumDecl {
 }
 
 /// `use "path"`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Use {
     /// The path expression (a string literal).
     pub path: Expr,
@@ -117,7 +115,7 @@ pub struct Use {
 }
 
 /// A type as written: `array<string>?`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypeExpr {
     /// `string`, `array`, ...
     pub name: Ident,
@@ -130,7 +128,7 @@ pub struct TypeExpr {
 }
 
 /// A typed parameter: a tool `param` or an agent/contract `input`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Param {
     /// Its name.
     pub name: Ident,
@@ -145,7 +143,7 @@ pub struct Param {
 }
 
 /// `tool Name { ... }`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
     /// Declared name.
     pub name: Ident,
@@ -196,7 +194,7 @@ impl Tool {
 }
 
 /// How a tool is implemented.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Implementation {
     /// `returns expr`.
     Returns(Expr, Span),
@@ -250,7 +248,7 @@ impl Implementation {
 
 /// A provider named in an agent: a kind (`anthropic`), a declared
 /// `provider`, or `script "file.json"`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProviderRef {
     /// The kind or declaration name.
     pub name: Ident,
@@ -261,7 +259,7 @@ pub struct ProviderRef {
 }
 
 /// An agent setting with its value and place.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Setting<T> {
     /// The value as written.
     pub value: T,
@@ -270,7 +268,7 @@ pub struct Setting<T> {
 }
 
 /// `agent Name { ... }`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Agent {
     /// Declared name.
     pub name: Ident,
@@ -329,7 +327,7 @@ impl Agent {
 }
 
 /// `provider Name { ... }`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Provider {
     /// Declared name.
     pub name: Ident,
@@ -354,7 +352,7 @@ pub struct Provider {
 }
 
 /// `N per UNIT` of `rate_limit` and `token_limit`, as written.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rate {
     /// How many.
     pub count: Expr,
@@ -363,7 +361,7 @@ pub struct Rate {
 }
 
 /// `input X output Y` of `price`: USD per million tokens, as written.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Price {
     /// The price of a million input tokens.
     pub input: Expr,
@@ -391,7 +389,7 @@ impl Provider {
 }
 
 /// `contract Name { ... }`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Contract {
     /// Declared name.
     pub name: Ident,
@@ -409,7 +407,7 @@ pub struct Contract {
 }
 
 /// `test "name" { ... }`: a run of a contract with mocks and expectations.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Test {
     /// The name string (a plain string is required by lowering).
     pub name: Expr,
@@ -420,7 +418,7 @@ pub struct Test {
 }
 
 /// A statement of a `test` block.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum TestStmt {
     /// `run Contract(args)`.
     Run {
@@ -498,7 +496,7 @@ impl TestStmt {
 }
 
 /// `eval "name" { ... }`: a contract run over a dataset, scored.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Eval {
     /// The name string (a plain string is required by lowering).
     pub name: Expr,
@@ -509,7 +507,7 @@ pub struct Eval {
 }
 
 /// A statement of an `eval` block.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum EvalStmt {
     /// `run Contract`: the contract each row runs.
     Run(Ident, Span),
@@ -545,7 +543,7 @@ impl EvalStmt {
 }
 
 /// What a mocked tool call gives.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum MockAnswer {
     /// `returns EXPR`: this value.
     Returns(Expr),
@@ -555,7 +553,7 @@ pub enum MockAnswer {
 
 /// `budget usd X, model_calls N, tokens T` (any of the three, in any
 /// order): what a run of the contract may spend.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Budget {
     /// The limits as written.
     pub limits: Vec<BudgetLimit>,
@@ -564,7 +562,7 @@ pub struct Budget {
 }
 
 /// One limit of a [`Budget`]: `usd 0.5`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BudgetLimit {
     /// What it limits.
     pub kind: BudgetKind,
@@ -575,7 +573,7 @@ pub struct BudgetLimit {
 }
 
 /// What a [`BudgetLimit`] limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BudgetKind {
     /// `usd`: the cost of model calls, by the providers' `price`.
     Usd,
@@ -609,7 +607,7 @@ impl BudgetKind {
 }
 
 /// `runner inline` or `runner thread_pool(args)`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Runner {
     /// One node at a time.
     Inline(Span),
@@ -619,7 +617,7 @@ pub enum Runner {
 
 /// A node of a contract. The rarer, larger parts are boxed, so a node
 /// takes the room of a `compute` (a contract can hold a million of them).
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Node {
     /// `input name: type = default`.
     Input(Box<Param>),
@@ -636,7 +634,7 @@ pub enum Node {
 const _: () = assert!(std::mem::size_of::<Node>() == 88);
 
 /// `guard name = cond else "message"`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Guard {
     /// Node name.
     pub name: Ident,
@@ -671,7 +669,7 @@ impl Node {
 }
 
 /// `output node.field as alias`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Output {
     /// The node, then fields.
     pub path: Vec<Ident>,
@@ -682,7 +680,7 @@ pub struct Output {
 }
 
 /// A call argument: `name: expr` or a bare `expr`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Arg {
     /// The name, when given.
     pub name: Option<Ident>,
@@ -691,7 +689,7 @@ pub struct Arg {
 }
 
 /// An expression with its span.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Expr {
     /// What it is.
     pub kind: ExprKind,
@@ -700,7 +698,7 @@ pub struct Expr {
 }
 
 /// Unary operators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnaryOp {
     /// `-x`.
     Neg,
@@ -709,7 +707,7 @@ pub enum UnaryOp {
 }
 
 /// Binary operators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryOp {
     /// `or`.
     Or,
@@ -749,7 +747,7 @@ pub const RESERVED: &[&str] = &[
 ];
 
 /// What a [`Keyword`] starts, as syntax errors and recovery tell it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeywordRole {
     /// A top-level declaration, in column 0 (`contract`).
     Item,
@@ -772,7 +770,7 @@ macro_rules! keywords {
         /// `grammar/ignite.pest` each (a test keeps the two equal). The one
         /// list of keywords: the fast parser matches these variants, and
         /// syntax errors name statements by their role.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum Keyword {
             $(
                 #[doc = concat!("`", $word, "`.")]
@@ -967,7 +965,7 @@ impl BinaryOp {
 }
 
 /// A piece of a string literal.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum StringPart {
     /// Literal text, escapes already applied.
     Text(String),
@@ -1019,38 +1017,12 @@ pub enum ExprKind {
     Try(Box<Expr>),
 }
 
-/// Derived but for `Float`, hashed by its bits (a parsed float is never
-/// NaN nor `-0.0`: the sign is a `Unary`), so that equal kinds hash alike.
-impl Hash for ExprKind {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        std::mem::discriminant(self).hash(state);
-        match self {
-            ExprKind::Null | ExprKind::Name => {}
-            ExprKind::Bool(b) => b.hash(state),
-            ExprKind::Integer(n) => n.hash(state),
-            ExprKind::Float(f) => f.to_bits().hash(state),
-            ExprKind::String(parts) => parts.hash(state),
-            ExprKind::Array(items) => items.hash(state),
-            ExprKind::Object(entries) => entries.hash(state),
-            ExprKind::Field(field) => field.hash(state),
-            ExprKind::Index(base, index) => (base, index).hash(state),
-            ExprKind::Call(call) => call.hash(state),
-            ExprKind::Unary(op, operand) => (op, operand).hash(state),
-            ExprKind::Binary(op, a, b) => (op, a, b).hash(state),
-            ExprKind::If(parts) => parts.hash(state),
-            ExprKind::Match(m) => m.hash(state),
-            ExprKind::For(f) => f.hash(state),
-            ExprKind::Try(inner) => inner.hash(state),
-        }
-    }
-}
-
 // An expression's size, asserted where the layout is known (64-bit).
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<Expr>() == 40);
 
 /// `Name(args)`: a call of a function, tool, agent or contract.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Call {
     /// What is called.
     pub callee: Ident,
@@ -1059,7 +1031,7 @@ pub struct Call {
 }
 
 /// One arm of a `match`: `pattern => body`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MatchArm {
     /// What the value must be.
     pub pattern: Pattern,
@@ -1070,7 +1042,7 @@ pub struct MatchArm {
 }
 
 /// A `match` pattern with its place.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Pattern {
     /// What it matches.
     pub kind: PatternKind,
@@ -1080,7 +1052,7 @@ pub struct Pattern {
 
 /// The kinds of pattern. Enum variants join this list when declared
 /// types do.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum PatternKind {
     /// `_`: anything.
     Wildcard,
@@ -1090,7 +1062,7 @@ pub enum PatternKind {
 }
 
 /// `for name in items if cond: body`.
-#[derive(Debug, Clone, PartialEq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct For {
     /// The item's name inside the filter and the body.
     pub name: Ident,

@@ -63,20 +63,17 @@ pub enum FmtError {
 /// would lose or reorder a comment, or would change when formatted again.
 pub fn format(source: &str) -> Result<String, FmtError> {
     // Each tree is printed with its places, then stripped of them in place
-    // for the comparison: no copy of a tree is made. The first is kept
-    // only as its encoding, so the two are never held at once.
-    let mut tree = crate::syntax::parse(FileId(0), source).map_err(FmtError::Syntax)?;
-    let expected_comments = comments::comments(source, strip::strings(&mut tree, source));
-    let formatted = render(&tree, source, &expected_comments);
-    strip::strip(&mut tree, source);
-    let expected = strip::encoding(&tree);
-    drop(tree);
+    // for the comparison: no copy of a tree is made.
+    let mut expected = crate::syntax::parse(FileId(0), source).map_err(FmtError::Syntax)?;
+    let expected_comments = comments::comments(source, strip::strings(&mut expected, source));
+    let formatted = render(&expected, source, &expected_comments);
+    strip::strip(&mut expected, source);
     let mut again = crate::syntax::parse(FileId(0), &formatted)
         .map_err(|_| FmtError::Unsafe("produce text that does not parse"))?;
     let found_comments = comments::comments(&formatted, strip::strings(&mut again, &formatted));
     let stable = render(&again, &formatted, &found_comments) == formatted;
     strip::strip(&mut again, &formatted);
-    if strip::encoding(&again) != expected {
+    if again != expected {
         return Err(FmtError::Unsafe("change the syntax tree"));
     }
     let texts = |c: &[comments::Comment]| c.iter().map(|c| c.text.clone()).collect::<Vec<_>>();

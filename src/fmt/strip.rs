@@ -5,15 +5,12 @@
 //! every span zeroed and every name expression (whose text lives only in
 //! the source) given its text, parentheses aside. The same walk, run
 //! without changing the tree, finds the spans of every string literal,
-//! which is where a `#` is not a comment. A stripped tree can be kept as
-//! its [`encoding`] (a few bytes a node) and another compared with it.
+//! which is where a `#` is not a comment.
 
 use crate::ast::{
     Arg, Call, EvalStmt, Expr, ExprKind, File, Ident, Implementation, Item, MatchArm, MockAnswer,
     Node, Param, PatternKind, Runner, Setting, StringPart, TestStmt, TypeExpr,
 };
-use std::hash::{Hash, Hasher};
-
 use crate::source::{FileId, Span};
 
 /// The span every place becomes.
@@ -31,71 +28,6 @@ pub(super) fn strip(file: &mut File, text: &str) {
 /// particular order; `file` is left as it is (the walk is [`strip`]'s).
 pub(super) fn strings(file: &mut File, text: &str) -> Vec<Span> {
     walk(file, text, false)
-}
-
-/// A stripped tree written out as bytes, to compare it with another
-/// without keeping it: two trees are equal exactly when their encodings
-/// are. The derived `Hash` writes every field in order, the variant
-/// before an enum's fields, the length before a list and an end mark
-/// (`0xff`, never in UTF-8) after a text, so the bytes determine the
-/// tree; numbers are written as LEB128 varints, which keeps that.
-pub(super) fn encoding(file: &File) -> Vec<u8> {
-    let mut out = Encoder::default();
-    file.hash(&mut out);
-    out.bytes
-}
-
-/// Writes the bytes of [`encoding`].
-#[derive(Default)]
-struct Encoder {
-    bytes: Vec<u8>,
-}
-
-impl Encoder {
-    /// `n` as a LEB128 varint: most numbers here (zeroed spans, variants,
-    /// short lengths) take one byte.
-    fn varint(&mut self, mut n: u64) {
-        while n >= 0x80 {
-            self.bytes.push((n & 0x7f) as u8 | 0x80);
-            n >>= 7;
-        }
-        self.bytes.push(n as u8);
-    }
-}
-
-impl Hasher for Encoder {
-    fn write(&mut self, bytes: &[u8]) {
-        self.bytes.extend_from_slice(bytes);
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.bytes.push(n);
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.varint(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.varint(n);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.varint(n as u64);
-    }
-
-    fn write_i64(&mut self, n: i64) {
-        self.varint(n as u64);
-    }
-
-    fn write_isize(&mut self, n: isize) {
-        self.varint(n as u64);
-    }
-
-    /// Not a hash: the bytes are the result.
-    fn finish(&self) -> u64 {
-        self.bytes.len() as u64
-    }
 }
 
 fn walk(file: &mut File, text: &str, strip: bool) -> Vec<Span> {
@@ -423,11 +355,8 @@ impl Strip<'_> {
             }
             ExprKind::Name if !self.strip => {}
             ExprKind::Name => {
-                let text = name_text(self.text, expr.span);
-                let mut name = String::with_capacity(NAME_MARK.len_utf8() + text.len());
-                name.push(NAME_MARK);
-                name.push_str(text);
-                let callee = Ident { name: name.into_boxed_str(), span: NOWHERE };
+                let name = format!("{NAME_MARK}{}", name_text(self.text, expr.span));
+                let callee = Ident { name: name.into(), span: NOWHERE };
                 expr.kind = ExprKind::Call(Box::new(Call { callee, args: Vec::new() }));
             }
             ExprKind::Field(field) => {
@@ -495,41 +424,5 @@ impl Strip<'_> {
     fn type_setting(&self, setting: &mut Setting<TypeExpr>) {
         self.type_expr(&mut setting.value);
         self.clear(&mut setting.span);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{encoding, strip};
-    use crate::ast::File;
-    use crate::source::FileId;
-
-    fn stripped(text: &str) -> File {
-        let mut file = crate::syntax::parse(FileId(0), text).unwrap();
-        strip(&mut file, text);
-        file
-    }
-
-    /// What `fmt` relies on to refuse a result that changes the tree: an
-    /// encoding is the same for a tree however it is laid out, and differs
-    /// for any other tree.
-    #[test]
-    fn an_encoding_matches_its_tree_in_any_layout_and_no_other_tree() {
-        let base = "contract C {\n  input a: float = 1.5\n  compute b = f(a, \"x{a}\") + [1, 2][0]\n  output b\n}\n";
-        let expected = encoding(&stripped(base));
-        let same =
-            "contract C{\n input a:float=1.5\ncompute b=f(a,\"x{a}\")+([1,2][0])\n   output b\n}";
-        assert_eq!(encoding(&stripped(same)), expected);
-        for other in [
-            base.replace("1.5", "1.25"),
-            base.replace("\"x{a}\"", "\"y{a}\""),
-            base.replace("f(a,", "g(a,"),
-            base.replace("[1, 2]", "[1, 2, 3]"),
-            base.replace(" + ", " - "),
-            base.replace("  output b\n", ""),
-            base.replace("contract C", "contract D"),
-        ] {
-            assert_ne!(encoding(&stripped(&other)), expected, "{other}");
-        }
     }
 }
