@@ -1,10 +1,10 @@
 //! The layout algebra of the formatter: a [`Doc`] says what may break, and
-//! [`Doc::render`] picks, group by group, the flat layout when it fits in
+//! [`Layout`] picks, group by group, the flat layout when it fits in
 //! the width and the broken one otherwise (Wadler's "prettier printer",
 //! simplified: a group is measured once, flat, up to its end).
 //!
-//! Input: a `Doc` built by the printer. Output: the text, lines without
-//! trailing whitespace, indented with spaces.
+//! Input: the `Doc`s built by the printer, piece by piece. Output: the
+//! text, lines without trailing whitespace, indented with spaces.
 
 use std::borrow::Cow;
 
@@ -34,7 +34,7 @@ pub(super) enum Doc<'a> {
 }
 
 /// Spaces per indentation level.
-const INDENT: usize = 2;
+pub(super) const INDENT: usize = 2;
 
 impl<'a> Doc<'a> {
     /// Text.
@@ -51,15 +51,6 @@ impl<'a> Doc<'a> {
     pub(super) fn group(self) -> Doc<'a> {
         Doc::Group(Box::new(self))
     }
-
-    /// Lays the document out at `width` columns.
-    /// `capacity` is a guess of the text's length (the output is written
-    /// into one string of it).
-    pub(super) fn render(&self, width: usize, capacity: usize) -> String {
-        let mut out = Renderer { out: String::with_capacity(capacity), column: 0, width };
-        out.print(self);
-        out.out
-    }
 }
 
 /// Whether a part is laid out flat or broken.
@@ -69,27 +60,69 @@ enum Mode {
     Break,
 }
 
-struct Renderer {
+/// The layout of a whole text, written as it is printed: documents are
+/// pushed, each at its indentation, and laid out at each hard line break
+/// ([`Layout::line`]). A group's layout depends only on what comes before
+/// the next line break, so laying out the pieces between hard breaks one
+/// at a time gives the text the whole document would, while only one
+/// piece of it is ever held. The pieces must be outside every group (a
+/// declaration, a statement of its body: nothing around them is flat).
+pub(super) struct Layout<'a> {
     out: String,
     column: usize,
     width: usize,
+    /// The pieces since the last hard line break, with their indentation.
+    pending: Vec<(usize, Doc<'a>)>,
 }
 
-impl Renderer {
-    fn print(&mut self, doc: &Doc<'_>) {
-        let mut stack: Vec<(usize, Mode, &Doc<'_>)> = vec![(0, Mode::Break, doc)];
+impl<'a> Layout<'a> {
+    /// An empty text laid out at `width` columns; `capacity` is a guess of
+    /// its length (the text is written into one string of it).
+    pub(super) fn new(width: usize, capacity: usize) -> Self {
+        Layout { out: String::with_capacity(capacity), column: 0, width, pending: Vec::new() }
+    }
+
+    /// Adds `doc`, its lines indented by `indent` spaces.
+    pub(super) fn push(&mut self, indent: usize, doc: Doc<'a>) {
+        self.pending.push((indent, doc));
+    }
+
+    /// A hard line break, the next line indented by `indent` spaces: what
+    /// came before it is laid out.
+    pub(super) fn line(&mut self, indent: usize) {
+        self.flush();
+        self.newline(indent);
+    }
+
+    /// The text.
+    pub(super) fn finish(mut self) -> String {
+        self.flush();
+        self.out
+    }
+
+    fn flush(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        let mut stack: Vec<(usize, Mode, &Doc<'_>)> =
+            pending.iter().rev().map(|(indent, doc)| (*indent, Mode::Break, doc)).collect();
+        self.print(&mut stack);
+        // The list's room is kept for the next piece.
+        self.pending = pending;
+        self.pending.clear();
+    }
+
+    fn print(&mut self, stack: &mut Vec<(usize, Mode, &Doc<'_>)>) {
         while let Some((indent, mode, doc)) = stack.pop() {
             match doc {
-                Doc::Text(text) => self.push(text),
-                Doc::Line if mode == Mode::Flat => self.push(" "),
+                Doc::Text(text) => self.push_text(text),
+                Doc::Line if mode == Mode::Flat => self.push_text(" "),
                 Doc::SoftLine | Doc::BreakParent if mode == Mode::Flat => {}
                 Doc::IfBreak(_) if mode == Mode::Flat => {}
                 Doc::BreakParent => {}
-                Doc::IfBreak(text) => self.push(text),
+                Doc::IfBreak(text) => self.push_text(text),
                 Doc::Line | Doc::SoftLine | Doc::HardLine => self.newline(indent),
                 Doc::Nest(inner) => stack.push((indent + INDENT, mode, inner)),
                 Doc::Group(inner) => {
-                    let fits = mode == Mode::Flat || self.fits(inner, &stack);
+                    let fits = mode == Mode::Flat || self.fits(inner, stack);
                     stack.push((indent, if fits { Mode::Flat } else { Mode::Break }, inner));
                 }
                 Doc::Concat(parts) => {
@@ -99,7 +132,7 @@ impl Renderer {
         }
     }
 
-    fn push(&mut self, text: &str) {
+    fn push_text(&mut self, text: &str) {
         self.out.push_str(text);
         // Most texts are a short token: a loop over their bytes beats a
         // search call, and an ASCII text has as many columns as bytes.
@@ -169,7 +202,13 @@ impl Renderer {
 
 #[cfg(test)]
 mod tests {
-    use super::Doc;
+    use super::{Doc, Layout};
+
+    fn render(doc: Doc<'_>, width: usize) -> String {
+        let mut layout = Layout::new(width, 0);
+        layout.push(0, doc);
+        layout.finish()
+    }
 
     fn list<'a>(items: &[&'a str]) -> Doc<'a> {
         let mut parts = vec![Doc::text("["), Doc::SoftLine];
@@ -185,12 +224,12 @@ mod tests {
 
     #[test]
     fn a_group_that_fits_stays_flat() {
-        assert_eq!(list(&["a", "b"]).render(10, 0), "[a, b]");
+        assert_eq!(render(list(&["a", "b"]), 10), "[a, b]");
     }
 
     #[test]
     fn a_group_too_wide_breaks_one_item_per_line() {
-        assert_eq!(list(&["aaaa", "bbbb"]).render(8, 0), "[\n  aaaa,\n  bbbb,\n]");
+        assert_eq!(render(list(&["aaaa", "bbbb"]), 8), "[\n  aaaa,\n  bbbb,\n]");
     }
 
     #[test]
@@ -198,6 +237,20 @@ mod tests {
         let doc =
             Doc::Concat(vec![Doc::text("["), Doc::BreakParent, Doc::SoftLine, Doc::text("]")])
                 .group();
-        assert_eq!(doc.render(80, 0), "[\n]");
+        assert_eq!(render(doc, 80), "[\n]");
+    }
+
+    /// A group followed, before the next hard break, by text in another
+    /// piece is measured with that text; after a hard break, without.
+    #[test]
+    fn a_group_is_measured_up_to_the_next_hard_break() {
+        let mut layout = Layout::new(8, 0);
+        layout.push(0, list(&["a", "b"]));
+        layout.push(0, Doc::text(" # long"));
+        layout.line(0);
+        layout.push(0, list(&["a", "b"]));
+        layout.line(0);
+        layout.push(0, Doc::text(" # long"));
+        assert_eq!(layout.finish(), "[\n  a,\n  b,\n] # long\n[a, b]\n # long");
     }
 }

@@ -11,8 +11,8 @@
 //! writes nothing).
 //!
 //! It prints the syntax tree of [`crate::syntax::parse`] (no parser of its
-//! own): `print.rs` builds a `doc::Doc` that `doc.rs` lays out at
-//! [`WIDTH`] columns. Comments, which the grammar skips, are recovered from
+//! own): `print.rs` builds a `doc::Doc` per statement that `doc.rs` lays
+//! out at [`WIDTH`] columns as it goes. Comments, which the grammar skips, are recovered from
 //! the text by span (`comments.rs`). Before answering, [`format()`] checks
 //! its three guarantees on the result: it parses to the same tree, spans
 //! and parentheses aside (`strip.rs`); it has the same comments in the
@@ -102,5 +102,5 @@ pub fn text_spans(file: &ast::File, text: &str) -> Vec<Span> {
 fn render(file: &ast::File, source: &str, comments: &[comments::Comment]) -> String {
     // The layout mostly adds spaces: a quarter more than the source is
     // room enough to write it without growing the string.
-    print::print(file, source, comments).render(WIDTH, source.len() + source.len() / 4)
+    print::print(file, source, comments, WIDTH, source.len() + source.len() / 4)
 }

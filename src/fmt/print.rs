@@ -11,16 +11,24 @@
 mod expr;
 
 use super::comments::Comment;
-use super::doc::Doc;
+use super::doc::{Doc, INDENT, Layout};
 use crate::ast::{
     self, EvalStmt, Expr, Ident, Implementation, Item, MockAnswer, Node, Param, PatternKind,
     Runner, Setting, TestStmt, TypeExpr,
 };
 
-/// Prints `file`, parsed from `text`, with `comments`.
-pub(super) fn print<'a>(file: &ast::File, text: &'a str, comments: &'a [Comment]) -> Doc<'a> {
-    let mut printer = Printer { text, comments, next: 0 };
-    printer.file(file)
+/// Prints `file`, parsed from `text`, with `comments`, laid out at
+/// `width` columns into one string of `capacity` bytes (a guess).
+pub(super) fn print(
+    file: &ast::File,
+    text: &str,
+    comments: &[Comment],
+    width: usize,
+    capacity: usize,
+) -> String {
+    let mut printer = Printer { text, comments, next: 0, layout: Layout::new(width, capacity) };
+    printer.file(file);
+    printer.layout.finish()
 }
 
 struct Printer<'a> {
@@ -28,6 +36,18 @@ struct Printer<'a> {
     comments: &'a [Comment],
     /// The first comment not printed yet.
     next: usize,
+    /// The text so far: the file is laid out a statement of a declaration
+    /// at a time, never held whole as a document.
+    layout: Layout<'a>,
+}
+
+/// Where a block's lines go.
+enum Lines<'a> {
+    /// Into the document (a block inside an expression, which a group
+    /// around it may lay out flat), after its head.
+    Kept(Doc<'a>, Vec<Doc<'a>>),
+    /// Into the layout, one level deeper than the declaration.
+    Laid,
 }
 
 /// A statement of a block, by reference, to be sorted by place.
@@ -122,83 +142,141 @@ impl<'a> Printer<'a> {
 
     // ------------------------------------------------------------ file and blocks
 
-    fn file(&mut self, file: &ast::File) -> Doc<'a> {
-        let mut parts = Vec::new();
+    fn file(&mut self, file: &ast::File) {
         if self.text.starts_with('\u{feff}') {
-            parts.push(Doc::text("\u{feff}"));
+            self.layout.push(0, Doc::text("\u{feff}"));
         }
         let mut previous: Option<&Item> = None;
         for item in &file.items {
             let at = item_start(item);
             let (trailing, own) = self.comments_before(at);
-            parts.push(trailing);
+            self.layout.push(0, trailing);
             if let Some(previous) = previous {
-                parts.push(Doc::HardLine);
+                self.layout.line(0);
                 // One blank line between declarations; `use` lines may
                 // stand together.
                 let uses = matches!((previous, item), (Item::Use(_), Item::Use(_)));
                 let blank = own.first().map_or_else(|| self.blank_before(at), |c| c.0);
                 if !uses || blank {
-                    parts.push(Doc::HardLine);
+                    self.layout.line(0);
                 }
             }
             let has_own = !own.is_empty();
             for (k, (blank, text)) in own.into_iter().enumerate() {
                 if k > 0 && blank {
-                    parts.push(Doc::HardLine);
+                    self.layout.line(0);
                 }
-                parts.extend([Doc::text(text), Doc::HardLine]);
+                self.layout.push(0, Doc::text(text));
+                self.layout.line(0);
             }
             if has_own && self.blank_before(at) {
-                parts.push(Doc::HardLine);
+                self.layout.line(0);
             }
-            parts.push(self.item(item));
+            let doc = self.item(item);
+            self.layout.push(0, doc);
             previous = Some(item);
         }
         let (trailing, own) = self.comments_before(usize::MAX);
-        parts.push(trailing);
+        self.layout.push(0, trailing);
         if previous.is_some() {
-            parts.push(Doc::HardLine);
+            self.layout.line(0);
             if own.first().is_some_and(|c| c.0) {
-                parts.push(Doc::HardLine);
+                self.layout.line(0);
             }
         }
         for (k, (blank, text)) in own.into_iter().enumerate() {
             if k > 0 && blank {
-                parts.push(Doc::HardLine);
+                self.layout.line(0);
             }
-            parts.extend([Doc::text(text), Doc::HardLine]);
+            self.layout.push(0, Doc::text(text));
+            self.layout.line(0);
         }
-        concat(parts)
+    }
+
+    /// A declaration's body (`head {` statements `}`, see [`Self::block`]),
+    /// laid out as it is printed, a statement at a time: nothing around it
+    /// is ever flat. What is left of it (the `}`) is returned.
+    fn body(&mut self, head: Doc<'a>, stmts: Vec<(usize, Stmt<'_>)>, close: usize) -> Doc<'a> {
+        self.block_in(head, stmts, close, true)
     }
 
     /// `head {` statements `}`, statements sorted by place and each on a
     /// line of its own; `close` is where the `}` is.
-    fn block(&mut self, head: Doc<'a>, mut stmts: Vec<(usize, Stmt<'_>)>, close: usize) -> Doc<'a> {
+    fn block(&mut self, head: Doc<'a>, stmts: Vec<(usize, Stmt<'_>)>, close: usize) -> Doc<'a> {
+        self.block_in(head, stmts, close, false)
+    }
+
+    /// [`Self::block`], its lines kept in the document or, when `laid`
+    /// (a declaration's body, at indentation 0), laid out at once.
+    fn block_in(
+        &mut self,
+        head: Doc<'a>,
+        mut stmts: Vec<(usize, Stmt<'_>)>,
+        close: usize,
+        laid: bool,
+    ) -> Doc<'a> {
+        let empty =
+            stmts.is_empty() && self.comments.get(self.next).is_none_or(|c| c.start >= close);
+        if empty {
+            return concat([head, Doc::text(" {}")]);
+        }
         stmts.sort_by_key(|(at, _)| *at);
-        let mut inner = Vec::new();
+        let head = concat([head, Doc::text(" {")]);
+        let mut lines = if laid {
+            self.layout.push(0, head);
+            Lines::Laid
+        } else {
+            Lines::Kept(head, Vec::new())
+        };
         // Whether a line was printed in the block yet: no blank line
         // right after `{`.
         let mut started = false;
         for (at, stmt) in &stmts {
             let (trailing, own) = self.comments_before(*at);
-            inner.push(trailing);
-            own_lines(&mut inner, own, &mut started);
+            self.put(&mut lines, trailing);
+            self.own_lines(&mut lines, own, &mut started);
             if started && self.blank_before(*at) {
-                inner.push(Doc::HardLine);
+                self.put(&mut lines, Doc::HardLine);
             }
-            inner.extend([Doc::HardLine, self.stmt(stmt)]);
+            self.put(&mut lines, Doc::HardLine);
+            let stmt = self.stmt(stmt);
+            self.put(&mut lines, stmt);
             started = true;
         }
         let (trailing, own) = self.comments_before(close);
-        let empty =
-            !started && own.is_empty() && matches!(&trailing, Doc::Concat(v) if v.is_empty());
-        if empty {
-            return concat([head, Doc::text(" {}")]);
+        self.put(&mut lines, trailing);
+        self.own_lines(&mut lines, own, &mut started);
+        match lines {
+            Lines::Kept(head, inner) => {
+                concat([head, concat(inner).nest(), Doc::HardLine, Doc::text("}")])
+            }
+            Lines::Laid => {
+                self.layout.line(0);
+                Doc::text("}")
+            }
         }
-        inner.push(trailing);
-        own_lines(&mut inner, own, &mut started);
-        concat([head, Doc::text(" {"), concat(inner).nest(), Doc::HardLine, Doc::text("}")])
+    }
+
+    /// Adds `doc` to a block's lines.
+    fn put(&mut self, lines: &mut Lines<'a>, doc: Doc<'a>) {
+        match (lines, doc) {
+            (Lines::Kept(_, inner), doc) => inner.push(doc),
+            (Lines::Laid, Doc::HardLine) => self.layout.line(INDENT),
+            (Lines::Laid, doc) => self.layout.push(INDENT, doc),
+        }
+    }
+
+    /// Comments on lines of their own in a block, each after a blank line
+    /// when one came before it (and not right after the `{`).
+    fn own_lines(&mut self, lines: &mut Lines<'a>, own: Vec<(bool, &'a str)>, started: &mut bool) {
+        for (blank, text) in own {
+            if blank && *started {
+                self.put(lines, Doc::HardLine);
+            }
+            self.put(lines, Doc::HardLine);
+            self.put(lines, Doc::text(text));
+            *started = true;
+        }
     }
 
     /// `open` items `close`, flat when it fits, else one item per line
@@ -257,11 +335,11 @@ impl<'a> Printer<'a> {
                 stmts.extend(c.nodes.iter().map(|n| (start(n.span()), Stmt::Node(n))));
                 stmts.extend(c.outputs.iter().map(|o| (start(o.span), Stmt::Output(o))));
                 let head = Doc::text(format!("contract {}", c.name.name));
-                self.block(head, stmts, close_of(c.span))
+                self.body(head, stmts, close_of(c.span))
             }
             Item::Type(t) => {
                 let stmts = t.fields.iter().map(|f| (start(f.span), Stmt::Param("", f))).collect();
-                self.block(Doc::text(format!("type {}", t.name.name)), stmts, close_of(t.span))
+                self.body(Doc::text(format!("type {}", t.name.name)), stmts, close_of(t.span))
             }
             Item::Enum(e) => {
                 let variants = self.list(
@@ -277,13 +355,13 @@ impl<'a> Printer<'a> {
             Item::Test(t) => {
                 let head = concat([Doc::text("test "), self.expr(&t.name)]);
                 let stmts = t.statements.iter().map(|s| (start(s.span()), Stmt::Test(s))).collect();
-                self.block(head, stmts, close_of(t.span))
+                self.body(head, stmts, close_of(t.span))
             }
             Item::Mcp(m) => self.mcp(m),
             Item::Eval(e) => {
                 let head = concat([Doc::text("eval "), self.expr(&e.name)]);
                 let stmts = e.statements.iter().map(|s| (start(s.span()), Stmt::Eval(s))).collect();
-                self.block(head, stmts, close_of(e.span))
+                self.body(head, stmts, close_of(e.span))
             }
         }
     }
@@ -295,7 +373,7 @@ impl<'a> Printer<'a> {
         stmts.extend(m.envs.iter().map(|(n, v)| (start(n.span), Stmt::Env(n, v))));
         stmts.extend(m.headers.iter().map(|(n, v)| (start(n.span), Stmt::Header(n, v))));
         stmts.extend(keyed_settings("timeout", &m.timeouts));
-        self.block(Doc::text(format!("mcp {}", m.name.name)), stmts, close_of(m.span))
+        self.body(Doc::text(format!("mcp {}", m.name.name)), stmts, close_of(m.span))
     }
 
     fn tool(&mut self, t: &ast::Tool) -> Doc<'a> {
@@ -314,7 +392,7 @@ impl<'a> Printer<'a> {
         stmts.extend(t.implementations.iter().map(|i| (start(i.span()), Stmt::Implementation(i))));
         stmts.extend(t.results.iter().map(|r| (start(r.span), Stmt::Result(&r.value))));
         stmts.extend(t.caches.iter().map(|c| (start(c.span), Stmt::Cache(c.value.as_deref()))));
-        self.block(Doc::text(format!("tool {}", t.name.name)), stmts, close_of(t.span))
+        self.body(Doc::text(format!("tool {}", t.name.name)), stmts, close_of(t.span))
     }
 
     fn agent(&mut self, a: &ast::Agent) -> Doc<'a> {
@@ -340,7 +418,7 @@ impl<'a> Printer<'a> {
         stmts.extend(a.inputs.iter().map(|p| (start(p.span), Stmt::Param("input", p))));
         stmts.extend(a.results.iter().map(|r| (start(r.span), Stmt::Result(&r.value))));
         stmts.extend(a.caches.iter().map(|c| (start(c.span), Stmt::Cache(c.value.as_deref()))));
-        self.block(Doc::text(format!("agent {}", a.name.name)), stmts, close_of(a.span))
+        self.body(Doc::text(format!("agent {}", a.name.name)), stmts, close_of(a.span))
     }
 
     fn provider(&mut self, p: &ast::Provider) -> Doc<'a> {
@@ -363,7 +441,7 @@ impl<'a> Printer<'a> {
             p.token_limits.iter().map(|r| (start(r.span), Stmt::Rate("token_limit", &r.value))),
         );
         stmts.extend(p.prices.iter().map(|r| (start(r.span), Stmt::Price(&r.value))));
-        self.block(Doc::text(format!("provider {}", p.name.name)), stmts, close_of(p.span))
+        self.body(Doc::text(format!("provider {}", p.name.name)), stmts, close_of(p.span))
     }
 
     /// Names joined from several statements (`tools A` and `tools B`),
@@ -668,16 +746,4 @@ fn join_names(names: &[Ident]) -> String {
 fn type_text(ty: &TypeExpr) -> String {
     let item = ty.item.as_ref().map(|i| format!("<{}>", type_text(i))).unwrap_or_default();
     format!("{}{item}{}", ty.name.name, if ty.nullable { "?" } else { "" })
-}
-
-/// Pushes comments on lines of their own (each with whether a blank line
-/// stood before it) into a block's lines; none right after its `{`.
-fn own_lines<'a>(inner: &mut Vec<Doc<'a>>, own: Vec<(bool, &'a str)>, started: &mut bool) {
-    for (blank, text) in own {
-        if blank && *started {
-            inner.push(Doc::HardLine);
-        }
-        inner.extend([Doc::HardLine, Doc::text(text)]);
-        *started = true;
-    }
 }
