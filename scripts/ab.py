@@ -35,7 +35,9 @@ Workloads (each one process start, timed from outside):
                  during that run) / requests, and the agent node's duration
                  over the server's time. The server's own time of a request
                  runs from its request line read to its reply written (the
-                 parsing of its headers included)
+                 parsing of its headers included); `handler` is the same
+                 cost with the server's time from its handler on, after the
+                 headers (as measured until session 12)
 
 Only the standard library is used; the fake server listens on 127.0.0.1.
 """
@@ -93,6 +95,7 @@ class Fake(http.server.BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     busy = 0.0  # seconds spent answering, summed
+    handling = 0.0  # the part of it in `do_POST` (after the headers), summed
     requests = 0
 
     def setup(self):
@@ -108,7 +111,7 @@ class Fake(http.server.BaseHTTPRequestHandler):
         return super().parse_request()
 
     def do_POST(self):  # noqa: N802 (the handler's name)
-        started = self.started
+        started, handled = self.started, time.perf_counter()
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         results = sum(1 for m in body["messages"] if m.get("role") == "tool")
         if results < TURNS:
@@ -130,7 +133,9 @@ class Fake(http.server.BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(reply)))
         self.end_headers()
         self.wfile.write(reply)
-        Fake.busy += time.perf_counter() - started
+        ended = time.perf_counter()
+        Fake.busy += ended - started
+        Fake.handling += ended - handled
         Fake.requests += 1
 
     def log_message(self, *_):
@@ -230,14 +235,18 @@ def fan_figures(stderr: str) -> tuple:
     return max(end for _, end in nodes) / FAN * 1000, min(start for start, _ in nodes)
 
 
-def loop_figures(stderr: str, busy: float, requests: int) -> tuple:
-    """The loop's own milliseconds per request, and the agent node's time
-    over the server's, from one run's trace and the server's seconds."""
+def loop_figures(stderr: str, busy: float, handling: float, requests: int) -> tuple:
+    """The loop's own milliseconds per request, the agent node's time over
+    the server's, and the loop's cost as measured until session 12 (the
+    server's time from its handler on), from one run's trace and the
+    server's seconds."""
     agent = entries(stderr, "agent")
     if len(agent) != 1 or requests == 0:
         sys.exit(f"error: the agent run traced {len(agent)} agent nodes and made {requests} requests")
     start, end = agent[0]
-    return (end - start - busy * 1000) / requests, (end - start) / (busy * 1000)
+    took = end - start
+    return ((took - busy * 1000) / requests, took / (busy * 1000),
+            (took - handling * 1000) / requests)
 
 
 def assignments(pairs: list) -> dict:
@@ -283,17 +292,18 @@ def main():
             argv = loads[name]
             runs = ([], [])
             figures = ([], [])
-            Fake.busy, Fake.requests = 0.0, 0
+            Fake.busy, Fake.handling, Fake.requests = 0.0, 0.0, 0
             for _ in range(args.rounds):
                 for side, exe in enumerate((a, b)):
-                    busy, requests = Fake.busy, Fake.requests
+                    busy, handling, requests = Fake.busy, Fake.handling, Fake.requests
                     wall, cpu, stderr = timed([exe, *argv], dir, envs[side])
                     runs[side].append((wall, cpu))
                     if name == "fan":
                         figures[side].append(fan_figures(stderr))
                     elif name == "agent-loop":
                         figures[side].append(loop_figures(
-                            stderr, Fake.busy - busy, Fake.requests - requests))
+                            stderr, Fake.busy - busy, Fake.handling - handling,
+                            Fake.requests - requests))
             ma, mb = (statistics.median(wall for wall, _ in side) for side in runs)
             ca, cb = (statistics.median(cpu for _, cpu in side) for side in runs)
             extra = ""
@@ -320,6 +330,9 @@ def main():
                           f" {second[0] / first[0]:>6.2f}×   (the loop's own cost)")
                     print(f"{'  / server':<12} {first[1]:>9.2f}× {second[1]:>9.2f}×"
                           f"          (the agent node's time over the server's)")
+                    print(f"{'  handler':<12} {first[2]:>8.3f}ms {second[2]:>8.3f}ms"
+                          f" {second[2] / first[2]:>6.2f}×   (the same cost with the server's"
+                          f" time from its handler on, as until session 12)")
             if name == "startup":
                 floor = statistics.median(timed(["/bin/true"], dir, {})[0]
                                           for _ in range(args.rounds))

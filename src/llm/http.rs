@@ -321,7 +321,7 @@ impl HttpModel {
             let waited = limiter.acquire(estimate).await;
             if let (Some((trace, path)), true) = (trace, waited >= Duration::from_millis(1)) {
                 let detail = format!("provider {}, limits of the declaration", endpoint.label);
-                trace.record(&format!("{path} > model"), "limit", "wait", started, detail);
+                trace.record(format!("{path} > model"), "limit", "wait", started, detail);
             }
         }
         let (status, text, retry_after) = self.post(body, url).await?;

@@ -43,10 +43,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
-
 
 use super::exec::{Exec, Gather, arm_of, job_path, node_path, waits_on};
 use super::failure::Failure;

@@ -493,7 +493,8 @@ fn a_shared_out_batch_keeps_its_order_on_any_pool() {
                 i * 2
             });
             assert_eq!(done, items.iter().map(|i| i * 2).collect::<Vec<_>>(), "{len} items");
-            let most = pool.map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
+            let most = pool
+                .map_or_else(rayon::current_num_threads, rayon::ThreadPool::current_num_threads);
             assert!(threads.lock().expect("threads").len() <= most.max(1), "{len} items");
         }
     }
