@@ -21,10 +21,23 @@ Workloads (each one process start, timed from outside):
   check-small    `ignite check` of a one-line file
   check-decls    `ignite check` of 10,000 declarations
   chain          `ignite run` of a 1,000-node chain
-  fan            `ignite run --trace` of a fan of 1,000 nodes
-  agent-loop     `ignite run` of an agent that makes 20 tool calls against a
-                 local fake OpenAI server (21 requests); the server's own time
-                 per request is printed beside it
+  chain-check    `ignite check` of the same chain: with `chain`, the
+                 difference of the medians (run - check) is what a run adds
+                 to compiling (the engine's set-up, the run, the output)
+  fan            `ignite run --trace` of a fan of 1,000 nodes, every one an
+                 output; from each run's own trace: the time per node at the
+                 trace's end (the last node's end / 1,000) and when the first
+                 node started (both from the run's start, as the trace counts)
+  agent-loop     `ignite run --trace` of an agent that makes 20 tool calls
+                 against a local fake OpenAI server (21 requests); from each
+                 run's trace and the server's clock: the loop's own cost per
+                 request, (the agent node's duration - the server's own time
+                 during that run) / requests, and the agent node's duration
+                 over the server's time. The server's own time of a request
+                 runs from its request line read to its reply written (the
+                 parsing of its headers included); `handler` is the same
+                 cost with the server's time from its handler on, after the
+                 headers (as measured until session 12)
 
 Only the standard library is used; the fake server listens on 127.0.0.1.
 """
@@ -33,6 +46,7 @@ import argparse
 import http.server
 import json
 import os
+import re
 import resource
 import shutil
 import socket
@@ -46,6 +60,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TURNS = 20
+FAN = 1000
+# A line of `--trace`: start, duration, status, kind, node path.
+ENTRY = re.compile(r"^\s*([\d.]+)ms\s+([\d.]+)ms\s+(\S+)\s+(\S+)\s+(.*)$")
 
 
 def binary(spec: str) -> Path:
@@ -78,6 +95,7 @@ class Fake(http.server.BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     busy = 0.0  # seconds spent answering, summed
+    handling = 0.0  # the part of it in `do_POST` (after the headers), summed
     requests = 0
 
     def setup(self):
@@ -86,8 +104,14 @@ class Fake(http.server.BaseHTTPRequestHandler):
         # algorithm holds the body until the client's delayed ACK (~40 ms).
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def parse_request(self):
+        # The server's own time starts once the request line is in: the
+        # parsing of the headers is the server's work too.
+        self.started = time.perf_counter()
+        return super().parse_request()
+
     def do_POST(self):  # noqa: N802 (the handler's name)
-        started = time.perf_counter()
+        started, handled = self.started, time.perf_counter()
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         results = sum(1 for m in body["messages"] if m.get("role") == "tool")
         if results < TURNS:
@@ -109,7 +133,9 @@ class Fake(http.server.BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(reply)))
         self.end_headers()
         self.wfile.write(reply)
-        Fake.busy += time.perf_counter() - started
+        ended = time.perf_counter()
+        Fake.busy += ended - started
+        Fake.handling += ended - handled
         Fake.requests += 1
 
     def log_message(self, *_):
@@ -129,8 +155,9 @@ def workloads(dir: Path, url: str) -> dict:
     chain += ["  output n999", "}"]
     (dir / "chain.ign").write_text("\n".join(chain) + "\n")
     fan = ["contract Fan {", "  input x: integer"]
-    fan += [f"  compute f{i} = x * {i} + 1" for i in range(1000)]
-    fan += ["  output f999", "}"]
+    fan += [f"  compute f{i} = x * {i} + 1" for i in range(FAN)]
+    fan += [f"  output f{i}" for i in range(FAN)]
+    fan += ["}"]
     (dir / "fan.ign").write_text("\n".join(fan) + "\n")
     (dir / "agent.ign").write_text(f"""provider Fake {{
   kind openai
@@ -165,8 +192,9 @@ contract Walk {{
         "check-small": ["check", "one.ign"],
         "check-decls": ["check", "decls.ign"],
         "chain": ["run", "chain.ign", "--input", "x=1"],
+        "chain-check": ["check", "chain.ign"],
         "fan": ["run", "fan.ign", "--input", "x=1", "--trace"],
-        "agent-loop": ["run", "agent.ign", "--input", "q=go"],
+        "agent-loop": ["run", "agent.ign", "--input", "q=go", "--trace"],
     }
 
 
@@ -176,7 +204,7 @@ def cpu_of_children() -> float:
 
 
 def timed(argv: list, cwd: Path, extra: dict) -> tuple:
-    """The wall and CPU seconds of running `argv` to its end."""
+    """The wall and CPU seconds of running `argv` to its end, and its stderr."""
     env = dict(os.environ, AB_KEY="sk-ab", NO_COLOR="1", **extra)
     cpu = cpu_of_children()
     started = time.perf_counter()
@@ -185,7 +213,40 @@ def timed(argv: list, cwd: Path, extra: dict) -> tuple:
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         sys.exit(f"error: `{' '.join(map(str, argv))}` failed:\n{done.stderr.decode()}")
-    return elapsed, cpu_of_children() - cpu
+    return elapsed, cpu_of_children() - cpu, done.stderr.decode(errors="replace")
+
+
+def entries(stderr: str, kind: str) -> list:
+    """The (start, end) milliseconds of the trace's entries of `kind`."""
+    found = []
+    for line in stderr.splitlines():
+        match = ENTRY.match(line)
+        if match and match[4] == kind:
+            start, duration = float(match[1]), float(match[2])
+            found.append((start, start + duration))
+    return found
+
+
+def fan_figures(stderr: str) -> tuple:
+    """Microseconds per node at the trace's end, and the first node's start (ms)."""
+    nodes = entries(stderr, "compute")
+    if len(nodes) != FAN:
+        sys.exit(f"error: the fan's trace has {len(nodes)} compute entries, not {FAN}")
+    return max(end for _, end in nodes) / FAN * 1000, min(start for start, _ in nodes)
+
+
+def loop_figures(stderr: str, busy: float, handling: float, requests: int) -> tuple:
+    """The loop's own milliseconds per request, the agent node's time over
+    the server's, and the loop's cost as measured until session 12 (the
+    server's time from its handler on), from one run's trace and the
+    server's seconds."""
+    agent = entries(stderr, "agent")
+    if len(agent) != 1 or requests == 0:
+        sys.exit(f"error: the agent run traced {len(agent)} agent nodes and made {requests} requests")
+    start, end = agent[0]
+    took = end - start
+    return ((took - busy * 1000) / requests, took / (busy * 1000),
+            (took - handling * 1000) / requests)
 
 
 def assignments(pairs: list) -> dict:
@@ -226,13 +287,23 @@ def main():
               f"B = {args.b} ({b}) {' '.join(args.env_b)}\n{args.rounds} rounds, alternating\n")
         print(f"{'workload':<12} {'A median':>10} {'B median':>10} {'B / A':>7}"
               f" {'A CPU':>10} {'B CPU':>10} {'B / A':>7}")
+        medians = {}
         for name in names:
             argv = loads[name]
             runs = ([], [])
-            Fake.busy, Fake.requests = 0.0, 0
+            figures = ([], [])
+            Fake.busy, Fake.handling, Fake.requests = 0.0, 0.0, 0
             for _ in range(args.rounds):
                 for side, exe in enumerate((a, b)):
-                    runs[side].append(timed([exe, *argv], dir, envs[side]))
+                    busy, handling, requests = Fake.busy, Fake.handling, Fake.requests
+                    wall, cpu, stderr = timed([exe, *argv], dir, envs[side])
+                    runs[side].append((wall, cpu))
+                    if name == "fan":
+                        figures[side].append(fan_figures(stderr))
+                    elif name == "agent-loop":
+                        figures[side].append(loop_figures(
+                            stderr, Fake.busy - busy, Fake.handling - handling,
+                            Fake.requests - requests))
             ma, mb = (statistics.median(wall for wall, _ in side) for side in runs)
             ca, cb = (statistics.median(cpu for _, cpu in side) for side in runs)
             extra = ""
@@ -241,6 +312,27 @@ def main():
                 extra = f"  (server: {per:.3f} ms a request, {Fake.requests} requests)"
             print(f"{name:<12} {ma * 1000:>8.2f}ms {mb * 1000:>8.2f}ms {mb / ma:>6.2f}×"
                   f" {ca * 1000:>8.2f}ms {cb * 1000:>8.2f}ms {cb / ca:>6.2f}×{extra}")
+            medians[name] = (ma, mb, ca, cb)
+            if {"chain", "chain-check"} <= medians.keys():
+                run, check = medians.pop("chain"), medians.pop("chain-check")
+                wa, wb, ua, ub = (r - c for r, c in zip(run, check))
+                print(f"{'  run - check':<12} {wa * 1000:>8.2f}ms {wb * 1000:>8.2f}ms"
+                      f" {'':>7} {ua * 1000:>8.2f}ms {ub * 1000:>8.2f}ms")
+            if figures[0]:
+                first, second = (tuple(map(statistics.median, zip(*side))) for side in figures)
+                if name == "fan":
+                    print(f"{'  per node':<12} {first[0]:>8.3f}µs {second[0]:>8.3f}µs"
+                          f" {second[0] / first[0]:>6.2f}×   (at the trace's end)")
+                    print(f"{'  first node':<12} {first[1]:>8.2f}ms {second[1]:>8.2f}ms"
+                          f"           (its start in the trace)")
+                else:
+                    print(f"{'  per request':<12} {first[0]:>8.3f}ms {second[0]:>8.3f}ms"
+                          f" {second[0] / first[0]:>6.2f}×   (the loop's own cost)")
+                    print(f"{'  / server':<12} {first[1]:>9.2f}× {second[1]:>9.2f}×"
+                          f"          (the agent node's time over the server's)")
+                    print(f"{'  handler':<12} {first[2]:>8.3f}ms {second[2]:>8.3f}ms"
+                          f" {second[2] / first[2]:>6.2f}×   (the same cost with the server's"
+                          f" time from its handler on, as until session 12)")
             if name == "startup":
                 floor = statistics.median(timed(["/bin/true"], dir, {})[0]
                                           for _ in range(args.rounds))

@@ -24,9 +24,9 @@ pub struct Entry {
     pub path: String,
     /// `compute`, `tool`, `agent`, `compose`, `guard`, `input`, `model`, `tool_call`,
     /// `progress` (an MCP server's progress notification during a call).
-    pub kind: String,
+    pub kind: &'static str,
     /// `ok`, `failed`, `retry`, ...
-    pub status: String,
+    pub status: &'static str,
     /// When it started, from the start of the run.
     pub start: Duration,
     /// How long it took.
@@ -104,8 +104,16 @@ impl Trace {
         self.keep || !self.timelines.is_empty()
     }
 
-    /// Records a step that began at `started` and ends now.
-    pub fn record(&self, path: &str, kind: &str, status: &str, started: Instant, detail: String) {
+    /// Records a step that began at `started` and ends now (`path` is
+    /// copied only when it is kept).
+    pub fn record(
+        &self,
+        path: impl Into<String>,
+        kind: &'static str,
+        status: &'static str,
+        started: Instant,
+        detail: String,
+    ) {
         if !self.enabled() {
             return;
         }
@@ -123,8 +131,8 @@ impl Trace {
     pub fn record_for_timelines(
         &self,
         path: &str,
-        kind: &str,
-        status: &str,
+        kind: &'static str,
+        status: &'static str,
         started: Instant,
         detail: String,
     ) {
@@ -139,16 +147,16 @@ impl Trace {
 
     fn entry(
         &self,
-        path: &str,
-        kind: &str,
-        status: &str,
+        path: impl Into<String>,
+        kind: &'static str,
+        status: &'static str,
         started: Instant,
         detail: String,
     ) -> Entry {
         Entry {
-            path: path.to_owned(),
-            kind: kind.to_owned(),
-            status: status.to_owned(),
+            path: path.into(),
+            kind,
+            status,
             start: started.saturating_duration_since(self.origin),
             duration: started.elapsed(),
             detail,
@@ -157,10 +165,10 @@ impl Trace {
 
     /// Records that the `for` node at `path` starts `count` calls, one per
     /// item (each item's line comes when it finished).
-    pub fn record_items(&self, path: &str, count: usize) {
+    pub fn record_items(&self, path: impl Into<String>, count: usize) {
         if self.enabled() {
             let mut items = crate::sync::lock(&self.items);
-            items.push((path.to_owned(), count));
+            items.push((path.into(), count));
         }
     }
 

@@ -438,8 +438,8 @@ impl Timeline for Recording {
         let Some(file) = &self.file else { return };
         let step = Step {
             node: &entry.path,
-            kind: &entry.kind,
-            status: &entry.status,
+            kind: entry.kind,
+            status: entry.status,
             start_us: entry.start.as_micros(),
             us: entry.duration.as_micros(),
             detail: &entry.detail,

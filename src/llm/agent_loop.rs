@@ -38,7 +38,7 @@ use super::error::LlmError;
 use super::message::{
     Content, Media, Message, ModelReply, ModelRequest, StopReason, ToolCall, ToolResult,
 };
-use super::structured::{ResultSchema, Structured, excerpt};
+use super::structured::{Structured, excerpt};
 use crate::effects::EffectKey;
 use crate::eval;
 use crate::ir::{Agent, Expr, ExprKind, Part, Program, ToolId};
@@ -134,15 +134,24 @@ impl Run<'_> {
         prompt: Vec<Content>,
     ) -> Result<Value, LlmError> {
         let structured = self.agent.result.as_ref().map(Structured::new);
-        let mut messages = vec![Message::User(prompt)];
+        // One request for the whole conversation: each turn appends to its
+        // messages, and its tools' schemas are built once.
+        let mut request = ModelRequest {
+            model: String::new(),
+            system,
+            messages: vec![Message::User(prompt)],
+            tools: self.tool_views(),
+            temperature: self.agent.temperature,
+            max_tokens: self.agent.max_tokens,
+            result: structured.as_ref().map(|s| s.schema.clone()),
+        };
         let mut link = 0;
         let mut turns = 0;
         let mut repairs = 0;
         // The answer that did not fit, while its repair is asked for.
         let mut unfit: Option<LlmError> = None;
         loop {
-            let result = structured.as_ref().map(|s| s.schema.clone());
-            let (reply, used) = match self.complete(link, &system, &messages, result).await {
+            let (reply, used) = match self.complete(link, &mut request).await {
                 Ok(done) => done,
                 // A script with no reply for the repair: the answer it gave is
                 // the failure, not the script running out.
@@ -199,12 +208,12 @@ impl Run<'_> {
                 // The answer goes back with what is wrong with it, for another try.
                 repairs += 1;
                 unfit = Some(bad);
-                messages.push(Message::Assistant {
+                request.messages.push(Message::Assistant {
                     text: reply.text,
                     tool_calls: Vec::new(),
                     echo: reply.echo,
                 });
-                messages.push(Message::user(repair));
+                request.messages.push(Message::user(repair));
                 continue;
             }
             if turns >= self.agent.max_tool_iterations {
@@ -217,7 +226,7 @@ impl Run<'_> {
             if pause {
                 // The paused turn goes back as it came and the model goes on;
                 // its partial text is never the answer.
-                messages.push(Message::Assistant {
+                request.messages.push(Message::Assistant {
                     text: reply.text,
                     tool_calls: Vec::new(),
                     echo: reply.echo,
@@ -225,36 +234,29 @@ impl Run<'_> {
                 continue;
             }
             let results = self.run_tools(&reply.tool_calls).await?;
-            messages.push(Message::Assistant {
+            request.messages.push(Message::Assistant {
                 text: reply.text,
                 tool_calls: reply.tool_calls,
                 echo: reply.echo,
             });
-            messages.push(Message::ToolResults(results));
+            request.messages.push(Message::ToolResults(results));
         }
     }
 
-    /// Asks link `from`, moving down the chain after provider errors.
+    /// Sends `request` to link `from` (its model set to the link's),
+    /// moving down the chain after provider errors.
     async fn complete(
         &self,
         from: usize,
-        system: &Option<String>,
-        messages: &[Message],
-        result: Option<ResultSchema>,
+        request: &mut ModelRequest,
     ) -> Result<(ModelReply, usize), LlmError> {
         let mut link = from;
         loop {
             let (client, model) = &self.chain[link];
-            let request = ModelRequest {
-                model: model.clone(),
-                system: system.clone(),
-                messages: messages.to_vec(),
-                tools: self.tool_views(),
-                temperature: self.agent.temperature,
-                max_tokens: self.agent.max_tokens,
-                result: result.clone(),
-            };
-            match client.complete(&request, self.cx).await {
+            if request.model != *model {
+                request.model.clone_from(model);
+            }
+            match client.complete(request, self.cx).await {
                 Ok(reply) => return Ok((reply, link)),
                 Err(e) if e.allows_fallback() && link + 1 < self.chain.len() => link += 1,
                 Err(e) => return Err(e),

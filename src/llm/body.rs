@@ -44,15 +44,25 @@ impl RequestBody {
     #[must_use]
     pub fn new(json: Value, request: &ModelRequest) -> Self {
         let mut media = Vec::new();
-        let sent = request.messages.iter().flat_map(|m| match m {
-            Message::User(content) => content.as_slice(),
-            _ => &[],
-        });
+        let mut sent = request
+            .messages
+            .iter()
+            .flat_map(|m| match m {
+                Message::User(content) => content.as_slice(),
+                _ => &[],
+            })
+            .filter_map(|piece| match piece {
+                Content::Media(m) => Some((m, m.sha256()?)),
+                _ => None,
+            })
+            .peekable();
+        // A conversation of text has no marks to look for.
+        if sent.peek().is_none() {
+            return Self { json, media };
+        }
         let mut marked = Vec::new();
         marks(&json, &mut marked);
-        for piece in sent {
-            let Content::Media(m) = piece else { continue };
-            let Some(hex) = m.sha256() else { continue };
+        for (m, hex) in sent {
             if marked.contains(&hex) && !media.iter().any(|a: &Attachment| a.sha256 == hex) {
                 media.push(Attachment {
                     sha256: hex.to_owned(),
@@ -133,7 +143,12 @@ impl Pieces {
     pub(crate) fn of(json: &Value, media: &[Attachment]) -> Self {
         let mut out = Self { pieces: VecDeque::new(), left: 0 };
         let mut text = Vec::new();
-        out.write(json, media, &mut text);
+        if media.is_empty() {
+            // No mark to splice: the body is one piece, as `serde_json` writes it.
+            self::json(&mut text, json);
+        } else {
+            out.write(json, media, &mut text);
+        }
         out.push(Bytes::from(text));
         out
     }

@@ -12,6 +12,7 @@
 //! usage settles the token estimate it took. Before that, the run's
 //! budgets admit it (see [`crate::budget`]): past one it is not sent.
 
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -32,11 +33,21 @@ use crate::usage::ModelCall;
 /// What every HTTP provider of one [`Llm`](super::Llm) shares.
 #[derive(Debug, Clone)]
 pub(crate) struct Shared {
-    /// The connection pool, or why it could not be built.
-    pub(crate) http: Result<reqwest::Client, String>,
+    /// The connection pool, built by the first request (a run without
+    /// agents never builds it), or why it could not be built.
+    pub(crate) http: Arc<OnceLock<Result<reqwest::Client, String>>>,
     pub(crate) backoff: Backoff,
     /// The size limit of a reply body.
     pub(crate) max_bytes: usize,
+}
+
+/// The connection pool of a [`Shared`]: redirects only within the
+/// request's origin.
+fn client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .redirect(crate::tools::http::redirect_policy())
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// One endpoint's client.
@@ -66,12 +77,28 @@ impl std::fmt::Display for Unkept {
     }
 }
 
+/// A reply's body as a store keeps it: the JSON it parsed as, or its text.
+enum Reply {
+    Json(Value),
+    Text(String),
+}
+
+impl Reply {
+    /// The body as text.
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Json(json) => json.to_string().into(),
+            Self::Text(text) => text.into(),
+        }
+    }
+}
+
 /// The result of one attempt.
 enum Outcome {
     /// A response; `live` when it came from the network (not from a store).
     Response {
         status: u16,
-        text: String,
+        body: Reply,
         retry_after: Option<std::time::Duration>,
         live: bool,
     },
@@ -128,8 +155,12 @@ impl HttpModel {
             let (status, message, retryable, retry_after) = match sent.inspect_err(|e| {
                 span.end(Some(e.code().as_str()));
             })? {
-                Outcome::Response { status, text, live, .. } if (200..300).contains(&status) => {
-                    return match wire::parse_reply(self.endpoint.kind, &text) {
+                Outcome::Response { status, body, live, .. } if (200..300).contains(&status) => {
+                    let parsed = match &body {
+                        Reply::Json(json) => wire::parse_reply_json(self.endpoint.kind, json),
+                        Reply::Text(text) => wire::parse_reply(self.endpoint.kind, text),
+                    };
+                    return match parsed {
                         Ok(reply) => {
                             let usage = reply.usage;
                             let call = ModelCall {
@@ -156,9 +187,9 @@ impl HttpModel {
                         }
                     };
                 }
-                Outcome::Response { status, text, retry_after, .. } => (
+                Outcome::Response { status, body, retry_after, .. } => (
                     Some(status),
-                    wire::error_message(&text),
+                    wire::error_message(&body.text()),
                     retryable_status(status),
                     retry_after,
                 ),
@@ -234,7 +265,7 @@ impl HttpModel {
             live = true;
             self.attempt(&body.json, &body.media, url, Some((cx.trace, cx.path))).await
         };
-        let response = match cx.scope.perform(&effect, span, work).await {
+        let mut response = match cx.scope.perform(&effect, span, work).await {
             Ok(effects::Outcome::Value(r) | effects::Outcome::Failed(r)) => r,
             // A journal keeps a transport failure as a failed step.
             Err(EffectError::Live(Unkept::Transport(message)) | EffectError::Journal(message)) => {
@@ -252,13 +283,15 @@ impl HttpModel {
         };
         span.set(|| telemetry::response_attributes(&response["response"]));
         let status = response["status"].as_u64().and_then(|s| u16::try_from(s).ok()).unwrap_or(0);
-        let text = match &response["response"] {
-            Value::Null => response["response_text"].as_str().unwrap_or_default().to_owned(),
-            json => json.to_string(),
+        let body = match response.get_mut("response").map(Value::take).unwrap_or_default() {
+            Value::Null => {
+                Reply::Text(response["response_text"].as_str().unwrap_or_default().to_owned())
+            }
+            json => Reply::Json(json),
         };
         let retry_after =
             response["retry_after"].as_f64().and_then(|s| Duration::try_from_secs_f64(s).ok());
-        Ok(Outcome::Response { status, text, retry_after, live })
+        Ok(Outcome::Response { status, body, retry_after, live })
     }
 
     /// One attempt to `url` over the network with `body` (its marks
@@ -288,7 +321,7 @@ impl HttpModel {
             let waited = limiter.acquire(estimate).await;
             if let (Some((trace, path)), true) = (trace, waited >= Duration::from_millis(1)) {
                 let detail = format!("provider {}, limits of the declaration", endpoint.label);
-                trace.record(&format!("{path} > model"), "limit", "wait", started, detail);
+                trace.record(format!("{path} > model"), "limit", "wait", started, detail);
             }
         }
         let (status, text, retry_after) = self.post(body, url).await?;
@@ -326,7 +359,7 @@ impl HttpModel {
         url: &str,
     ) -> Result<(u16, String, Option<std::time::Duration>), Unkept> {
         let endpoint = &self.endpoint;
-        let client = self.shared.http.as_ref().map_err(|e| {
+        let client = self.shared.http.get_or_init(client).as_ref().map_err(|e| {
             Unkept::Error(LlmError::config(format!("the HTTP client could not be created: {e}")))
         })?;
         let mut builder = client

@@ -121,14 +121,10 @@ impl Llm {
     /// Uses `vars` as the environment.
     #[must_use]
     pub fn with_env(vars: BTreeMap<String, String>) -> Self {
-        let http = reqwest::Client::builder()
-            .redirect(crate::tools::http::redirect_policy())
-            .build()
-            .map_err(|e| e.to_string());
         Self {
             env: Arc::new(Env::new(vars)),
             shared: Shared {
-                http,
+                http: Arc::default(),
                 backoff: Backoff::default(),
                 max_bytes: crate::tools::DEFAULT_MAX_BYTES,
             },

@@ -31,7 +31,15 @@ pub fn request_body(kind: ProviderKind, request: &ModelRequest, server: Server) 
 pub fn parse_reply(kind: ProviderKind, text: &str) -> Result<ModelReply, String> {
     let body: Value = serde_json::from_str(text)
         .map_err(|e| format!("body is not JSON ({e}): {}", clip(text)))?;
-    (kind.spec().parse_reply)(&body)
+    parse_reply_json(kind, &body)
+}
+
+/// Parses a 2xx reply already read as JSON.
+///
+/// # Errors
+/// When it is not `kind`'s reply shape; the text says why.
+pub fn parse_reply_json(kind: ProviderKind, body: &Value) -> Result<ModelReply, String> {
+    (kind.spec().parse_reply)(body)
 }
 
 /// The message of an error body: `error.message` (Anthropic, OpenAI,

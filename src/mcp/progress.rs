@@ -103,7 +103,7 @@ fn finished_nodes(trace: &Trace, prefix: &str) -> Tally {
     let mut seen = BTreeSet::new();
     let mut last: Option<(Duration, String)> = None;
     for entry in trace.entries() {
-        if INSIDE.contains(&entry.kind.as_str()) {
+        if INSIDE.contains(&entry.kind) {
             continue;
         }
         // A root node (`quote`) or an item of one (`each[2]`).

@@ -172,7 +172,7 @@ async fn rate_limit_then_success_honours_retry_after() {
         assert_eq!(text, "fine");
         assert!(started.elapsed() >= Duration::from_millis(200));
         assert_eq!(bodies(&server).await.len(), 2);
-        let statuses: Vec<String> = trace.entries().iter().map(|e| e.status.clone()).collect();
+        let statuses: Vec<String> = trace.entries().iter().map(|e| e.status.to_owned()).collect();
         assert_eq!(statuses, ["retry", "ok"]);
         assert!(trace.entries()[0].detail.contains("status 429: slow down"));
     }

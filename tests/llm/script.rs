@@ -35,7 +35,7 @@ async fn tool_turn_then_text() {
     let (result, trace) = run_script("ok", replies).await;
     assert_eq!(result.unwrap(), "three");
     let entries = trace.entries();
-    let kinds: Vec<&str> = entries.iter().map(|e| e.kind.as_str()).collect();
+    let kinds: Vec<&str> = entries.iter().map(|e| e.kind).collect();
     assert_eq!(kinds.iter().filter(|k| **k == "tool_call").count(), 2);
     assert_eq!(kinds.iter().filter(|k| **k == "model").count(), 2);
     assert!(entries.iter().any(|e| e.detail.contains("tokens 7 in / 3 out")));

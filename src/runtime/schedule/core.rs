@@ -10,9 +10,11 @@
 //! contract, and each `compose` child) has a value table and a count of
 //! unfinished dependencies per needed node; a node becomes ready when its
 //! count reaches zero. Ready nodes are handled by [`Kind`]:
-//! - pure nodes (`compute`, `guard`) are evaluated on the spot; a wide
-//!   batch of them (a fan-out) is evaluated in parallel on a rayon pool.
-//!   A chain therefore costs no hand-off between threads.
+//! - pure nodes (`compute`, `guard`) are evaluated on the spot; a very
+//!   wide batch of them (a fan-out of thousands) is evaluated in parallel,
+//!   by this thread and a rayon pool's threads taking chunks of it as
+//!   they come (the first chunk starts at once). A chain therefore costs
+//!   no hand-off between threads.
 //! - a call that composes starts a child execution in the same core, so
 //!   the waiting of a child's nodes overlaps with everything else.
 //! - a call that waits (tools, agents) is started by [`Nodes::start`] and
@@ -40,11 +42,10 @@
 //! (and a call a guard gates never starts once the guard failed).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
-
-use rayon::prelude::*;
 
 use super::exec::{Exec, Gather, arm_of, job_path, node_path, waits_on};
 use super::failure::Failure;
@@ -57,8 +58,19 @@ use crate::runtime::{Cancel, RunError};
 
 mod calls;
 
-/// Ready pure nodes at or above this count are evaluated in parallel.
+/// Ready pure nodes at or above this count are evaluated as one batch.
 const PARALLEL_BATCH: usize = 64;
+
+/// A batch of at least this many jobs is shared with the pool's threads; a
+/// smaller one is evaluated by the scheduler's thread alone, for whom
+/// handing it out costs more than it saves (a traced fan of 1,000 to 3,000
+/// nodes took 0.6 µs a node alone and 0.7–0.9 shared on 2 cores, 10,000
+/// took as long either way; BENCHMARKS.md, "The agent loop and small-graph
+/// execution won back").
+const SHARED_BATCH: usize = 4096;
+
+/// How many jobs of a shared batch a thread takes at a time.
+const CHUNK: usize = 32;
 
 /// How much may run at once.
 pub(super) struct Bounds {
@@ -342,13 +354,9 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
         }
         let batch = std::mem::take(&mut self.pure);
         let (nodes, observer, execs) = (&self.nodes, self.observer, self.execs.as_slice());
-        let evaluate = || -> Vec<Option<Result<Val, Failure>>> {
-            batch.par_iter().map(|&job| evaluate(nodes, observer, execs, job)).collect()
-        };
-        let results = match &self.bounds.pool {
-            Some(pool) => pool.install(evaluate),
-            None => evaluate(),
-        };
+        let results = shared_out(&batch, self.bounds.pool.as_deref(), |&job| {
+            evaluate(nodes, observer, execs, job)
+        });
         for (job, result) in batch.into_iter().zip(results) {
             match result {
                 Some(Ok(value)) => self.finish(job, value),
@@ -611,7 +619,7 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
 }
 
 /// Evaluates a pure node or guard; `None` for the others, which the core
-/// runs itself. Runs on rayon's threads for a wide batch.
+/// runs itself. Runs on rayon's threads too for a wide batch.
 fn evaluate<N: Nodes, O: Observer>(
     nodes: &N,
     observer: &O,
@@ -649,4 +657,51 @@ fn observed<N: Nodes, O: Observer>(
         item: job.item.is_some(),
     };
     observer.node_finished(&e.scope, &site, started, error);
+}
+
+/// `work` done on every item of `items`, the results in order. From
+/// [`SHARED_BATCH`] items on, they go [`CHUNK`] at a time to whichever
+/// thread asks next: this one (the scheduler's) starts at once, with no
+/// hand-off, and the other threads of `pool` (rayon's global pool when
+/// `None`; started on its first use) join in as they come, so as many
+/// threads work as the pool has, this one included. Fewer items never
+/// reach the pool.
+pub(super) fn shared_out<T: Sync, R: Send + Sync>(
+    items: &[T],
+    pool: Option<&rayon::ThreadPool>,
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    if items.len() < SHARED_BATCH {
+        return items.iter().map(work).collect();
+    }
+    let chunks: Vec<&[T]> = items.chunks(CHUNK).collect();
+    let done: Vec<OnceLock<Vec<R>>> = chunks.iter().map(|_| OnceLock::new()).collect();
+    let next = AtomicUsize::new(0);
+    // Does the next chunk nobody took; false when none is left.
+    let take = || {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(chunk) = chunks.get(i) else { return false };
+        let _ = done[i].set(chunk.iter().map(&work).collect());
+        true
+    };
+    if take() && next.load(Ordering::Relaxed) < chunks.len() {
+        let helpers = pool
+            .map_or_else(rayon::current_num_threads, rayon::ThreadPool::current_num_threads)
+            .saturating_sub(1);
+        match pool {
+            Some(pool) => pool.in_place_scope(|scope| share(scope, helpers, &take)),
+            None => rayon::in_place_scope(|scope| share(scope, helpers, &take)),
+        }
+    }
+    // Every chunk was taken, and the scope waited for its helpers.
+    done.into_iter().flat_map(|chunk| chunk.into_inner().unwrap_or_default()).collect()
+}
+
+/// `take` until it is false, on this thread and on `helpers` threads of
+/// `scope`'s pool.
+fn share<'s>(scope: &rayon::Scope<'s>, helpers: usize, take: &'s (impl Fn() -> bool + Sync)) {
+    for _ in 0..helpers {
+        scope.spawn(|_| while take() {});
+    }
+    while take() {}
 }

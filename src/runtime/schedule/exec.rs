@@ -95,8 +95,10 @@ pub(super) fn node_path<N: Nodes, S>(
     exec: usize,
     node: NodeId,
 ) -> String {
-    let name = nodes.node_name(execs[exec].contract, node);
-    format!("{} > {name}", exec_path(nodes, execs, exec))
+    let mut path = exec_path(nodes, execs, exec);
+    path.push_str(" > ");
+    path.push_str(nodes.node_name(execs[exec].contract, node));
+    path
 }
 
 /// The path of an execution: `Root`, `Root.child`, `Root.lines[3]`.
@@ -107,7 +109,9 @@ fn exec_path<N: Nodes, S>(nodes: &N, execs: &[Exec<N::Contract, S>], exec: usize
         calls.push(call);
         at = &execs[call.exec];
     }
-    let mut path = nodes.contract_name(at.contract).to_owned();
+    // Room for the usual rest (` > node`, `[i]`): one allocation a path.
+    let mut path = String::with_capacity(64);
+    path.push_str(nodes.contract_name(at.contract));
     for call in calls.iter().rev() {
         path.push('.');
         path.push_str(nodes.node_name(execs[call.exec].contract, call.node));

@@ -156,7 +156,7 @@ impl Observer for Tracing<'_> {
 
     fn exec_finished(&self, scope: &Self::Scope, call: &Site<'_>) {
         if let Some(started) = *scope {
-            self.trace.record(&(call.path)(), call.label, "ok", started, String::new());
+            self.trace.record((call.path)(), call.label, "ok", started, String::new());
         }
     }
 
@@ -164,7 +164,7 @@ impl Observer for Tracing<'_> {
 
     fn group_started(&self, _: &Self::Scope, node: &Site<'_>, items: usize) -> Self::Scope {
         if self.trace.enabled() {
-            self.trace.record_items(&(node.path)(), items);
+            self.trace.record_items((node.path)(), items);
         }
         None
     }
@@ -181,12 +181,12 @@ impl Observer for Tracing<'_> {
         if self.trace.enabled() {
             let (status, detail) =
                 error.map_or(("ok", String::new()), |e| ("failed", e.to_owned()));
-            self.trace.record(&(node.path)(), node.label, status, started, detail);
+            self.trace.record((node.path)(), node.label, status, started, detail);
         }
     }
 
     fn skipped(&self, node: &Site<'_>) {
-        self.trace.record(&(node.path)(), node.label, "skipped", Instant::now(), String::new());
+        self.trace.record((node.path)(), node.label, "skipped", Instant::now(), String::new());
     }
 
     fn call_started(&self, _: &Self::Scope, _: &Site<'_>) -> Self::Call {
@@ -201,7 +201,7 @@ impl Observer for Tracing<'_> {
                 self.trace.record_for_timelines(&(call.path)(), "wait", "ok", since, String::new());
             }
             let status = if ok { "ok" } else { "failed" };
-            self.trace.record(&(call.path)(), call.label, status, started, String::new());
+            self.trace.record((call.path)(), call.label, status, started, String::new());
         }
     }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::core::{Bounds, Core};
+use super::core::{Bounds, Core, shared_out};
 use super::failure::Failure;
 use super::job::Job;
 use super::nodes::{At, CallKind, Done, Kind, Nodes, NotStarted};
@@ -477,6 +477,26 @@ fn failed_at(result: Result<Fields, RunError>) -> (String, Code) {
         Err(RunError::Node { path, code, .. }) => (path, code),
         Err(other) => panic!("expected a node failure, got {other}"),
         Ok(outputs) => panic!("expected a failure, got {outputs:?}"),
+    }
+}
+
+#[test]
+fn a_shared_out_batch_keeps_its_order_on_any_pool() {
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a pool");
+    let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
+    for pool in [None, Some(&one), Some(&two)] {
+        for len in [0, 1, 1000, 4096, 4097, 5000] {
+            let items: Vec<usize> = (0..len).collect();
+            let threads = Mutex::new(std::collections::HashSet::new());
+            let done = shared_out(&items, pool, |&i| {
+                crate::sync::lock(&threads).insert(std::thread::current().id());
+                i * 2
+            });
+            assert_eq!(done, items.iter().map(|i| i * 2).collect::<Vec<_>>(), "{len} items");
+            let most = pool
+                .map_or_else(rayon::current_num_threads, rayon::ThreadPool::current_num_threads);
+            assert!(threads.lock().expect("threads").len() <= most.max(1), "{len} items");
+        }
     }
 }
 
