@@ -122,10 +122,7 @@ fn the_examples_of_the_docs_are_formatted() {
 
 /// Every prefix of every fixture gets an answer: formatted or refused,
 /// never a panic or a broken guarantee. Cut at every character boundary
-/// (the two stress tests of length longer than
-/// [`support::prefixes::LONG`] are sampled past their first
-/// [`support::prefixes::WHOLE`] bytes; see `cuts`); shared out over the
-/// machine's cores.
+/// (see `support::prefixes`); shared out over the machine's cores.
 #[test]
 fn prefixes_of_every_fixture_get_an_answer() {
     let files: Vec<(PathBuf, String)> =

@@ -577,10 +577,9 @@ fn fixtures() -> Vec<PathBuf> {
 }
 
 /// Every prefix of every fixture answers: a half-typed file never crashes
-/// or hangs the server. Cut at every character boundary (the two stress
-/// tests of length longer than [`support::prefixes::LONG`] are sampled past
-/// their first [`support::prefixes::WHOLE`] bytes; see `cuts`). At every cut, the requests of a
-/// cursor there (hover, definition, completion); at each line end, every
+/// or hangs the server. Cut at every character boundary (see
+/// `support::prefixes`). At every cut, the requests of a cursor there
+/// (hover, definition, completion); at each line end, every
 /// request kind at five places (the start, the middle, the cut, past the
 /// last line, past the line's end) and the whole-document ones. The cuts
 /// are shared out over the machine's cores, a server each.
