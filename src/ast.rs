@@ -4,6 +4,8 @@
 //! Produced by [`crate::syntax::parse`], consumed by [`crate::lower`]. Names
 //! are plain strings with spans; nothing here knows about other files.
 
+pub mod walk;
+
 use crate::source::Span;
 
 /// A name as written, with its place.
