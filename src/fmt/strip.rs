@@ -66,7 +66,7 @@ impl Places for Strip<'_> {
         match &mut expr.kind {
             ExprKind::String(_) => self.strings.push(expr.span),
             ExprKind::Object(entries) => {
-                self.strings.extend(entries.iter().map(|(key, _)| key.span))
+                self.strings.extend(entries.iter().map(|(key, _)| key.span));
             }
             ExprKind::Name if self.strip => {
                 let name = format!("{NAME_MARK}{}", name_text(self.text, expr.span));
