@@ -375,12 +375,7 @@ eval "empty" {}
             // Files that are not UTF-8 never reach the parser.
             let Ok(text) = std::fs::read_to_string(path) else { continue };
             let relative = path.strip_prefix(root).expect("under root");
-            let fast = std::thread::Builder::new()
-                .stack_size(256 << 20)
-                .spawn(move || fast_agrees(&text))
-                .expect("thread starts")
-                .join()
-                .expect("no panic");
+            let fast = crate::on_big_stack(move || fast_agrees(&text));
             let fast = fast.unwrap_or_else(|e| panic!("{}: {e}", relative.display()));
             let valid = ["tests/corpus/ok", "tests/corpus/run", "tests/corpus/syntax", "contracts"]
                 .iter()
@@ -418,34 +413,24 @@ eval "empty" {}
                 texts.push((path.clone(), without.concat()));
             }
         }
-        std::thread::Builder::new()
-            .stack_size(256 << 20)
-            .spawn(move || {
-                let (mut broken, mut whole) = (0, 0);
-                for (path, text) in &texts {
-                    if limits::check(FileId(0), text).is_some()
-                        || fast::parse(FileId(0), text).is_some()
-                    {
-                        continue;
-                    }
-                    let starts = super::error::chunk_starts(text);
-                    let reference = super::whole_parse(FileId(0), text, &starts);
-                    assert_eq!(
-                        pest_parse(FileId(0), text),
-                        reference,
-                        "{}:\n{text}",
-                        path.display()
-                    );
-                    let shortcut = limits::at_top_level(text, &starts[1..])
-                        && super::error::chunks(FileId(0), text, &starts).broken;
-                    if shortcut { broken += 1 } else { whole += 1 }
+        crate::on_big_stack(move || {
+            let (mut broken, mut whole) = (0, 0);
+            for (path, text) in &texts {
+                if limits::check(FileId(0), text).is_some()
+                    || fast::parse(FileId(0), text).is_some()
+                {
+                    continue;
                 }
-                // Both ways are taken.
-                assert!(broken > 100 && whole > 0, "{broken} shortcuts, {whole} whole parses");
-            })
-            .expect("thread starts")
-            .join()
-            .expect("no panic");
+                let starts = super::error::chunk_starts(text);
+                let reference = super::whole_parse(FileId(0), text, &starts);
+                assert_eq!(pest_parse(FileId(0), text), reference, "{}:\n{text}", path.display());
+                let shortcut = limits::at_top_level(text, &starts[1..])
+                    && super::error::chunks(FileId(0), text, &starts).broken;
+                if shortcut { broken += 1 } else { whole += 1 }
+            }
+            // Both ways are taken.
+            assert!(broken > 100 && whole > 0, "{broken} shortcuts, {whole} whole parses");
+        });
     }
 
     /// [`parse_kept`] gives what [`parse`] gives, on one thread in turn
@@ -481,22 +466,17 @@ eval "empty" {}
             }
             before = text;
         }
-        std::thread::Builder::new()
-            .stack_size(256 << 20)
-            .spawn(move || {
-                let mut moved = 0;
-                for (path, text) in &texts {
-                    let kept = super::parse_kept(FileId(0), text);
-                    assert_eq!(kept, parse(FileId(0), text), "{}:\n{text}", path.display());
-                    let starts = super::error::chunk_starts(text);
-                    moved += usize::from(kept.is_ok() && starts.len() > 1);
-                }
-                // Most texts are put together from declarations kept.
-                assert!(moved > texts.len() / 4, "{moved} of {}", texts.len());
-            })
-            .expect("thread starts")
-            .join()
-            .expect("no panic");
+        crate::on_big_stack(move || {
+            let mut moved = 0;
+            for (path, text) in &texts {
+                let kept = super::parse_kept(FileId(0), text);
+                assert_eq!(kept, parse(FileId(0), text), "{}:\n{text}", path.display());
+                let starts = super::error::chunk_starts(text);
+                moved += usize::from(kept.is_ok() && starts.len() > 1);
+            }
+            // Most texts are put together from declarations kept.
+            assert!(moved > texts.len() / 4, "{moved} of {}", texts.len());
+        });
     }
 
     #[test]
@@ -616,12 +596,7 @@ eval "empty" {}
         fn deep_nesting_is_an_error(depth in 200..3000usize, op in prop::sample::select(vec!["(", "[", "-", "not ", "if true then "])) {
             let text = format!("contract C {{\n compute x = {}1\n output x\n}}\n", op.repeat(depth));
             // The compiler parses on a thread with a large stack; so does this test.
-            let parsed = std::thread::Builder::new()
-                .stack_size(256 << 20)
-                .spawn(move || parse(FileId(0), &text).is_ok())
-                .expect("thread starts")
-                .join()
-                .expect("no panic");
+            let parsed = crate::on_big_stack(move || parse(FileId(0), &text).is_ok());
             prop_assert!(depth <= 256 || !parsed || op == "-" || op == "not ");
         }
 
@@ -656,17 +631,12 @@ eval "empty" {}
             damaged.replace_range(start..end, &insert);
             let texts =
                 [format!("{}{damaged}", samples[first]), format!("{}\n{damaged}", samples[first])];
-            let parses = std::thread::Builder::new()
-                .stack_size(256 << 20)
-                .spawn(move || {
+            let parses = crate::on_big_stack(move || {
                     texts.map(|text| {
                         let kept = super::parse_kept(FileId(0), &text);
                         (kept, parse(FileId(0), &text), text)
                     })
-                })
-                .expect("thread starts")
-                .join()
-                .expect("no panic");
+                });
             for (kept, whole, text) in parses {
                 prop_assert_eq!(kept, whole, "{}", text);
             }
