@@ -18,6 +18,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -145,7 +146,12 @@ impl Blobs {
         }
         let failed = |e: std::io::Error| format!("cannot write `{}`: {e}", path.display());
         std::fs::create_dir_all(&self.dir).map_err(failed)?;
-        let temp = self.dir.join(format!("{hex}.{}.tmp", std::process::id()));
+        // Its own temporary file: two calls of one run may write the same
+        // blob at once, and a name shared by them would let one rename the
+        // other's file away.
+        static WRITES: AtomicU64 = AtomicU64::new(0);
+        let write = WRITES.fetch_add(1, Ordering::Relaxed);
+        let temp = self.dir.join(format!("{hex}.{}.{write}.tmp", std::process::id()));
         let mut file = std::io::BufWriter::new(std::fs::File::create(&temp).map_err(failed)?);
         let mut bytes = Vec::new();
         for piece in data.as_bytes().chunks(1 << 16) {
@@ -350,6 +356,34 @@ mod tests {
         bytes.resize(size, b' ');
         bytes.extend_from_slice(b"%%EOF\n");
         STANDARD.encode(bytes)
+    }
+
+    /// Eight threads writing one blob at once each succeed, and leave the
+    /// blob whole and no temporary file behind (twenty times: a race).
+    #[test]
+    fn one_blob_written_at_once_by_many_calls() {
+        for _ in 0..20 {
+            one_blob_written_at_once();
+        }
+    }
+
+    fn one_blob_written_at_once() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let blobs = Blobs::beside(&dir.path().join("run.jsonl"));
+        let data = pdf(200_000);
+        let hex = format!("{:x}", Sha256::digest(STANDARD.decode(&data).expect("base64")));
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| blobs.write(&hex, &data).expect("written"));
+            }
+        });
+        let names: Vec<_> = std::fs::read_dir(&blobs.dir)
+            .expect("the blobs folder")
+            .map(|e| e.expect("an entry").file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from(&hex)]);
+        let bytes = std::fs::read(blobs.dir.join(&hex)).expect("the blob");
+        assert_eq!(STANDARD.encode(bytes), data);
     }
 
     #[test]
