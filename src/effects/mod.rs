@@ -700,7 +700,12 @@ impl Scope {
         };
         let result = if pure {
             let outcome = self
-                .gated(approval, program, tool, tool_work(toolbox, program, tool, args, false))
+                .gated(
+                    approval,
+                    program,
+                    tool,
+                    Box::pin(tool_work(toolbox, program, tool, args, false)),
+                )
                 .await;
             span.set(|| vec![KeyValue::new("ignite.effect.source", "live")]);
             if let Ok(Outcome::Failed(failure)) = &outcome {
@@ -765,12 +770,12 @@ impl Scope {
             work: work.as_ref(),
             media: &[],
         };
-        let live = self.gated(
-            approval,
-            program,
-            tool,
-            tool_work(toolbox, program, tool, args.clone(), false),
-        );
+        // Boxed: each layer below (`gated`, `perform_retried`, `perform`,
+        // `perform_stores`) takes the future by value and kept its own copy
+        // in its state, which made a tool call's task 15 KB, copied and
+        // touched whole on every call (1.8 KB now; BENCHMARKS.md, "Bursts").
+        let work = Box::pin(tool_work(toolbox, program, tool, args.clone(), false));
+        let live = Box::pin(self.gated(approval, program, tool, work));
         match self.perform_retried(&effect, span, declared.retries, live).await {
             // A stored value gets the check a live one got in the toolbox.
             Ok((Outcome::Value(mut value), true)) => {
