@@ -112,7 +112,11 @@ impl Lowerer<'_> {
             .zip(self.contract_inputs[index].iter().map(|p| p.ty.clone()))
             .collect();
         let mut nodes = Vec::with_capacity(body.len());
-        for node in body {
+        let mut repeats = repeated.iter().map(|&(i, _)| i).peekable();
+        for (i, node) in body.into_iter().enumerate() {
+            if repeats.next_if_eq(&i).is_none() {
+                scope.note(u32::try_from(i).unwrap_or(u32::MAX - 1));
+            }
             let span = node.span();
             let (name, kind) = match *node {
                 Node::Input(param) => (

@@ -8,12 +8,12 @@
 use std::hash::BuildHasher;
 use std::rc::Rc;
 
-use hashbrown::hash_table::Entry;
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::DefaultHashBuilder;
 use serde_json::Number;
 
 use super::Lowerer;
 use super::names::Decl;
+use super::vars::Vars;
 use crate::ast::{self, ExprKind, StringPart};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{self, Function, Part};
@@ -31,7 +31,7 @@ pub(super) struct Scope<'s> {
     /// The variable of each name (the first when repeated), found by the
     /// name's hash: four bytes a name, its text being in `names` (a
     /// contract may have a million nodes).
-    vars: Rc<HashTable<u32>>,
+    vars: Rc<Vars>,
     hasher: DefaultHashBuilder,
     /// A `for`'s item: its name (hiding a node of that name) and variable.
     item: Option<(&'s str, u32)>,
@@ -86,20 +86,14 @@ impl<'s> Scope<'s> {
 
     fn of(names: Names<'s>, what: &'static str, owner: String) -> (Self, Vec<(usize, u32)>) {
         let hasher = DefaultHashBuilder::default();
-        let mut vars = HashTable::with_capacity(names.len());
+        let mut vars = Vars::with_capacity(names.len());
         let mut repeated = Vec::new();
         for i in 0..names.len() {
             let name = names.get(i);
-            let entry = vars.entry(
-                hasher.hash_one(name),
-                |&v: &u32| names.get(v as usize) == name,
-                |&v| hasher.hash_one(names.get(v as usize)),
-            );
-            match entry {
-                Entry::Vacant(slot) => {
-                    slot.insert(u32::try_from(i).unwrap_or(u32::MAX));
-                }
-                Entry::Occupied(first) => repeated.push((i, *first.get())),
+            let var = u32::try_from(i).unwrap_or(u32::MAX - 1);
+            let hash = hasher.hash_one(name);
+            if let Err(first) = vars.insert(hash, var, |v| names.get(v as usize) == name) {
+                repeated.push((i, first));
             }
         }
         let scope =
@@ -127,11 +121,15 @@ impl<'s> Scope<'s> {
     pub(super) fn var(&self, name: &str) -> Option<u32> {
         match self.item {
             Some((item, var)) if item == name => Some(var),
-            _ => self
-                .vars
-                .find(self.hasher.hash_one(name), |&v| self.names.get(v as usize) == name)
-                .copied(),
+            _ => self.vars.find(self.hasher.hash_one(name), |v| self.names.get(v as usize) == name),
         }
+    }
+
+    /// Notes that variable `var`, the first of its name, is being
+    /// lowered: the names read next are likely to be its (see `vars.rs`).
+    pub(super) fn note(&self, var: u32) {
+        let name = self.names.get(var as usize);
+        self.vars.note(self.hasher.hash_one(name), var);
     }
 
     /// The name of variable `i` (a name of the scope's list).

@@ -24,8 +24,8 @@
 //! | 11 | `test_blocks.rs` | `test` blocks: the contract run, mocks, cassette, `expect`s |
 //! | 12 | `eval_blocks.rs` | `eval` blocks: the contract run, dataset, scores and judges, `require`s |
 //!
-//! `types.rs` (types, constants, params) and `expr.rs` (name resolution in
-//! expressions) serve them all. A contract that already has errors is not
+//! `types.rs` (types, constants, params), `expr.rs` (name resolution in
+//! expressions) and `vars.rs` (its table of names) serve them all. A contract that already has errors is not
 //! checked for cycles or unused nodes: its graph would be wrong.
 //!
 //! Lookups go through hash maps built once, and "did you mean" runs only on
@@ -49,6 +49,7 @@ mod test_blocks;
 mod tools;
 mod types;
 mod typing;
+mod vars;
 
 use crate::ast;
 use crate::diagnostic::{Code, Diagnostic, Diagnostics, Severity};

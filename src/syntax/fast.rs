@@ -22,6 +22,7 @@ use std::iter::Peekable;
 use std::vec::IntoIter;
 
 use super::expr::{dedent, push_text, raw_parts};
+use super::limits::MAX_OPERATORS;
 use crate::ast::{
     Agent, Arg, BinaryOp, Budget, BudgetKind, BudgetLimit, Call, Contract, EnumDecl, Eval,
     EvalStmt, Expr, ExprKind, File, For, Guard, Ident, Implementation, Item, Keyword as K,
@@ -40,11 +41,52 @@ const MAX_DEPTH: usize = 200;
 /// Most prefix operators before one operand; more go to pest.
 const MAX_PREFIXES: usize = 64;
 
+/// Texts from this size on have the second half of their first big
+/// contract's body parsed by a second thread (see [`Split`]).
+const SPLIT_MIN: usize = 4 << 20;
+
+/// Stack of the thread that parses the second half of a body: an
+/// expression recurses at most [`MAX_DEPTH`] levels.
+const SPLIT_STACK: usize = 16 << 20;
+
 /// Parses a valid file, or returns `None` so that pest parses (and
 /// diagnoses) it.
 pub(super) fn parse(file: FileId, text: &str) -> Option<File> {
-    let mut parser = Parser { file, text, bytes: text.as_bytes(), pos: 0, last: 0, depth: 0 };
-    parser.file()
+    let split = if text.len() >= SPLIT_MIN { Split::Middle } else { Split::Never };
+    Parser::new(file, text, split).file()
+}
+
+/// [`parse`] with the first contract's body split at byte `at` (where
+/// the second thread starts), to test that a split anywhere gives the
+/// tree of the whole parse.
+#[cfg(test)]
+pub(super) fn parse_split_at(file: FileId, text: &str, at: usize) -> Option<File> {
+    Parser::new(file, text, Split::At(at)).file()
+}
+
+/// Where the body of a contract may be split between two threads.
+///
+/// The statements of a body are parsed the same way wherever they start:
+/// the parser's state at a statement of a body is its position alone (no
+/// expression is open). So a second thread parses the statements from a
+/// line start in the second half of the text to the end of their block,
+/// while this one parses from the body's start; if this thread then
+/// reaches that very place as the start of a statement, the second
+/// thread's statements are the ones it would have read, and it takes
+/// them. Otherwise (the place was inside a string, a bracket, or another
+/// declaration) the second thread's work is dropped and this thread reads
+/// on alone: the tree is the same either way.
+#[derive(Clone, Copy)]
+enum Split {
+    /// No split (small texts, the second thread, and after the one split).
+    Never,
+    /// At the first line start past the middle of the rest of the text,
+    /// for the first contract whose body starts in a rest of at least
+    /// [`SPLIT_MIN`] bytes.
+    Middle,
+    /// At this byte, for the first contract (tests).
+    #[cfg(test)]
+    At(usize),
 }
 
 /// A piece of an expression before precedence is applied, as pest's
@@ -104,11 +146,24 @@ fn pratt(pieces: &mut Peekable<IntoIter<Piece>>, rbp: u8) -> Option<Expr> {
     Some(lhs)
 }
 
+/// A contract of no statements yet.
+fn empty_contract(name: Ident, span: Span) -> Contract {
+    Contract {
+        name,
+        runners: Vec::new(),
+        budgets: Vec::new(),
+        nodes: Vec::new(),
+        outputs: Vec::new(),
+        span,
+    }
+}
+
 fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
 /// A cursor over the text.
+#[derive(Clone, Copy)]
 struct Parser<'t> {
     file: FileId,
     text: &'t str,
@@ -119,9 +174,29 @@ struct Parser<'t> {
     last: usize,
     /// Current recursion depth of expressions and types.
     depth: usize,
+    /// The operators of the expressions being read, at every level
+    /// together. Bounded by the pre-scan's limit, so that the tree of a
+    /// file this parser accepts is never deeper than pest's may be, even
+    /// while the pre-scan still runs beside it (see [`super::parse`]).
+    operators: usize,
+    /// Whether a contract's body may still be split between two threads.
+    split: Split,
 }
 
 impl<'t> Parser<'t> {
+    fn new(file: FileId, text: &'t str, split: Split) -> Self {
+        Parser {
+            file,
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            last: 0,
+            depth: 0,
+            operators: 0,
+            split,
+        }
+    }
+
     // ------------------------------------------------------------ tokens
 
     /// The first byte at or after `i` that is not whitespace or comment.
@@ -537,78 +612,167 @@ impl<'t> Parser<'t> {
     }
 
     fn contract(&mut self, start: usize) -> Option<Contract> {
-        let dummy = Span::new(self.file, 0, 0);
-        let mut contract = Contract {
-            name: Ident { name: Box::default(), span: dummy },
-            runners: Vec::new(),
-            budgets: Vec::new(),
-            nodes: Vec::new(),
-            outputs: Vec::new(),
-            span: dummy,
-        };
-        let name = self.block(|p, word, s| {
-            match K::of(word)? {
-                keyword @ (K::Compute | K::Compose) => {
-                    let name = p.ident()?;
-                    p.expect(b'=')?;
-                    let expr = p.expr()?;
-                    let span = p.span_from(s);
-                    contract.nodes.push(Box::new(if keyword == K::Compose {
-                        Node::Compose(name, expr, span)
-                    } else {
-                        Node::Compute(name, expr, span)
-                    }));
-                }
-                K::Output => {
-                    let mut path = vec![p.ident()?];
-                    while p.eat(b'.') {
-                        path.push(p.ident()?);
-                    }
-                    let alias = if p.keyword(K::As) { Some(p.ident()?) } else { None };
-                    contract.outputs.push(Output { path, alias, span: p.span_from(s) });
-                }
-                K::Guard => {
-                    let name = p.ident()?;
-                    p.expect(b'=')?;
-                    let condition = p.expr()?;
-                    let message = if p.keyword(K::Else) { Some(p.string()?) } else { None };
-                    let span = p.span_from(s);
-                    let guard = Guard { name, condition, message, span };
-                    contract.nodes.push(Box::new(Node::Guard(Box::new(guard))));
-                }
-                K::Input => contract.nodes.push(Box::new(Node::Input(Box::new(p.param(s)?)))),
-                K::Runner => {
-                    let runner = match p.take_keyword()? {
-                        K::Inline => Runner::Inline(p.span_from(s)),
-                        K::ThreadPool => {
-                            let args =
-                                if p.eat(b'(') { p.list(b')', Self::arg)? } else { Vec::new() };
-                            Runner::ThreadPool(args, p.span_from(s))
-                        }
-                        _ => return None,
-                    };
-                    contract.runners.push(runner);
-                }
-                K::Budget => {
-                    let mut limits = Vec::new();
-                    loop {
-                        let at = p.pos_after_ws();
-                        let kind = BudgetKind::of(p.take_keyword()?)?;
-                        let value = p.number()?;
-                        limits.push(BudgetLimit { kind, value, span: p.span_from(at) });
-                        if !p.eat(b',') {
-                            break;
-                        }
-                    }
-                    contract.budgets.push(Budget { limits, span: p.span_from(s) });
-                }
-                _ => return None,
+        let name = self.ident()?;
+        self.expect(b'{')?;
+        let mut contract = empty_contract(name, Span::new(self.file, 0, 0));
+        let mut spans = Vec::new();
+        match self.split_point() {
+            Some(at) => self.split_body(&mut contract, &mut spans, at)?,
+            None => {
+                self.body(&mut contract, &mut spans, None)?;
             }
-            Some(())
-        })?;
-        contract.name = name;
+        }
+        self.lines_ok(&spans)?;
         contract.span = self.span_from(start);
         Some(contract)
+    }
+
+    /// Where a contract's body that starts here is split, if anywhere
+    /// (see [`Split`]); the split is then used up.
+    fn split_point(&mut self) -> Option<usize> {
+        let at = match self.split {
+            Split::Never => return None,
+            Split::Middle => {
+                let rest = self.bytes.len() - self.pos;
+                if rest < SPLIT_MIN {
+                    return None;
+                }
+                let middle = self.pos + rest / 2;
+                let line = self.bytes[middle..].iter().position(|&b| b == b'\n')?;
+                self.skip_from(middle + line + 1)
+            }
+            #[cfg(test)]
+            Split::At(at) => at,
+        };
+        self.split = Split::Never;
+        (at > self.pos).then_some(at)
+    }
+
+    /// The statements of a contract's body to its `}` (consumed) into
+    /// `contract`, each one's span into `spans`; with `stop`, until a
+    /// statement starts there (true: stopped there).
+    fn body(
+        &mut self,
+        contract: &mut Contract,
+        spans: &mut Vec<Span>,
+        stop: Option<usize>,
+    ) -> Option<bool> {
+        while !self.eat(b'}') {
+            let start = self.pos_after_ws();
+            if stop == Some(start) {
+                return Some(true);
+            }
+            let word = self.take_word();
+            self.contract_statement(contract, word, start)?;
+            spans.push(self.span_from(start));
+        }
+        Some(false)
+    }
+
+    /// The body read by two threads, the second from `at` (see [`Split`]).
+    fn split_body(
+        &mut self,
+        contract: &mut Contract,
+        spans: &mut Vec<Span>,
+        at: usize,
+    ) -> Option<()> {
+        let mut second = Parser { pos: at, last: at, ..*self };
+        std::thread::scope(|scope| {
+            let rest = std::thread::Builder::new().stack_size(SPLIT_STACK).spawn_scoped(
+                scope,
+                move || {
+                    let nowhere = Span::new(second.file, 0, 0);
+                    let no_name = Ident { name: Box::default(), span: nowhere };
+                    let (mut rest, mut rest_spans) = (empty_contract(no_name, nowhere), Vec::new());
+                    second.body(&mut rest, &mut rest_spans, None)?;
+                    Some((rest, rest_spans, second))
+                },
+            );
+            let Ok(rest) = rest else {
+                return self.body(contract, spans, None).map(drop);
+            };
+            let stopped = self.body(contract, spans, Some(at))?;
+            let rest = rest.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            match rest {
+                Some((rest, rest_spans, second)) if stopped => {
+                    contract.runners.extend(rest.runners);
+                    contract.budgets.extend(rest.budgets);
+                    contract.nodes.extend(rest.nodes);
+                    contract.outputs.extend(rest.outputs);
+                    spans.extend(rest_spans);
+                    (self.pos, self.last) = (second.pos, second.last);
+                }
+                // The second thread failed where this one would: read on
+                // (and fail) alone.
+                None if stopped => {
+                    self.body(contract, spans, None)?;
+                }
+                _ => {}
+            }
+            Some(())
+        })
+    }
+
+    /// One statement of a contract's body, after its first word.
+    fn contract_statement(&mut self, contract: &mut Contract, word: &str, s: usize) -> Option<()> {
+        let p = self;
+        match K::of(word)? {
+            keyword @ (K::Compute | K::Compose) => {
+                let name = p.ident()?;
+                p.expect(b'=')?;
+                let expr = p.expr()?;
+                let span = p.span_from(s);
+                contract.nodes.push(Box::new(if keyword == K::Compose {
+                    Node::Compose(name, expr, span)
+                } else {
+                    Node::Compute(name, expr, span)
+                }));
+            }
+            K::Output => {
+                let mut path = vec![p.ident()?];
+                while p.eat(b'.') {
+                    path.push(p.ident()?);
+                }
+                let alias = if p.keyword(K::As) { Some(p.ident()?) } else { None };
+                contract.outputs.push(Output { path, alias, span: p.span_from(s) });
+            }
+            K::Guard => {
+                let name = p.ident()?;
+                p.expect(b'=')?;
+                let condition = p.expr()?;
+                let message = if p.keyword(K::Else) { Some(p.string()?) } else { None };
+                let span = p.span_from(s);
+                let guard = Guard { name, condition, message, span };
+                contract.nodes.push(Box::new(Node::Guard(Box::new(guard))));
+            }
+            K::Input => contract.nodes.push(Box::new(Node::Input(Box::new(p.param(s)?)))),
+            K::Runner => {
+                let runner = match p.take_keyword()? {
+                    K::Inline => Runner::Inline(p.span_from(s)),
+                    K::ThreadPool => {
+                        let args = if p.eat(b'(') { p.list(b')', Self::arg)? } else { Vec::new() };
+                        Runner::ThreadPool(args, p.span_from(s))
+                    }
+                    _ => return None,
+                };
+                contract.runners.push(runner);
+            }
+            K::Budget => {
+                let mut limits = Vec::new();
+                loop {
+                    let at = p.pos_after_ws();
+                    let kind = BudgetKind::of(p.take_keyword()?)?;
+                    let value = p.number()?;
+                    limits.push(BudgetLimit { kind, value, span: p.span_from(at) });
+                    if !p.eat(b',') {
+                        break;
+                    }
+                }
+                contract.budgets.push(Budget { limits, span: p.span_from(s) });
+            }
+            _ => return None,
+        }
+        Some(())
     }
 
     fn type_decl(&mut self, start: usize) -> Option<TypeDecl> {
@@ -775,6 +939,7 @@ impl<'t> Parser<'t> {
 
     fn expr(&mut self) -> Option<Expr> {
         self.enter()?;
+        let operators = self.operators;
         let mut pieces = Vec::new();
         loop {
             let mut prefixes = 0;
@@ -790,6 +955,7 @@ impl<'t> Parser<'t> {
                     break;
                 };
                 pieces.push(Piece::Prefix(op, self.span_from(start)));
+                self.operator()?;
                 prefixes += 1;
                 if prefixes > MAX_PREFIXES {
                     return None;
@@ -803,9 +969,11 @@ impl<'t> Parser<'t> {
                         self.advance(1);
                         let name = self.ident()?;
                         pieces.push(Piece::Field(name, self.span_from(start)));
+                        self.operator()?;
                     }
                     Some(b'[') => {
                         self.advance(1);
+                        self.operator()?;
                         let index = self.expr()?;
                         self.expect(b']')?;
                         pieces.push(Piece::Index(index, self.span_from(start)));
@@ -815,10 +983,19 @@ impl<'t> Parser<'t> {
             }
             let Some(op) = self.infix() else { break };
             pieces.push(Piece::Infix(op));
+            self.operator()?;
         }
         let expr = pratt(&mut pieces.into_iter().peekable(), 0)?;
         self.depth -= 1;
+        self.operators = operators;
         Some(expr)
+    }
+
+    /// Counts an operator of the expression being read; `None` past the
+    /// pre-scan's limit.
+    fn operator(&mut self) -> Option<()> {
+        self.operators += 1;
+        (self.operators <= MAX_OPERATORS).then_some(())
     }
 
     /// A binary operator, consumed.

@@ -33,7 +33,7 @@ use pest::Parser;
 use pest::iterators::Pair;
 
 use crate::ast::{self, BinaryOp};
-use crate::diagnostic::Diagnostics;
+use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 
 /// The parser generated from `grammar/ignite.pest`, in its own crate
@@ -71,10 +71,41 @@ fn binary_op(rule: Rule) -> BinaryOp {
 /// # Errors
 /// The syntax diagnostics when the text is not a valid `.ign` file.
 pub fn parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
-    if let Some(diagnostic) = limits::check(file, text) {
+    let (limit, fast) = scan_and_parse(file, text);
+    if let Some(diagnostic) = limit {
         return Err(diagnostic.into());
     }
-    fast::parse(file, text).map_or_else(|| pest_parse(file, text), Ok)
+    fast.map_or_else(|| pest_parse(file, text), Ok)
+}
+
+/// Texts from this size on are pre-scanned on a second thread while the
+/// fast path parses them (a thread costs tens of microseconds; the scan
+/// of a 32 MB file, 50 ms).
+const SCAN_BESIDE: usize = 1 << 20;
+
+/// The limits' verdict on `text` and the fast path's tree. pest must not
+/// read a text before the pre-scan has passed it, but the fast path is
+/// bounded on its own (its depth and operator limits), so a big text is
+/// scanned and parsed at once; a tree of a text over the limits is
+/// dropped.
+fn scan_and_parse(file: FileId, text: &str) -> (Option<Diagnostic>, Option<ast::File>) {
+    if text.len() >= SCAN_BESIDE {
+        let both = std::thread::scope(|s| {
+            let scan = std::thread::Builder::new().spawn_scoped(s, || limits::check(file, text));
+            scan.ok().map(|scan| {
+                let fast = fast::parse(file, text);
+                let limit = scan.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (limit, fast)
+            })
+        });
+        if let Some(both) = both {
+            return both;
+        }
+    }
+    match limits::check(file, text) {
+        Some(limit) => (Some(limit), None),
+        None => (None, fast::parse(file, text)),
+    }
 }
 
 /// Parses one file as [`parse`] does, keeping each top-level declaration's
@@ -384,6 +415,39 @@ eval "empty" {}
             used += usize::from(fast);
         }
         assert!(used > 0);
+    }
+
+    /// A contract's body split between two threads anywhere (every line
+    /// start, and every first word of a line, of every fixture and
+    /// example) parses as the whole file does: the second thread's
+    /// statements are taken where this thread reaches their start, and
+    /// dropped elsewhere (inside a string, another declaration, ...).
+    #[test]
+    fn a_body_split_anywhere_parses_as_the_whole() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        ign_files(&root.join("tests/corpus"), &mut files);
+        ign_files(&root.join("contracts"), &mut files);
+        let texts: Vec<(PathBuf, String)> = files
+            .into_iter()
+            .filter_map(|path| Some((path.clone(), std::fs::read_to_string(path).ok()?)))
+            .collect();
+        crate::on_big_stack(move || {
+            let mut splits = 0;
+            for (path, text) in &texts {
+                let whole = fast::parse(FileId(0), text);
+                let lines = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1));
+                for line in lines {
+                    let word = line + text[line..].len() - text[line..].trim_start().len();
+                    for at in [line, word] {
+                        let split = fast::parse_split_at(FileId(0), text, at);
+                        assert!(split == whole, "{} split at {at}", path.display());
+                        splits += 1;
+                    }
+                }
+            }
+            assert!(splits > 5000, "{splits} splits");
+        });
     }
 
     /// The shortcut of `pest_parse` (a declaration that does not parse
