@@ -399,9 +399,10 @@ pub struct Contract {
     pub runners: Vec<Runner>,
     /// `budget` statements.
     pub budgets: Vec<Budget>,
-    /// Inputs, computes, composes and guards in source order, each boxed:
-    /// lowering frees a node as soon as it is lowered.
-    pub nodes: Vec<Box<Node>>,
+    /// Inputs, computes, composes and guards in source order. Lowering
+    /// turns this vector into the checked nodes in place (a checked node
+    /// is no larger), so a contract's nodes take their room once.
+    pub nodes: Vec<Node>,
     /// `output` statements.
     pub outputs: Vec<Output>,
     /// The whole declaration.

@@ -171,6 +171,28 @@ pub(crate) fn read(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "the file is not valid UTF-8".to_owned())
 }
 
+/// [`read`] into the shared text of a source: the file is read into one
+/// allocation of its size, never copied into another (a 32 MB file was
+/// copied whole, and both were paged in).
+fn read_shared(path: &Path) -> Result<Arc<str>, String> {
+    let mut file = open(path)?;
+    let len = file.metadata().map_err(|e| lower(&e))?.len();
+    let Ok(len) = usize::try_from(len) else { return Err("the file is too large".to_owned()) };
+    let mut bytes: Arc<[u8]> = std::iter::repeat_n(0, len).collect();
+    let buffer = Arc::get_mut(&mut bytes).unwrap_or_else(|| unreachable!("a new `Arc` is unique"));
+    let whole = file.read_exact(buffer).is_ok() && file.read(&mut [0]).is_ok_and(|n| n == 0);
+    if !whole {
+        // The file changed size while it was read: read it again as it is.
+        return read(path).map(Arc::from);
+    }
+    if std::str::from_utf8(&bytes).is_err() {
+        return Err("the file is not valid UTF-8".to_owned());
+    }
+    // SAFETY: the bytes were just checked to be UTF-8, and `str` has the
+    // layout of `[u8]` (what `Arc::<str>::from(String)` relies on too).
+    Ok(unsafe { Arc::from_raw(Arc::into_raw(bytes) as *const str) })
+}
+
 /// The regular file at `path`, open for reading.
 ///
 /// # Errors
@@ -219,7 +241,7 @@ impl Loader {
     fn read(&self, path: &Path) -> Result<Arc<str>, String> {
         match self.open.get(&key(path)) {
             Some(text) => Ok(Arc::clone(text)),
-            None => read(path).map(Arc::from),
+            None => read_shared(path),
         }
     }
 

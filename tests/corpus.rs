@@ -447,7 +447,7 @@ fn syntax() {
                 let _ = writeln!(out, "  budget {}", limits.join(", "));
             }
             for node in &contract.nodes {
-                let (kind, expr) = match &**node {
+                let (kind, expr) = match node {
                     ast::Node::Compute(_, expr, _) => ("compute", expr),
                     ast::Node::Compose(_, expr, _) => ("compose", expr),
                     ast::Node::Guard(guard) => ("guard", &guard.condition),

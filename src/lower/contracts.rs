@@ -17,11 +17,16 @@ use crate::ir::{self, Graph, MAX_POOL_SIZE, NodeId, NodeKind, Runner};
 use crate::source::Span;
 use crate::suggest::did_you_mean;
 
-/// A contract's nodes as parsed, each boxed: lowering frees each node as
-/// soon as it is lowered (in a vector of nodes, the room of all would stay
-/// taken until the last).
-#[allow(clippy::vec_box, reason = "the boxes are freed one by one")]
-type Body = Vec<Box<Node>>;
+/// A contract's nodes as parsed, turned into its checked nodes in place:
+/// the checked nodes take the room of the parsed ones, each parsed node's
+/// parts freed (or moved to its checked node) as it is lowered.
+type Body = Vec<Node>;
+
+// The checked nodes fit in the room of the parsed ones (what lets
+// `collect` reuse it).
+const _: () = assert!(
+    size_of::<ir::Node>() <= size_of::<Node>() && align_of::<ir::Node>() == align_of::<Node>()
+);
 
 /// Takes the nodes out of every contract of `files`, in declaration
 /// order (the order of [`Declarations`](super::names::Declarations)), so
@@ -47,7 +52,7 @@ impl Lowerer<'_> {
             .map(|nodes| {
                 nodes
                     .iter()
-                    .filter_map(|n| match &**n {
+                    .filter_map(|n| match n {
                         Node::Input(param) => Some(self.lower_param(param, "input")),
                         _ => None,
                     })
@@ -107,43 +112,47 @@ impl Lowerer<'_> {
         self.input_types = body
             .iter()
             .enumerate()
-            .filter(|(_, n)| matches!(***n, Node::Input(_)))
+            .filter(|(_, n)| matches!(n, Node::Input(_)))
             .map(|(i, _)| u32::try_from(i).unwrap_or(u32::MAX))
             .zip(self.contract_inputs[index].iter().map(|p| p.ty.clone()))
             .collect();
-        let mut nodes = Vec::with_capacity(body.len());
         let mut repeats = repeated.iter().map(|&(i, _)| i).peekable();
-        for (i, node) in body.into_iter().enumerate() {
-            if repeats.next_if_eq(&i).is_none() {
-                scope.note(u32::try_from(i).unwrap_or(u32::MAX - 1));
-            }
-            let span = node.span();
-            let (name, kind) = match *node {
-                Node::Input(param) => (
-                    param.name.name,
-                    NodeKind::Input(Box::new(
-                        inputs
-                            .next()
-                            .unwrap_or_else(|| unreachable!("one lowered param per input")),
-                    )),
-                ),
-                Node::Compute(name, expr, _) => {
-                    (name.name, self.lower_node_expr(&expr, &scope, Stmt::Compute, composes))
+        // In place: `collect` reuses the body's vector (see `Body`).
+        let nodes: Vec<ir::Node> = body
+            .into_iter()
+            .enumerate()
+            .map(|(i, node)| {
+                if repeats.next_if_eq(&i).is_none() {
+                    scope.note(u32::try_from(i).unwrap_or(u32::MAX - 1));
                 }
-                Node::Compose(name, expr, _) => {
-                    (name.name, self.lower_node_expr(&expr, &scope, Stmt::Compose, composes))
-                }
-                Node::Guard(guard) => {
-                    let ast::Guard { name, condition, message, .. } = *guard;
-                    let kind = NodeKind::Guard {
-                        condition: self.lower_expr(&condition, &scope),
-                        message: message.map(|m| Box::new(self.lower_expr(&m, &scope))),
-                    };
-                    (name.name, kind)
-                }
-            };
-            nodes.push(ir::Node { name, kind, span });
-        }
+                let span = node.span();
+                let (name, kind) = match node {
+                    Node::Input(param) => (
+                        param.name.name,
+                        NodeKind::Input(Box::new(
+                            inputs
+                                .next()
+                                .unwrap_or_else(|| unreachable!("one lowered param per input")),
+                        )),
+                    ),
+                    Node::Compute(name, expr, _) => {
+                        (name.name, self.lower_node_expr(&expr, &scope, Stmt::Compute, composes))
+                    }
+                    Node::Compose(name, expr, _) => {
+                        (name.name, self.lower_node_expr(&expr, &scope, Stmt::Compose, composes))
+                    }
+                    Node::Guard(guard) => {
+                        let ast::Guard { name, condition, message, .. } = *guard;
+                        let kind = NodeKind::Guard {
+                            condition: self.lower_expr(&condition, &scope),
+                            message: message.map(|m| Box::new(self.lower_expr(&m, &scope))),
+                        };
+                        (name.name, kind)
+                    }
+                };
+                ir::Node { name, kind, span }
+            })
+            .collect();
         // Needed only while the nodes lower: freed before the graph is built.
         self.input_types = Vec::new();
         let outputs = self.lower_outputs(contract, &scope, &nodes);

@@ -495,7 +495,7 @@ impl Builder<'_> {
             .unwrap_or_default();
         let mut scope = Scope { base: &base, locals: Vec::new() };
         for node in &contract.nodes {
-            match &**node {
+            match node {
                 Node::Input(param) => {
                     self.type_expr(&param.ty);
                     if let Some(default) = &param.default {

@@ -45,6 +45,10 @@ const MAX_PREFIXES: usize = 64;
 /// contract's body parsed by a second thread (see [`Split`]).
 const SPLIT_MIN: usize = 4 << 20;
 
+/// The nodes of a contract's body after which its vector takes room for
+/// the rest of the text (see `Parser::body`).
+const RESERVE_AFTER: usize = 4096;
+
 /// Stack of the thread that parses the second half of a body: an
 /// expression recurses at most [`MAX_DEPTH`] levels.
 const SPLIT_STACK: usize = 16 << 20;
@@ -144,6 +148,37 @@ fn pratt(pieces: &mut Peekable<IntoIter<Piece>>, rbp: u8) -> Option<Expr> {
         };
     }
     Some(lhs)
+}
+
+/// The statements of a block read so far, for the rule of one statement
+/// a line (what [`Parser::lines_ok`] checks of a list of spans): where the
+/// first began and the last ended.
+#[derive(Clone, Copy, Default)]
+struct Lines {
+    first: Option<usize>,
+    end: Option<usize>,
+}
+
+impl Lines {
+    /// A statement at `start..end`; `None` when it starts on the line
+    /// where the last one ended.
+    fn add(&mut self, text: &str, start: usize, end: usize) -> Option<()> {
+        match self.end {
+            Some(last) if !text[last..start].contains('\n') => return None,
+            Some(_) => {}
+            None => self.first = Some(start),
+        }
+        self.end = Some(end);
+        Some(())
+    }
+
+    /// The statements of `rest`, after these.
+    fn append(&mut self, text: &str, rest: Lines) -> Option<()> {
+        if let (Some(first), Some(end)) = (rest.first, rest.end) {
+            self.add(text, first, end)?;
+        }
+        Some(())
+    }
 }
 
 /// A contract of no statements yet.
@@ -615,14 +650,16 @@ impl<'t> Parser<'t> {
         let name = self.ident()?;
         self.expect(b'{')?;
         let mut contract = empty_contract(name, Span::new(self.file, 0, 0));
-        let mut spans = Vec::new();
+        let mut lines = Lines::default();
         match self.split_point() {
-            Some(at) => self.split_body(&mut contract, &mut spans, at)?,
+            Some(at) => self.split_body(&mut contract, &mut lines, at)?,
             None => {
-                self.body(&mut contract, &mut spans, None)?;
+                self.body(&mut contract, &mut lines, None)?;
             }
         }
-        self.lines_ok(&spans)?;
+        if contract.nodes.capacity() > 2 * contract.nodes.len() {
+            contract.nodes.shrink_to_fit();
+        }
         contract.span = self.span_from(start);
         Some(contract)
     }
@@ -649,14 +686,15 @@ impl<'t> Parser<'t> {
     }
 
     /// The statements of a contract's body to its `}` (consumed) into
-    /// `contract`, each one's span into `spans`; with `stop`, until a
-    /// statement starts there (true: stopped there).
+    /// `contract`, each one on a line of its own (`lines`); with `stop`,
+    /// until a statement starts there (true: stopped there).
     fn body(
         &mut self,
         contract: &mut Contract,
-        spans: &mut Vec<Span>,
+        lines: &mut Lines,
         stop: Option<usize>,
     ) -> Option<bool> {
+        let from = self.pos;
         while !self.eat(b'}') {
             let start = self.pos_after_ws();
             if stop == Some(start) {
@@ -664,18 +702,21 @@ impl<'t> Parser<'t> {
             }
             let word = self.take_word();
             self.contract_statement(contract, word, start)?;
-            spans.push(self.span_from(start));
+            lines.add(self.text, start, self.last)?;
+            if contract.nodes.len() == RESERVE_AFTER {
+                // Room for the rest of the text at the statements' size so
+                // far, taken once instead of the vector doubling (each
+                // doubling a copy into fresh pages); `contract` gives back
+                // what is left over.
+                let per_node = (self.pos - from) / RESERVE_AFTER;
+                contract.nodes.reserve_exact((self.bytes.len() - self.pos) / per_node.max(1));
+            }
         }
         Some(false)
     }
 
     /// The body read by two threads, the second from `at` (see [`Split`]).
-    fn split_body(
-        &mut self,
-        contract: &mut Contract,
-        spans: &mut Vec<Span>,
-        at: usize,
-    ) -> Option<()> {
+    fn split_body(&mut self, contract: &mut Contract, lines: &mut Lines, at: usize) -> Option<()> {
         let mut second = Parser { pos: at, last: at, ..*self };
         std::thread::scope(|scope| {
             let rest = std::thread::Builder::new().stack_size(SPLIT_STACK).spawn_scoped(
@@ -683,29 +724,30 @@ impl<'t> Parser<'t> {
                 move || {
                     let nowhere = Span::new(second.file, 0, 0);
                     let no_name = Ident { name: Box::default(), span: nowhere };
-                    let (mut rest, mut rest_spans) = (empty_contract(no_name, nowhere), Vec::new());
-                    second.body(&mut rest, &mut rest_spans, None)?;
-                    Some((rest, rest_spans, second))
+                    let (mut rest, mut rest_lines) =
+                        (empty_contract(no_name, nowhere), Lines::default());
+                    second.body(&mut rest, &mut rest_lines, None)?;
+                    Some((rest, rest_lines, second))
                 },
             );
             let Ok(rest) = rest else {
-                return self.body(contract, spans, None).map(drop);
+                return self.body(contract, lines, None).map(drop);
             };
-            let stopped = self.body(contract, spans, Some(at))?;
+            let stopped = self.body(contract, lines, Some(at))?;
             let rest = rest.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             match rest {
-                Some((rest, rest_spans, second)) if stopped => {
+                Some((rest, rest_lines, second)) if stopped => {
+                    lines.append(self.text, rest_lines)?;
                     contract.runners.extend(rest.runners);
                     contract.budgets.extend(rest.budgets);
                     contract.nodes.extend(rest.nodes);
                     contract.outputs.extend(rest.outputs);
-                    spans.extend(rest_spans);
                     (self.pos, self.last) = (second.pos, second.last);
                 }
                 // The second thread failed where this one would: read on
                 // (and fail) alone.
                 None if stopped => {
-                    self.body(contract, spans, None)?;
+                    self.body(contract, lines, None)?;
                 }
                 _ => {}
             }
@@ -722,11 +764,11 @@ impl<'t> Parser<'t> {
                 p.expect(b'=')?;
                 let expr = p.expr()?;
                 let span = p.span_from(s);
-                contract.nodes.push(Box::new(if keyword == K::Compose {
+                contract.nodes.push(if keyword == K::Compose {
                     Node::Compose(name, expr, span)
                 } else {
                     Node::Compute(name, expr, span)
-                }));
+                });
             }
             K::Output => {
                 let mut path = vec![p.ident()?];
@@ -743,9 +785,9 @@ impl<'t> Parser<'t> {
                 let message = if p.keyword(K::Else) { Some(p.string()?) } else { None };
                 let span = p.span_from(s);
                 let guard = Guard { name, condition, message, span };
-                contract.nodes.push(Box::new(Node::Guard(Box::new(guard))));
+                contract.nodes.push(Node::Guard(Box::new(guard)));
             }
-            K::Input => contract.nodes.push(Box::new(Node::Input(Box::new(p.param(s)?)))),
+            K::Input => contract.nodes.push(Node::Input(Box::new(p.param(s)?))),
             K::Runner => {
                 let runner = match p.take_keyword()? {
                     K::Inline => Runner::Inline(p.span_from(s)),

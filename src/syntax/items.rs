@@ -404,7 +404,7 @@ impl<'t> Builder<'t> {
                 Rule::runner_stmt => contract.runners.push(self.runner(stmt)),
                 Rule::budget_stmt => contract.budgets.push(self.budget(stmt, stmt_span)),
                 Rule::input_stmt => {
-                    contract.nodes.push(Box::new(Node::Input(Box::new(self.param(stmt)))));
+                    contract.nodes.push(Node::Input(Box::new(self.param(stmt))));
                 }
                 Rule::compute_stmt | Rule::compose_stmt => {
                     let compose = stmt.as_rule() == Rule::compose_stmt;
@@ -412,11 +412,11 @@ impl<'t> Builder<'t> {
                     let name =
                         self.ident(inner.next().unwrap_or_else(|| unreachable!("node name")));
                     let expr = self.expr(inner.next().unwrap_or_else(|| unreachable!("node expr")));
-                    contract.nodes.push(Box::new(if compose {
+                    contract.nodes.push(if compose {
                         Node::Compose(name, expr, stmt_span)
                     } else {
                         Node::Compute(name, expr, stmt_span)
-                    }));
+                    });
                 }
                 Rule::guard_stmt => {
                     let mut inner = Self::operands(stmt);
@@ -426,7 +426,7 @@ impl<'t> Builder<'t> {
                         self.expr(inner.next().unwrap_or_else(|| unreachable!("guard")));
                     let message = inner.next().map(|p| self.expr(p));
                     let guard = Guard { name, condition, message, span: stmt_span };
-                    contract.nodes.push(Box::new(Node::Guard(Box::new(guard))));
+                    contract.nodes.push(Node::Guard(Box::new(guard)));
                 }
                 Rule::output_stmt => contract.outputs.push(self.output(stmt, stmt_span)),
                 rule => unreachable!("contract statement {rule:?}"),

@@ -273,7 +273,11 @@ impl<'t> Scan<'t> {
         let mut complete = false;
         match b {
             b' ' | b'\t' | b'\r' | b'\n' => {
+                // A run of whitespace in one step: it changes nothing.
                 self.pos += 1;
+                while matches!(self.at(0), b' ' | b'\t' | b'\r' | b'\n') {
+                    self.pos += 1;
+                }
                 return;
             }
             b'#' => {

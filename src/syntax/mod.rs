@@ -448,6 +448,12 @@ eval "empty" {}
             }
             assert!(splits > 5000, "{splits} splits");
         });
+        // Two statements on one line are refused wherever the split is.
+        let text =
+            "contract C {\n  input x: integer\n  compute a = x compute b = a\n  output b\n}\n";
+        for at in 0..text.len() {
+            assert_eq!(fast::parse_split_at(FileId(0), text, at), None, "split at {at}");
+        }
     }
 
     /// The shortcut of `pest_parse` (a declaration that does not parse
@@ -621,7 +627,7 @@ eval "empty" {}
         assert_eq!(fast_agrees(text), Ok(true));
         let file = parse(FileId(0), text).expect("parses");
         let crate::ast::Item::Contract(contract) = &file.items[0] else { panic!("a contract") };
-        let crate::ast::Node::Compute(_, expr, _) = &*contract.nodes[0] else { panic!("compute") };
+        let crate::ast::Node::Compute(_, expr, _) = &contract.nodes[0] else { panic!("compute") };
         let crate::ast::ExprKind::Call(call) = &expr.kind else { panic!("a call") };
         assert_eq!(call.args[1].value.as_plain_string().as_deref(), Some("\\d{4}"));
         // Not closed on its line; `r` before a string is not a name.
