@@ -338,10 +338,14 @@ impl<'t> Scan<'t> {
     /// A word or a number; true when it completes an operand.
     fn word(&mut self) -> bool {
         let start = self.pos;
-        while self.pos < self.bytes.len() {
-            let b = self.at(0);
-            let fraction = b == b'.' && self.at(1).is_ascii_digit() && self.at_digit(-1);
-            if !(b.is_ascii_alphanumeric() || b == b'_' || fraction) {
+        loop {
+            let rest = &self.bytes[self.pos..];
+            self.pos += rest
+                .iter()
+                .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_'))
+                .unwrap_or(rest.len());
+            // A fraction's `.` (`1.5`) continues the number.
+            if !(self.at(0) == b'.' && self.at(1).is_ascii_digit() && self.at_digit(-1)) {
                 break;
             }
             self.pos += 1;

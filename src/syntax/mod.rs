@@ -19,6 +19,11 @@
 //! moved to where it stands (`shift.rs`), so an edit parses again only the
 //! declarations it changed.
 //!
+//! Big texts use a second thread: the pre-scan of the limits (`limits.rs`)
+//! runs beside the fast path, and the fast path parses the second half of
+//! a big contract's body on a thread of its own (`fast::Split`); neither
+//! changes the result.
+//!
 //! pest's parser is derived in its own crate, `grammar/` (`ignite-grammar`),
 //! so that debug builds optimise it.
 
