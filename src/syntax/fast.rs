@@ -707,9 +707,11 @@ impl<'t> Parser<'t> {
                 // Room for the rest of the text at the statements' size so
                 // far, taken once instead of the vector doubling (each
                 // doubling a copy into fresh pages); `contract` gives back
-                // what is left over.
+                // what is left over. Only address space until it is used;
+                // if even that is refused, the vector grows as usual.
                 let per_node = (self.pos - from) / RESERVE_AFTER;
-                contract.nodes.reserve_exact((self.bytes.len() - self.pos) / per_node.max(1));
+                let rest = (self.bytes.len() - self.pos) / per_node.max(1);
+                let _ = contract.nodes.try_reserve_exact(rest);
             }
         }
         Some(false)
