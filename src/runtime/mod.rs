@@ -428,10 +428,11 @@ impl Engine {
                     tokio::runtime::Builder::new_current_thread()
                 } else {
                     let mut builder = tokio::runtime::Builder::new_multi_thread();
-                    builder.worker_threads(2).thread_name("ignite-io");
+                    builder.worker_threads(2);
                     builder
                 };
-                builder.enable_all().build().ok()
+                // Its workers' and its blocking calls' threads.
+                builder.thread_name("ignite-io").enable_all().build().ok()
             })
             .as_ref()
     }
