@@ -27,13 +27,22 @@ fn relative(path: &Path) -> PathBuf {
 }
 
 /// Runs the fixture at `path` live; the snapshot text and whether it
-/// succeeded.
+/// succeeded. The same whether its calls run on the engine's I/O threads
+/// or on the run's own thread while it waits (as under `ignite run`).
 fn run(path: &Path) -> (String, bool) {
-    run_with(path, Effects::live())
+    let threads = run_with(path, Effects::live());
+    let on_run_thread = run_on(path, Effects::live(), Engine::with_calls_on_run_thread);
+    assert_eq!(on_run_thread, threads, "{}: calls on the run's thread", path.display());
+    threads
 }
 
 /// Runs the fixture at `path` through `effects`.
 fn run_with(path: &Path, effects: Effects) -> (String, bool) {
+    run_on(path, effects, |engine| engine)
+}
+
+/// Runs the fixture at `path` through `effects` on the engine `set` makes.
+fn run_on(path: &Path, effects: Effects, set: fn(Engine) -> Engine) -> (String, bool) {
     let path = relative(path);
     let inputs: Map<String, Value> = std::fs::read_to_string(path.with_extension("inputs.json"))
         .map(|text| serde_json::from_str(&text).unwrap())
@@ -46,7 +55,7 @@ fn run_with(path: &Path, effects: Effects) -> (String, bool) {
             compilation.diagnostics.render(&compilation.sources, false, 80)
         )
     });
-    let engine = Engine::new(program).with_effects(effects);
+    let engine = set(Engine::new(program).with_effects(effects));
     let options = RunOptions { trace: true, ..RunOptions::default() };
     let result = engine.contract(None).and_then(|contract| engine.run(contract, &inputs, &options));
     match result {
@@ -638,4 +647,29 @@ contract Hello {
     );
     assert_eq!(error.kind(), "store");
     assert!(error.to_string().contains("cannot write the cache"), "{error}");
+}
+
+/// A run whose calls run on its own thread still stops at its deadline and
+/// when cancelled from another thread, its call in flight cancelled.
+#[test]
+fn calls_on_the_run_thread_stop_at_the_deadline_and_when_cancelled() {
+    let program = "tool Wait {\n  description \"waits\"\n  exec \"sleep\" \"30\"\n}\n\
+                   contract Slow {\n  compute out = Wait()\n  output out\n}\n";
+    let compiled = igniter::compile_source("slow.ign", program).program.expect("compiles");
+    let engine = Engine::new(compiled).with_calls_on_run_thread();
+    let contract = engine.contract(None).unwrap();
+    let inputs = Map::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    let options = RunOptions { deadline: Some(deadline), ..RunOptions::default() };
+    let error = engine.run(contract, &inputs, &options).unwrap_err();
+    assert_eq!(error.kind(), "deadline");
+    let cancel = igniter::runtime::Cancel::default();
+    let options = RunOptions { cancel: Some(cancel.clone()), ..RunOptions::default() };
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        cancel.cancel();
+    });
+    let error = engine.run(contract, &inputs, &options).unwrap_err();
+    assert_eq!(error.kind(), "deadline");
+    stopper.join().unwrap();
 }

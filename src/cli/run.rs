@@ -278,6 +278,9 @@ impl RunArgs {
         super::signals::report_on_stop(move || {
             stopped.0.usage().render() + &super::cache_summary(stopped.1.as_ref())
         });
+        // One run, then the process ends: its calls run on its thread while it
+        // waits (a batch keeps the I/O threads: BENCHMARKS.md, "Bursts").
+        let engine = engine.with_calls_on_run_thread();
         let result = chosen.and_then(|chosen| engine.run_values(chosen, given, &options, &trace));
         let saved = engine.effects().finish();
         // The timeline (which ends with the usage and the cache hits) or

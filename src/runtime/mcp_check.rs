@@ -9,7 +9,7 @@
 
 use super::{Engine, RunError};
 use crate::diagnostic::Code;
-use crate::ir::{ContractId, Implementation, McpTool, Program, ToolId};
+use crate::ir::{ContractId, Implementation, Program, ToolId};
 
 /// Checks every MCP tool reachable from `contract` against its server.
 pub(super) fn check(engine: &Engine, contract: ContractId) -> Result<(), RunError> {
@@ -25,13 +25,7 @@ pub(super) fn check(engine: &Engine, contract: ContractId) -> Result<(), RunErro
     let Some(io) = engine.io() else { return Ok(()) };
     for (tool, path, span) in reached {
         let Implementation::Mcp(mcp) = &program[tool].implementation else { continue };
-        let (toolbox, mcp): (_, McpTool) = (engine.toolbox.clone(), mcp.clone());
-        let (sender, receiver) = std::sync::mpsc::channel();
-        io.spawn(async move {
-            let _ = sender.send(toolbox.check_mcp(&mcp).await);
-        });
-        let checked = receiver.recv().unwrap_or(Ok(()));
-        if let Err(error) = checked {
+        if let Err(error) = io.block_on(engine.toolbox.check_mcp(mcp)) {
             return Err(RunError::Node {
                 message: format!("tool `{}`: {error}", program[tool].name),
                 path,

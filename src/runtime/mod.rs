@@ -108,6 +108,9 @@ pub struct Engine {
     effects: Effects,
     /// Shared with [`Engine::sibling`]s.
     io: Arc<OnceLock<Option<tokio::runtime::Runtime>>>,
+    /// The runtime for waiting nodes is driven by the runs themselves (see
+    /// [`Engine::with_calls_on_run_thread`]).
+    calls_on_run_thread: bool,
     /// The rayon pools of `runner thread_pool(n)` runs by thread count,
     /// built on first use and shared with [`Engine::sibling`]s: a run
     /// starts no threads of its own.
@@ -125,6 +128,7 @@ impl Engine {
             llm: Llm::from_env(),
             effects: Effects::live(),
             io: Arc::new(OnceLock::new()),
+            calls_on_run_thread: false,
             pools: Arc::default(),
         }
     }
@@ -140,6 +144,7 @@ impl Engine {
             llm: self.llm.clone(),
             effects,
             io: Arc::clone(&self.io),
+            calls_on_run_thread: self.calls_on_run_thread,
             pools: Arc::clone(&self.pools),
         }
     }
@@ -163,6 +168,20 @@ impl Engine {
     #[must_use]
     pub fn with_effects(mut self, effects: Effects) -> Self {
         self.effects = effects;
+        self
+    }
+
+    /// Runs the tool and agent calls of a run on the run's own thread
+    /// while it waits for them, one event loop, instead of on two I/O
+    /// threads of their own: for a process that makes one run at a time
+    /// and ends with it (`ignite run`). A burst of calls then costs no
+    /// hand-offs between threads; but a call progresses only while a run
+    /// (or [`Engine::call_agent`]) waits, so an engine that keeps
+    /// connections open between runs, or awaits [`Engine::call_tool`] on
+    /// another runtime, keeps the default. Call before the first run.
+    #[must_use]
+    pub fn with_calls_on_run_thread(mut self) -> Self {
+        self.calls_on_run_thread = true;
         self
     }
 
@@ -388,16 +407,32 @@ impl Engine {
         Some(pool)
     }
 
-    /// The tokio runtime for waiting nodes, started on first use.
+    /// When the runs drive the calls: lets the calls a run stopped (its
+    /// deadline, a failure) end now, their child processes killed, rather
+    /// than when the runtime next runs. The stopped tasks were queued before
+    /// the empty one this waits for.
+    fn settle_calls(&self) {
+        if let Some(io) =
+            self.io.get().and_then(Option::as_ref).filter(|_| self.calls_on_run_thread)
+        {
+            let _ = io.block_on(io.spawn(async {}));
+        }
+    }
+
+    /// The tokio runtime for waiting nodes, started on first use: with
+    /// two threads of its own, or none when the runs drive it.
     fn io(&self) -> Option<&tokio::runtime::Runtime> {
         self.io
             .get_or_init(|| {
-                tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .thread_name("ignite-io")
-                    .enable_all()
-                    .build()
-                    .ok()
+                let mut builder = if self.calls_on_run_thread {
+                    tokio::runtime::Builder::new_current_thread()
+                } else {
+                    let mut builder = tokio::runtime::Builder::new_multi_thread();
+                    builder.worker_threads(2);
+                    builder
+                };
+                // Its workers' and its blocking calls' threads.
+                builder.thread_name("ignite-io").enable_all().build().ok()
             })
             .as_ref()
     }

@@ -208,9 +208,8 @@ impl<'o, N: Nodes, O: Observer<Call = N::Watch>> Core<'o, N, O> {
                 (Some(deadline), Some((_, wake))) => Some(deadline.min(wake)),
                 (deadline, wake) => deadline.or(wake.map(|(_, at)| at)),
             };
-            let Some(until) = until else { return Ok(self.rx.recv()) };
-            match self.rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                Err(RecvTimeoutError::Timeout) if deadline == Some(until) => {
+            match self.nodes.wait(&self.rx, until) {
+                Err(RecvTimeoutError::Timeout) if deadline.is_some() && deadline == until => {
                     return Err(RunError::Deadline);
                 }
                 Err(RecvTimeoutError::Timeout) => {}

@@ -97,8 +97,11 @@ fn run_in(
         cancel: options.cancel.clone(),
     };
     let mut core = Core::new(Ir::new(engine, limit), watchers, bounds);
+    let result = core.run(contract, values, outputs, scope);
     // Dropping the core stops the calls still in flight.
-    core.run(contract, values, outputs, scope).map(json)
+    drop(core);
+    engine.settle_calls();
+    result.map(json)
 }
 
 /// The output indexes asked for: all when `names` is empty.

@@ -2,13 +2,14 @@
 //! speaks in: a job ([`Job`], a node of an execution and maybe an item,
 //! from `job.rs`),
 //! how a node is scheduled ([`Kind`], [`CallKind`]), a call's place
-//! ([`At`]) and a waiting call's answer ([`Done`]).
+//! ([`At`]) and a waiting call's answer ([`Done`]), and how the core
+//! waits for one ([`wait_blocking`], unless the graph drives its calls).
 //!
 //! The checked program implements [`Nodes`] in `program.rs`; the tests
 //! implement it with fake nodes.
 
 use std::borrow::Cow;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::Instant;
 
 use super::failure::Failure;
@@ -162,6 +163,17 @@ pub(super) trait Nodes: Sync {
         tx: &Sender<Done<Self::Answer>>,
         watch: impl FnOnce() -> Self::Watch,
     ) -> Result<Self::Task, NotStarted>;
+    /// The next answer on `rx`, waited for until `until` at the latest
+    /// (then `Timeout`). The default blocks the thread while the calls run
+    /// elsewhere; the checked program's may run them on this thread while
+    /// it waits (see `program.rs`).
+    fn wait(
+        &self,
+        rx: &Receiver<Done<Self::Answer>>,
+        until: Option<Instant>,
+    ) -> Result<Done<Self::Answer>, RecvTimeoutError> {
+        wait_blocking(rx, until)
+    }
     /// True when a call's answer is a failure.
     fn failed(answer: &Self::Answer) -> bool;
     /// A waiting call's value, from its answer.
@@ -174,6 +186,17 @@ pub(super) trait Nodes: Sync {
         values: &[Val],
         exec: usize,
     ) -> Result<Fields, Failure>;
+}
+
+/// The next answer on `rx`, the thread blocked until it comes or `until`.
+pub(super) fn wait_blocking<A>(
+    rx: &Receiver<Done<A>>,
+    until: Option<Instant>,
+) -> Result<Done<A>, RecvTimeoutError> {
+    match until {
+        Some(until) => rx.recv_timeout(until.saturating_duration_since(Instant::now())),
+        None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+    }
 }
 
 impl Job {

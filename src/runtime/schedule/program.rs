@@ -7,11 +7,19 @@
 //! Input: an [`Engine`]. Output: what the core asks for, one node at a
 //! time; a call's task sends its answer back over the core's channel and
 //! ends its span when the call ends (not when the core sees it).
+//!
+//! When the engine's runs drive their calls ([`Engine::with_calls_on_run_thread`],
+//! what `ignite run` does), the runtime has no threads of its own: the
+//! scheduler's thread runs the calls' tasks while it waits for an answer
+//! ([`Nodes::wait`]), as one event loop, as `curl -Z` does. A burst of
+//! calls to a fast server then costs no hand-offs between threads, and a
+//! call that finishes early gives its connection to one not yet connected
+//! (BENCHMARKS.md, "Bursts").
 
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::Instant;
 
 use futures_util::FutureExt as _;
@@ -20,7 +28,7 @@ use serde_json::{Map, Value};
 
 use super::failure::{Cause, Failure, call_failure};
 use super::job::Job;
-use super::nodes::{At, CallKind, Done, Kind, Nodes, NotStarted};
+use super::nodes::{At, CallKind, Done, Kind, Nodes, NotStarted, wait_blocking};
 use super::observer::Watch;
 use crate::diagnostic::Code;
 use crate::effects;
@@ -39,11 +47,14 @@ pub(super) struct Ir<'e> {
     program: &'e Program,
     /// How many calls may wait at once: a model turn's tool calls too.
     limit: usize,
+    /// Notified by each call's task once its answer is sent: what a
+    /// scheduler's thread that runs the calls waits on.
+    answered: Arc<tokio::sync::Notify>,
 }
 
 impl<'e> Ir<'e> {
     pub(super) fn new(engine: &'e Engine, limit: usize) -> Self {
-        Ir { engine, program: engine.program(), limit }
+        Ir { engine, program: engine.program(), limit, answered: Arc::default() }
     }
 
     /// The call a node makes: its own, its chosen arm's, or (`item`) its
@@ -291,7 +302,7 @@ impl Nodes for Ir<'_> {
         let call = self.call_at(at);
         let given = self.call_args(at, call).map_err(NotStarted::Args)?;
         let started = Instant::now();
-        let tx = tx.clone();
+        let (tx, answered) = (tx.clone(), Arc::clone(&self.answered));
         let program = Arc::clone(&self.engine.program);
         let toolbox = self.engine.toolbox.clone();
         let (trace, span, activity) = watch();
@@ -335,8 +346,36 @@ impl Nodes for Ir<'_> {
                 .unwrap_or_else(|panic| Err(NodeError::panicked(panic.as_ref())));
             span.end(result.as_ref().err().map(|e| e.code().as_str()));
             let _ = tx.send(Done { job, started, answer: result });
+            answered.notify_one();
         }));
         Ok(Task(task.abort_handle()))
+    }
+
+    fn wait(
+        &self,
+        rx: &Receiver<Done<Self::Answer>>,
+        until: Option<Instant>,
+    ) -> Result<Done<Self::Answer>, RecvTimeoutError> {
+        let Some(io) = self.engine.io().filter(|_| self.engine.calls_on_run_thread) else {
+            return wait_blocking(rx, until);
+        };
+        io.block_on(async {
+            loop {
+                match rx.try_recv() {
+                    Ok(done) => return Ok(done),
+                    Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                    Err(TryRecvError::Empty) => {}
+                }
+                // A notice sent since the look is kept for this wait.
+                let answered = self.answered.notified();
+                match until {
+                    Some(until) => tokio::time::timeout_at(until.into(), answered)
+                        .await
+                        .map_err(|_| RecvTimeoutError::Timeout)?,
+                    None => answered.await,
+                }
+            }
+        })
     }
 
     fn failed(answer: &Self::Answer) -> bool {
