@@ -409,6 +409,21 @@ pub struct Contract {
     pub span: Span,
 }
 
+impl Contract {
+    /// A contract named `name` with no statements yet.
+    #[must_use]
+    pub fn new(name: Ident, span: Span) -> Self {
+        Self {
+            name,
+            runners: Vec::new(),
+            budgets: Vec::new(),
+            nodes: Vec::new(),
+            outputs: Vec::new(),
+            span,
+        }
+    }
+}
+
 /// `test "name" { ... }`: a run of a contract with mocks and expectations.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Test {

@@ -74,22 +74,7 @@ impl Vars {
         if recent != 0 && is(recent - 1) {
             return Some(recent - 1);
         }
-        let fingerprint = self.fingerprint(hash);
-        let mask = self.slots.len() - 1;
-        // Truncation intended: the low bits of the hash pick the bucket.
-        #[allow(clippy::cast_possible_truncation)]
-        let mut at = hash as usize & mask;
-        loop {
-            let slot = self.slots[at];
-            if slot == 0 {
-                return None;
-            }
-            let var = (slot & self.var_mask) - 1;
-            if slot & !self.var_mask == fingerprint && is(var) {
-                return Some(var);
-            }
-            at = (at + 1) & mask;
-        }
+        self.probe(hash, is).ok()
     }
 
     /// Adds `var` under `hash` unless a variable for which `is` holds is
@@ -98,21 +83,33 @@ impl Vars {
         &mut self,
         hash: u64,
         var: u32,
-        mut is: impl FnMut(u32) -> bool,
+        is: impl FnMut(u32) -> bool,
     ) -> Result<(), u32> {
+        match self.probe(hash, is) {
+            Ok(first) => Err(first),
+            Err(empty) => {
+                self.slots[empty] = self.fingerprint(hash) | (var + 1);
+                Ok(())
+            }
+        }
+    }
+
+    /// The variable under `hash` for which `is` holds, or the empty slot
+    /// where its probe ends.
+    fn probe(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Result<u32, usize> {
         let fingerprint = self.fingerprint(hash);
         let mask = self.slots.len() - 1;
+        // Truncation intended: the low bits of the hash pick the bucket.
         #[allow(clippy::cast_possible_truncation)]
         let mut at = hash as usize & mask;
         loop {
             let slot = self.slots[at];
             if slot == 0 {
-                self.slots[at] = fingerprint | (var + 1);
-                return Ok(());
+                return Err(at);
             }
-            let first = (slot & self.var_mask) - 1;
-            if slot & !self.var_mask == fingerprint && is(first) {
-                return Err(first);
+            let var = (slot & self.var_mask) - 1;
+            if slot & !self.var_mask == fingerprint && is(var) {
+                return Ok(var);
             }
             at = (at + 1) & mask;
         }

@@ -390,14 +390,7 @@ impl<'t> Builder<'t> {
     fn contract(&mut self, pair: Pair<'_, Rule>) -> Contract {
         let span = span(self.file, &pair);
         let (name, statements) = self.block(pair);
-        let mut contract = Contract {
-            name,
-            runners: Vec::new(),
-            budgets: Vec::new(),
-            nodes: Vec::new(),
-            outputs: Vec::new(),
-            span,
-        };
+        let mut contract = Contract::new(name, span);
         for stmt in statements {
             let stmt_span = super::span(self.file, &stmt);
             match stmt.as_rule() {
