@@ -168,8 +168,11 @@ pub fn load_source(name: &str, text: &str) -> Loaded {
 pub(crate) fn read(path: &Path) -> Result<String, String> {
     let mut bytes = Vec::new();
     open(path)?.read_to_end(&mut bytes).map_err(|e| lower(&e))?;
-    String::from_utf8(bytes).map_err(|_| "the file is not valid UTF-8".to_owned())
+    String::from_utf8(bytes).map_err(|_| NOT_UTF8.to_owned())
 }
+
+/// Why a file's text cannot be read as source.
+const NOT_UTF8: &str = "the file is not valid UTF-8";
 
 /// [`read`] into the shared text of a source: the file is read into one
 /// allocation of its size, never copied into another (a 32 MB file was
@@ -186,7 +189,7 @@ fn read_shared(path: &Path) -> Result<Arc<str>, String> {
         return read(path).map(Arc::from);
     }
     if std::str::from_utf8(&bytes).is_err() {
-        return Err("the file is not valid UTF-8".to_owned());
+        return Err(NOT_UTF8.to_owned());
     }
     // SAFETY: the bytes were just checked to be UTF-8, and `str` has the
     // layout of `[u8]` (what `Arc::<str>::from(String)` relies on too).

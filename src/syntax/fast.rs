@@ -120,6 +120,36 @@ fn pratt(pieces: &mut Peekable<IntoIter<Piece>>, rbp: u8) -> Option<Expr> {
     Some(lhs)
 }
 
+/// The statements of a block read so far, for the rule of one statement
+/// a line: where the first began and the last ended.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Lines {
+    first: Option<usize>,
+    end: Option<usize>,
+}
+
+impl Lines {
+    /// A statement at `start..end`; `None` when it starts on the line
+    /// where the last one ended.
+    pub(super) fn add(&mut self, text: &str, start: usize, end: usize) -> Option<()> {
+        match self.end {
+            Some(last) if !text[last..start].contains('\n') => return None,
+            Some(_) => {}
+            None => self.first = Some(start),
+        }
+        self.end = Some(end);
+        Some(())
+    }
+
+    /// The statements of `rest`, after these.
+    pub(super) fn append(&mut self, text: &str, rest: Lines) -> Option<()> {
+        if let (Some(first), Some(end)) = (rest.first, rest.end) {
+            self.add(text, first, end)?;
+        }
+        Some(())
+    }
+}
+
 fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
@@ -324,10 +354,8 @@ impl<'t> Parser<'t> {
 
     /// Statement spans must each start on a new line.
     fn lines_ok(&self, spans: &[Span]) -> Option<()> {
-        spans
-            .windows(2)
-            .all(|pair| self.text[pair[0].end as usize..pair[1].start as usize].contains('\n'))
-            .then_some(())
+        let mut lines = Lines::default();
+        spans.iter().try_for_each(|s| lines.add(self.text, s.start as usize, s.end as usize))
     }
 
     // ------------------------------------------------------------ declarations
@@ -376,14 +404,13 @@ impl<'t> Parser<'t> {
     ) -> Option<Ident> {
         let name = self.ident()?;
         self.expect(b'{')?;
-        let mut spans = Vec::new();
+        let mut lines = Lines::default();
         while !self.eat(b'}') {
             let start = self.pos_after_ws();
             let word = self.take_word();
             statement(self, word, start)?;
-            spans.push(self.span_from(start));
+            lines.add(self.text, start, self.last)?;
         }
-        self.lines_ok(&spans)?;
         Some(name)
     }
 

@@ -1,7 +1,7 @@
 //! The body of a contract: its statements, and the second thread that may
 //! read half of a big one (see [`Split`]).
 
-use super::{Parser, SPLIT_MIN};
+use super::{Lines, Parser, SPLIT_MIN};
 use crate::ast::{
     Budget, BudgetKind, BudgetLimit, Contract, Guard, Ident, Keyword as K, Node, Output, Runner,
 };
@@ -38,37 +38,6 @@ pub(super) enum Split {
     /// At this byte, for the first contract (tests).
     #[cfg(test)]
     At(usize),
-}
-
-/// The statements of a block read so far, for the rule of one statement
-/// a line (what [`Parser::lines_ok`] checks of a list of spans): where the
-/// first began and the last ended.
-#[derive(Clone, Copy, Default)]
-struct Lines {
-    first: Option<usize>,
-    end: Option<usize>,
-}
-
-impl Lines {
-    /// A statement at `start..end`; `None` when it starts on the line
-    /// where the last one ended.
-    fn add(&mut self, text: &str, start: usize, end: usize) -> Option<()> {
-        match self.end {
-            Some(last) if !text[last..start].contains('\n') => return None,
-            Some(_) => {}
-            None => self.first = Some(start),
-        }
-        self.end = Some(end);
-        Some(())
-    }
-
-    /// The statements of `rest`, after these.
-    fn append(&mut self, text: &str, rest: Lines) -> Option<()> {
-        if let (Some(first), Some(end)) = (rest.first, rest.end) {
-            self.add(text, first, end)?;
-        }
-        Some(())
-    }
 }
 
 impl Parser<'_> {
