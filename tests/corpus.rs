@@ -366,7 +366,7 @@ fn dump_contract(program: &Program, contract: &Contract, out: &mut String) {
         };
         let what = match &node.kind {
             NodeKind::Input(_) => what,
-            _ => format!("{what} : {}", contract.types[id.index()]),
+            _ => format!("{what} : {}", contract.types.get(id.index()).expect("a type per node")),
         };
         let deps: Vec<String> = contract
             .graph

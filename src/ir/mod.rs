@@ -36,7 +36,7 @@ pub use mcp::{
 };
 pub use provider_kind::ProviderKind;
 pub use test_block::{AgentMock, Decision, ExpectCalls, Mock, MockAnswer, Snapshot, Test, slug};
-pub use types::{Enum, Record, Type, TypeKind, field_problems, fill_fields};
+pub use types::{Enum, Record, Type, TypeKind, Types, field_problems, fill_fields};
 
 use crate::source::{Sources, Span};
 
@@ -405,9 +405,9 @@ pub struct Contract {
     /// Effect nodes that no guard needs: each waits for every guard
     /// (an edge from each guard in `graph`).
     pub gated: Vec<NodeId>,
-    /// The static type of each node, by [`NodeId`] (`any` where nothing
-    /// is known). Apart from the nodes, so a node stays 80 bytes.
-    pub types: Vec<Type>,
+    /// The static type of each node, by [`NodeId`] index (`any` where
+    /// nothing is known). Apart from the nodes, so a node stays 80 bytes.
+    pub types: Types,
     /// The declaration.
     pub span: Span,
     /// The name in the declaration (where whole-contract errors point).

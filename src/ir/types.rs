@@ -6,7 +6,9 @@
 //! reports recursion), so every tree is finite. Records and enums compare
 //! by name: the program has one declaration per name.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::Param;
@@ -16,7 +18,7 @@ use crate::source::Span;
 use crate::suggest::closest;
 
 /// A declared type: `string`, `array<integer>?`, `Product`, ...
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Type {
     /// What the value is.
     pub kind: TypeKind,
@@ -25,7 +27,7 @@ pub struct Type {
 }
 
 /// The shapes a [`Type`] can take.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum TypeKind {
     /// A JSON string.
     String,
@@ -88,12 +90,96 @@ impl PartialEq for Record {
 }
 impl Eq for Record {}
 
+impl Hash for Record {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
 impl PartialEq for Enum {
     fn eq(&self, other: &Self) -> bool {
         self.name == other.name
     }
 }
 impl Eq for Enum {}
+
+impl Hash for Enum {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+/// The static type of each variable of a scope (a contract's nodes, a
+/// tool's params), by index. Each distinct type is kept once and a
+/// variable holds the index of its own: four bytes instead of a whole
+/// [`Type`], as a contract may have a million nodes that share a few types.
+#[derive(Debug, Clone, Default)]
+pub struct Types {
+    /// Each type once, in the order first set.
+    distinct: Vec<Type>,
+    /// The index in `distinct` of each variable's type.
+    of: Vec<u32>,
+    /// The index of each type of `distinct`.
+    index: HashMap<Type, u32>,
+    /// The index of the type set last: neighbours mostly share a type,
+    /// which is then found without hashing it.
+    last: u32,
+}
+
+impl Types {
+    /// `len` variables, each of type `any`.
+    #[must_use]
+    pub fn any(len: usize) -> Self {
+        let mut types = Self::default();
+        types.intern(Type::any());
+        types.of = vec![0; len];
+        types
+    }
+
+    /// The type of variable `i`, if there is one.
+    #[must_use]
+    pub fn get(&self, i: usize) -> Option<&Type> {
+        self.of.get(i).map(|&t| &self.distinct[t as usize])
+    }
+
+    /// Sets the type of variable `i`; variables added before it are `any`.
+    pub fn set(&mut self, i: usize, ty: Type) {
+        if self.of.len() <= i {
+            let any = self.intern(Type::any());
+            self.of.resize(i + 1, any);
+        }
+        self.of[i] = self.intern(ty);
+    }
+
+    /// The index of `ty` in `distinct`, added if it is new.
+    fn intern(&mut self, ty: Type) -> u32 {
+        if self.distinct.get(self.last as usize) == Some(&ty) {
+            return self.last;
+        }
+        if let Some(&t) = self.index.get(&ty) {
+            self.last = t;
+            return t;
+        }
+        // There are at most as many distinct types as variables, and a
+        // variable is a `u32`.
+        let t = u32::try_from(self.distinct.len()).unwrap_or(u32::MAX);
+        self.distinct.push(ty.clone());
+        self.index.insert(ty, t);
+        self.last = t;
+        t
+    }
+}
+
+impl FromIterator<Type> for Types {
+    /// One variable per type, in order.
+    fn from_iter<I: IntoIterator<Item = Type>>(types: I) -> Self {
+        let mut all = Self::default();
+        for (i, ty) in types.into_iter().enumerate() {
+            all.set(i, ty);
+        }
+        all
+    }
+}
 
 impl Type {
     /// A non-nullable type of `kind`.
@@ -350,5 +436,26 @@ impl fmt::Display for Type {
             f.write_str("?")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Type, TypeKind, Types};
+
+    #[test]
+    fn each_distinct_type_is_kept_once() {
+        let integer = Type::new(TypeKind::Integer);
+        let mut types = Types::any(3);
+        types.set(0, integer.clone());
+        types.set(2, integer.clone());
+        types.set(5, Type { kind: TypeKind::Integer, nullable: true });
+        assert_eq!(types.get(0), Some(&integer));
+        assert_eq!(types.get(1), Some(&Type::any()));
+        assert_eq!(types.get(2), Some(&integer));
+        assert_eq!(types.get(4), Some(&Type::any()), "filled in as `any`");
+        assert_eq!(types.get(5).map(|t| t.nullable), Some(true));
+        assert_eq!(types.get(6), None);
+        assert_eq!(types.distinct.len(), 3, "any, integer, integer?");
     }
 }

@@ -166,7 +166,7 @@ impl Lowerer<'_> {
             outputs,
             graph: Graph::default(),
             gated: Vec::new(),
-            types: Vec::new(),
+            types: ir::Types::default(),
             span: contract.span,
             name_span: contract.name.span,
         };

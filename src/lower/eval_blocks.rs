@@ -152,6 +152,7 @@ impl Lowerer<'_> {
         };
         types.push(Type::new(TypeKind::Record(Arc::new(inputs))));
         types.push(Type::any());
+        let types: ir::Types = types.into_iter().collect();
         let mut seen: HashMap<&str, Span> = HashMap::new();
         let mut scores = Vec::with_capacity(stmts.len());
         for stmt in stmts {
@@ -279,7 +280,8 @@ impl Lowerer<'_> {
     ) -> Vec<ir::Require> {
         let names = scores.iter().map(|s| s.name.as_str()).collect();
         let scope = Scope::new(names, "score", format!("eval `{eval}`"));
-        let types = vec![Type::new(TypeKind::Float); scores.len()];
+        let types: ir::Types =
+            std::iter::repeat_n(Type::new(TypeKind::Float), scores.len()).collect();
         stmts
             .iter()
             .filter_map(|stmt| {

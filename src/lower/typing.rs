@@ -19,7 +19,9 @@ use serde_json::Value;
 
 use super::Lowerer;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::ir::{self, BinaryOp, Expr, ExprKind, Function, NodeKind, Type, TypeKind, UnaryOp};
+use crate::ir::{
+    self, BinaryOp, Expr, ExprKind, Function, NodeKind, Type, TypeKind, Types, UnaryOp,
+};
 use crate::source::Span;
 use crate::suggest::did_you_mean;
 use crate::value::Val;
@@ -129,11 +131,11 @@ fn file_type(args: &[Expr]) -> Type {
 impl Lowerer<'_> {
     /// The static type of every node of `contract` (inferred in
     /// topological order), reporting what cannot work.
-    pub(super) fn check_types(&mut self, contract: &ir::Contract) -> Vec<Type> {
-        let mut types = vec![Type::any(); contract.nodes.len()];
+    pub(super) fn check_types(&mut self, contract: &ir::Contract) -> Types {
+        let mut types = Types::any(contract.nodes.len());
         for &id in contract.graph.order() {
             let node = &contract.nodes[id.index()];
-            types[id.index()] = match &node.kind {
+            let ty = match &node.kind {
                 NodeKind::Input(param) => param.ty.clone(),
                 NodeKind::Compute(expr) => self.infer(expr, &types),
                 NodeKind::Call(call) => self.call_type(call, &types),
@@ -147,6 +149,7 @@ impl Lowerer<'_> {
                 NodeKind::Branch(branch) => self.branch_type(branch, node.span, &types),
                 NodeKind::For(collection) => self.collection_type(collection, &mut types),
             };
+            types.set(id.index(), ty);
         }
         types
     }
@@ -154,7 +157,7 @@ impl Lowerer<'_> {
     /// A call's type: a tool's `result` (else `any`), an agent's `result`
     /// (else `string`), a contract's outputs (`object`); `try` makes it
     /// the `{ok, ...}` object.
-    fn call_type(&mut self, call: &ir::Call, types: &[Type]) -> Type {
+    fn call_type(&mut self, call: &ir::Call, types: &Types) -> Type {
         let ty = match call.callee {
             ir::Callee::Tool(id) => {
                 let tools = std::mem::take(&mut self.tools);
@@ -183,7 +186,7 @@ impl Lowerer<'_> {
         if call.catch { of(TypeKind::Object) } else { ty }
     }
 
-    fn body_type(&mut self, body: &ir::Body, types: &[Type]) -> Type {
+    fn body_type(&mut self, body: &ir::Body, types: &Types) -> Type {
         match body {
             ir::Body::Pure(expr) => self.infer(expr, types),
             ir::Body::Call(call) => self.call_type(call, types),
@@ -193,7 +196,7 @@ impl Lowerer<'_> {
     /// `if`/`match` as a node: the condition is boolean, enum patterns are
     /// variants, a `match` without `_` covers every value; the type is the
     /// arms' common type.
-    fn branch_type(&mut self, branch: &ir::Branch, span: Span, types: &[Type]) -> Type {
+    fn branch_type(&mut self, branch: &ir::Branch, span: Span, types: &Types) -> Type {
         let on = match branch.kind {
             ir::BranchKind::If => {
                 self.expect_boolean(&branch.on, types, "an `if` condition");
@@ -273,17 +276,13 @@ impl Lowerer<'_> {
 
     /// `for x in items if cond: body`: the item's type is the array's item
     /// type; the node's type is an array of the body's.
-    fn collection_type(&mut self, collection: &ir::Collection, types: &mut Vec<Type>) -> Type {
+    fn collection_type(&mut self, collection: &ir::Collection, types: &mut Types) -> Type {
         let items = self.infer(&collection.items, types);
         let item = match items.kind {
             TypeKind::Array(Some(item)) => Arc::unwrap_or_clone(item),
             _ => Type::any(),
         };
-        let var = collection.var as usize;
-        if types.len() <= var {
-            types.resize(var + 1, Type::any());
-        }
-        types[var] = item;
+        types.set(collection.var as usize, item);
         if let Some(filter) = &collection.filter {
             self.expect_boolean(filter, types, "a `for` filter");
         }
@@ -297,7 +296,7 @@ impl Lowerer<'_> {
         &mut self,
         params: &[ir::Param],
         args: &[(String, Expr)],
-        types: &[Type],
+        types: &Types,
         what: &str,
         callee: &str,
     ) {
@@ -324,12 +323,12 @@ impl Lowerer<'_> {
 
     /// A tool's `requires_approval when COND`: boolean, over its params.
     pub(super) fn check_approval_condition(&mut self, condition: &Expr, params: &[ir::Param]) {
-        let types: Vec<Type> = params.iter().map(|p| p.ty.clone()).collect();
+        let types: Types = params.iter().map(|p| p.ty.clone()).collect();
         self.expect_boolean(condition, &types, "an approval condition");
     }
 
     /// Infers a condition's type, reporting it when it is known and not boolean.
-    pub(super) fn expect_boolean(&mut self, expr: &Expr, types: &[Type], what: &str) {
+    pub(super) fn expect_boolean(&mut self, expr: &Expr, types: &Types, what: &str) {
         let ty = self.infer(expr, types);
         if known(&ty) && ty.kind != TypeKind::Boolean {
             self.push(
@@ -345,7 +344,7 @@ impl Lowerer<'_> {
     }
 
     /// The static type of `expr`; `types` gives each variable's.
-    pub(super) fn infer(&mut self, expr: &Expr, types: &[Type]) -> Type {
+    pub(super) fn infer(&mut self, expr: &Expr, types: &Types) -> Type {
         match &expr.kind {
             ExprKind::Literal(value) => literal(value),
             ExprKind::Var(v) => types.get(*v as usize).cloned().unwrap_or_else(Type::any),
@@ -427,7 +426,7 @@ impl Lowerer<'_> {
         Type::any()
     }
 
-    fn unary(&mut self, op: UnaryOp, operand: &Expr, types: &[Type]) -> Type {
+    fn unary(&mut self, op: UnaryOp, operand: &Expr, types: &Types) -> Type {
         let ty = self.infer(operand, types);
         let (fits, result, needs) = match op {
             UnaryOp::Neg => (is_number(&ty), ty.clone(), "a number"),
@@ -441,7 +440,7 @@ impl Lowerer<'_> {
         result
     }
 
-    fn binary(&mut self, op: BinaryOp, a: &Expr, b: &Expr, types: &[Type], expr: &Expr) -> Type {
+    fn binary(&mut self, op: BinaryOp, a: &Expr, b: &Expr, types: &Types, expr: &Expr) -> Type {
         let left = self.infer(a, types);
         let right = self.infer(b, types);
         let both_known = known(&left) && known(&right);
