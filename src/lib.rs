@@ -94,7 +94,7 @@ use diagnostic::Diagnostics;
 use ir::Program;
 use source::Sources;
 
-/// Stack checks run on: deep expressions (a sum of ten
+/// Stack of the thread checks run on: deep expressions (a sum of ten
 /// thousand terms) recurse once per level.
 const STACK_SIZE: usize = 256 * 1024 * 1024;
 
@@ -148,14 +148,47 @@ pub fn finish(loaded: load::Loaded) -> Compilation {
     Compilation { sources, diagnostics, program }
 }
 
-/// Runs `f` on a stack of 256 MiB: this thread's own when nearly that
-/// much of it is left (a caller already on such a stack: `ignite check`
-/// compiles on its command's), else a new one that this thread switches to
-/// and frees after (`stacker`). No thread is started: a one-line `check`
-/// started two and spent a fifth of its time on them (BENCHMARKS.md,
-/// "Start-up"). A stack overflow, which the parser's limits rule out, would
-/// end the process with SIGSEGV rather than Rust's "has overflowed its
-/// stack" message.
-pub fn on_big_stack<T>(f: impl FnOnce() -> T) -> T {
-    stacker::maybe_grow(STACK_SIZE - (1 << 20), STACK_SIZE, f)
+std::thread_local! {
+    /// True on a thread [`on_big_stack`] started.
+    static ON_BIG_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` on a thread with a 256 MiB stack, or on this thread when one
+/// cannot be started or when this thread is already such a thread (`ignite
+/// check` compiles on the thread its command runs on: a second thread cost
+/// 14 % of a one-line check's wall time; BENCHMARKS.md, "Start-up"). Its
+/// callers are near the top of their stack, so `f` still has almost all
+/// of it.
+pub fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    if ON_BIG_STACK.with(std::cell::Cell::get) {
+        return f();
+    }
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Some(f)));
+    let job = std::sync::Arc::clone(&shared);
+    let spawned = std::thread::Builder::new().stack_size(STACK_SIZE).spawn(move || {
+        ON_BIG_STACK.with(|on| on.set(true));
+        let f = job.lock().ok().and_then(|mut f| f.take());
+        if let Some(f) = f {
+            let _ = sender.send(f());
+        }
+    });
+    match spawned {
+        Ok(handle) => {
+            if let Err(panic) = handle.join() {
+                std::panic::resume_unwind(panic);
+            }
+            match receiver.recv() {
+                Ok(value) => value,
+                Err(_) => unreachable!("the check thread sends its result before it ends"),
+            }
+        }
+        Err(_) => {
+            let f = shared.lock().ok().and_then(|mut f| f.take());
+            match f {
+                Some(f) => f(),
+                None => unreachable!("a thread that failed to start did not take the job"),
+            }
+        }
+    }
 }
