@@ -148,13 +148,26 @@ pub fn finish(loaded: load::Loaded) -> Compilation {
     Compilation { sources, diagnostics, program }
 }
 
-/// Runs `f` on a thread with a 256 MiB stack, or on this thread
-/// when one cannot be started.
+std::thread_local! {
+    /// True on a thread [`on_big_stack`] started.
+    static ON_BIG_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` on a thread with a 256 MiB stack, or on this thread when one
+/// cannot be started or when this thread is already such a thread (`ignite
+/// check` compiles on the thread its command runs on: a second thread cost
+/// 14 % of a one-line check's wall time; BENCHMARKS.md, "Start-up"). Its
+/// callers are near the top of their stack, so `f` still has almost all
+/// of it.
 pub fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    if ON_BIG_STACK.with(std::cell::Cell::get) {
+        return f();
+    }
     let (sender, receiver) = std::sync::mpsc::channel();
     let shared = std::sync::Arc::new(std::sync::Mutex::new(Some(f)));
     let job = std::sync::Arc::clone(&shared);
     let spawned = std::thread::Builder::new().stack_size(STACK_SIZE).spawn(move || {
+        ON_BIG_STACK.with(|on| on.set(true));
         let f = job.lock().ok().and_then(|mut f| f.take());
         if let Some(f) = f {
             let _ = sender.send(f());

@@ -22,7 +22,15 @@ const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
 /// The purge delay ignite sets, in milliseconds (see `main`).
 const PURGE_DELAY_MS: std::ffi::c_long = 100;
 
+/// What `ignite --version` prints: clap's answer (a test checks it).
+const VERSION: &str = concat!("ignite ", env!("CARGO_PKG_VERSION"), "\n");
+
 fn main() -> ExitCode {
+    if asks_version_only() {
+        // As clap does: a failed write (a closed standard output) is ignored.
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), VERSION.as_bytes());
+        return ExitCode::SUCCESS;
+    }
     without_huge_pages();
     // Freed pages go back to the system 100 ms after they are freed instead
     // of mimalloc's 1 s: lowering frees the syntax tree while it builds the
@@ -45,6 +53,14 @@ fn main() -> ExitCode {
     // SAFETY: sets one integer option of the allocator; no memory is touched.
     unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, NEVER) };
     code
+}
+
+/// True for `ignite --version` or `ignite -V` and nothing else: answered
+/// before clap builds the whole command line (every subcommand and its
+/// options) only to print one line (BENCHMARKS.md, "Start-up").
+fn asks_version_only() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    matches!((args.next(), args.next()), (Some(arg), None) if arg == "--version" || arg == "-V")
 }
 
 /// A purge delay that never returns freed pages.
@@ -76,6 +92,8 @@ fn without_huge_pages() {
 
 #[cfg(test)]
 mod tests {
+    use clap::CommandFactory;
+
     unsafe extern "C" {
         fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
     }
@@ -87,5 +105,10 @@ mod tests {
         // SAFETY: reads one integer option of the allocator.
         let delay = unsafe { mi_option_get(super::MI_OPTION_PURGE_DELAY) };
         assert_eq!(delay, 1000);
+    }
+
+    #[test]
+    fn the_early_version_is_clap_s() {
+        assert_eq!(igniter::cli::Cli::command().render_version(), super::VERSION);
     }
 }
