@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use super::Lowerer;
 use super::calls::Stmt;
-use super::cycles::effectful_contracts;
+use super::cycles::{effectful_contracts, graph_of};
 use super::expr::Scope;
 use crate::ast::{self, ExprKind, Node};
 use crate::diagnostic::{Code, Diagnostic};
@@ -21,6 +21,18 @@ use crate::suggest::did_you_mean;
 /// the checked nodes take the room of the parsed ones, each parsed node's
 /// parts freed (or moved to its checked node) as it is lowered.
 type Body = Vec<Node>;
+
+/// The nodes from which a contract's graph is built on a thread of its own
+/// while its types are inferred (below, a thread costs more than it saves).
+const GRAPH_BESIDE: usize = 16_384;
+
+/// What lowering a contract's nodes tells its graph.
+struct Names {
+    /// Where each node's name is written, for the graph's diagnostics.
+    spans: Vec<Span>,
+    /// No node reads itself or a later one.
+    in_order: bool,
+}
 
 // The checked nodes fit in the room of the parsed ones (what lets
 // `collect` reuse it).
@@ -61,24 +73,43 @@ impl Lowerer<'_> {
             .collect();
         let mut composes = Vec::with_capacity(decls.contracts.len());
         let mut contracts = Vec::with_capacity(decls.contracts.len());
-        // The place of each node's name, for the graph's diagnostics; `None`
-        // for a contract with errors (its graph is not checked).
-        let mut name_spans = Vec::with_capacity(decls.contracts.len());
+        // `None` for a contract with errors (its graph is not checked).
+        let mut names = Vec::with_capacity(decls.contracts.len());
         for (index, (contract, body)) in decls.contracts.iter().zip(bodies).enumerate() {
             let mut sites = Vec::new();
             let errors_before = self.errors;
-            let (lowered, spans) = self.lower_contract(index, contract, body, &mut sites);
+            let (lowered, read) = self.lower_contract(index, contract, body, &mut sites);
             contracts.push(lowered);
-            name_spans.push((self.errors == errors_before).then_some(spans));
+            names.push((self.errors == errors_before).then_some(read));
             composes.push(sites);
         }
         // Graphs come last: gates need to know which contracts make effects.
         let effectful = effectful_contracts(&contracts);
-        for (contract, spans) in contracts.iter_mut().zip(name_spans) {
-            if let Some(spans) = spans {
-                self.check_graph(&spans, contract, &effectful);
+        for (contract, names) in contracts.iter_mut().zip(names) {
+            let Some(Names { spans, in_order }) = names else { continue };
+            // Types are inferred in an order the graph allows: the order of
+            // declaration when no node reads a later one (then beside the
+            // graph, for a big contract), else the graph's.
+            if in_order {
+                let ids = || (0..contract.nodes.len()).map(NodeId::from_index);
+                let (graph, types) = if contract.nodes.len() >= GRAPH_BESIDE {
+                    std::thread::scope(|s| {
+                        let (nodes, effectful) = (&contract.nodes, &effectful);
+                        let graph = s.spawn(move || graph_of(nodes, effectful));
+                        let types = self.check_types(contract, ids());
+                        let graph = graph.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                        (graph, types)
+                    })
+                } else {
+                    (graph_of(&contract.nodes, &effectful), self.check_types(contract, ids()))
+                };
+                self.set_graph(&spans, contract, graph);
+                contract.types = types;
+            } else {
+                let graph = graph_of(&contract.nodes, &effectful);
+                self.set_graph(&spans, contract, graph);
                 drop(spans);
-                contract.types = self.check_types(contract);
+                contract.types = self.check_types(contract, contract.graph.order().iter().copied());
             }
         }
         self.check_recursive_compose(&composes);
@@ -94,7 +125,7 @@ impl Lowerer<'_> {
         contract: &ast::Contract,
         body: Body,
         composes: &mut Vec<(usize, Span)>,
-    ) -> (ir::Contract, Vec<Span>) {
+    ) -> (ir::Contract, Names) {
         let runner = self.runner(contract);
         let budget = self.budget(contract);
         let name_spans: Vec<Span> = body.iter().map(|n| n.name().span).collect();
@@ -122,8 +153,10 @@ impl Lowerer<'_> {
             .into_iter()
             .enumerate()
             .map(|(i, node)| {
+                let var = u32::try_from(i).unwrap_or(u32::MAX - 1);
+                scope.entering(var);
                 if repeats.next_if_eq(&i).is_none() {
-                    scope.note(u32::try_from(i).unwrap_or(u32::MAX - 1));
+                    scope.note(var);
                 }
                 let span = node.span();
                 let (name, kind) = match node {
@@ -153,6 +186,7 @@ impl Lowerer<'_> {
                 ir::Node { name, kind, span }
             })
             .collect();
+        let in_order = scope.read_in_order();
         // Needed only while the nodes lower: freed before the graph is built.
         self.input_types = Vec::new();
         let outputs = self.lower_outputs(contract, &scope, &nodes);
@@ -170,7 +204,7 @@ impl Lowerer<'_> {
             span: contract.span,
             name_span: contract.name.span,
         };
-        (lowered, name_spans)
+        (lowered, Names { spans: name_spans, in_order })
     }
 
     /// A node named as an earlier one (`repeated`: each place with the
@@ -343,5 +377,82 @@ impl Lowerer<'_> {
                     .unwrap_or_else(|| format!("its outputs are {}", crate::suggest::list(&names))),
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GRAPH_BESIDE;
+    use crate::compile_source;
+
+    /// A contract whose nodes read only earlier ones (`reversed`: the
+    /// same nodes declared last first, so each reads later ones), with a
+    /// chain of `len` nodes, a guard, a branch, a `for`, a record field,
+    /// an unused node, and `extra` lines.
+    fn contract(len: usize, reversed: bool, extra: &str) -> String {
+        let mut nodes = vec![
+            "compute c0 = x + 1".to_owned(),
+            "compute label = name + \"!\"".to_owned(),
+            "compute item = {price: 2.5, tags: [\"a\"]}".to_owned(),
+        ];
+        nodes.extend((1..len).map(|i| format!("compute c{i} = c{} + 1", i - 1)));
+        let last = len - 1;
+        nodes.extend([
+            format!("guard positive = c{last} > 0 else \"must be positive\""),
+            format!("compute size = if c{last} > 5 then \"big\" else \"small\""),
+            "compute doubled = for t in item.tags: t + t".to_owned(),
+            "compute price = item.price * 2".to_owned(),
+            "compute unused = x * 2".to_owned(),
+        ]);
+        if reversed {
+            nodes.reverse();
+        }
+        format!(
+            "contract Big {{\n  input x: integer\n  input name: string\n  {}\n{extra}  output c{last}\n  output label\n  output size\n  output doubled\n  output price\n}}\n",
+            nodes.join("\n  ")
+        )
+    }
+
+    /// Each diagnostic's code and message, sorted (their places differ).
+    fn said(text: &str) -> Vec<String> {
+        let checked = compile_source("big.ign", text);
+        let mut said: Vec<String> =
+            checked.diagnostics.iter().map(|d| format!("{:?} {}", d.code, d.message)).collect();
+        said.sort();
+        said
+    }
+
+    /// Each node's type and what it reads, by name, sorted.
+    fn typed(text: &str) -> Vec<String> {
+        let checked = compile_source("big.ign", text);
+        let program = checked.program.expect("a clean program");
+        let contract = &program.contracts[0];
+        let mut typed: Vec<String> = (0..contract.nodes.len())
+            .map(crate::ir::NodeId::from_index)
+            .map(|id| {
+                let mut reads: Vec<&str> =
+                    contract.graph.deps(id).iter().map(|d| &*contract[*d].name).collect();
+                reads.sort_unstable();
+                let ty = contract.types.get(id.index()).expect("a type per node");
+                format!("{} : {ty} <- {}", contract[id].name, reads.join(", "))
+            })
+            .collect();
+        typed.sort();
+        typed
+    }
+
+    #[test]
+    fn types_in_declaration_order_are_the_graph_order_s() {
+        // Small, and big enough that the graph is built beside the types.
+        for len in [3, GRAPH_BESIDE] {
+            let (ordered, reversed) = (contract(len, false, ""), contract(len, true, ""));
+            assert_eq!(typed(&ordered), typed(&reversed), "{len} nodes");
+            assert_eq!(said(&ordered), said(&reversed), "{len} nodes");
+            let wrong = "  compute wrong = label - c0\n  output wrong\n";
+            let (ordered, reversed) = (contract(len, false, wrong), contract(len, true, wrong));
+            let found = said(&ordered);
+            assert!(found.iter().any(|d| d.starts_with("OperatorType")), "{found:?}");
+            assert_eq!(found, said(&reversed), "{len} nodes");
+        }
     }
 }

@@ -18,32 +18,22 @@ use crate::ir::{self, ContractId, Deps, Graph, NodeId, NodeKind};
 use crate::source::Span;
 
 impl Lowerer<'_> {
-    /// Builds the graph of a contract without other errors: reports its
-    /// cycles, or else sets its gates and graph and reports its unused
-    /// nodes. `name_spans[i]` is where node `i`'s name is written;
-    /// `effectful[c]` tells whether contract `c` makes effects.
-    pub(super) fn check_graph(
+    /// Takes the graph of a contract without other errors ([`graph_of`]):
+    /// reports its cycles, or else sets its gates and graph and reports its
+    /// unused nodes. `name_spans[i]` is where node `i`'s name is written.
+    pub(super) fn set_graph(
         &mut self,
         name_spans: &[Span],
         contract: &mut ir::Contract,
-        effectful: &[bool],
+        graph: Result<(Graph, Vec<NodeId>), Vec<Vec<NodeId>>>,
     ) {
-        let graph = match Graph::new(dependencies(&contract.nodes)) {
-            Ok(graph) => graph,
+        let (graph, gated) = match graph {
+            Ok(built) => built,
             Err(cycles) => {
                 for cycle in cycles {
                     self.report_cycle(&contract.nodes, name_spans, &cycle);
                 }
                 return;
-            }
-        };
-        let (gated, gated_deps) = gate(&contract.nodes, &graph, effectful);
-        // Gates add edges: the graph is built again only when there are some.
-        let graph = match gated_deps {
-            None => graph,
-            Some(deps) => {
-                drop(graph);
-                Graph::new(deps).unwrap_or_else(|_| unreachable!("gates add no cycle"))
             }
         };
         set_branch_deps(&mut contract.nodes, &gated);
@@ -154,6 +144,26 @@ impl Lowerer<'_> {
             self.push(diagnostic);
         }
     }
+}
+
+/// The graph of a contract's `nodes` with its gates, and the effects they
+/// gate; or its cycles. `effectful[c]` tells whether contract `c` makes
+/// effects.
+pub(super) fn graph_of(
+    nodes: &[ir::Node],
+    effectful: &[bool],
+) -> Result<(Graph, Vec<NodeId>), Vec<Vec<NodeId>>> {
+    let graph = Graph::new(dependencies(nodes))?;
+    let (gated, gated_deps) = gate(nodes, &graph, effectful);
+    // Gates add edges: the graph is built again only when there are some.
+    let graph = match gated_deps {
+        None => graph,
+        Some(deps) => {
+            drop(graph);
+            Graph::new(deps).unwrap_or_else(|_| unreachable!("gates add no cycle"))
+        }
+    };
+    Ok((graph, gated))
 }
 
 /// The nodes each node reads, in first-mention order, once each. A stamp

@@ -5,6 +5,7 @@
 //! Every expression lowers to an [`ir::Expr`], even a wrong one (a `null`
 //! literal stands in), so one pass reports every problem.
 
+use std::cell::Cell;
 use std::hash::BuildHasher;
 use std::rc::Rc;
 
@@ -39,6 +40,19 @@ pub(super) struct Scope<'s> {
     pub(super) what: &'static str,
     /// Whose they are: "contract `Checkout`".
     pub(super) owner: String,
+    /// Whether a name was read at or after the node being lowered.
+    order: Rc<Order>,
+}
+
+/// What [`Scope::entering`] and [`Scope::var`] tell of a contract's order:
+/// when every node reads only nodes declared before it, the declaration
+/// order is one the graph allows (see `Lowerer::lower_contracts`).
+#[derive(Default)]
+struct Order {
+    /// The variable of the node being lowered.
+    node: Cell<u32>,
+    /// A name read was that node's or a later one's.
+    ahead: Cell<bool>,
 }
 
 /// The names of a [`Scope`]: a list, or the text at each name's span (a
@@ -96,8 +110,15 @@ impl<'s> Scope<'s> {
                 repeated.push((i, first));
             }
         }
-        let scope =
-            Self { names: Rc::new(names), vars: Rc::new(vars), hasher, item: None, what, owner };
+        let scope = Self {
+            names: Rc::new(names),
+            vars: Rc::new(vars),
+            hasher,
+            item: None,
+            what,
+            owner,
+            order: Rc::default(),
+        };
         (scope, repeated)
     }
 
@@ -113,6 +134,7 @@ impl<'s> Scope<'s> {
             item: Some((name, var)),
             what: self.what,
             owner: self.owner.clone(),
+            order: Rc::clone(&self.order),
         };
         (scope, var)
     }
@@ -121,8 +143,28 @@ impl<'s> Scope<'s> {
     pub(super) fn var(&self, name: &str) -> Option<u32> {
         match self.item {
             Some((item, var)) if item == name => Some(var),
-            _ => self.vars.find(self.hasher.hash_one(name), |v| self.names.get(v as usize) == name),
+            _ => {
+                let var = self
+                    .vars
+                    .find(self.hasher.hash_one(name), |v| self.names.get(v as usize) == name)?;
+                if var >= self.order.node.get() {
+                    self.order.ahead.set(true);
+                }
+                Some(var)
+            }
         }
+    }
+
+    /// Notes that the names read next are read by variable `var`'s node.
+    pub(super) fn entering(&self, var: u32) {
+        self.order.node.set(var);
+    }
+
+    /// True when no name read since the scope was made was that of the
+    /// node reading it or of a later one (names read outside nodes, from
+    /// variable 0, count as later).
+    pub(super) fn read_in_order(&self) -> bool {
+        !self.order.ahead.get()
     }
 
     /// Notes that variable `var`, the first of its name, is being

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::Lowerer;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::ir::{
-    self, BinaryOp, Expr, ExprKind, Function, NodeKind, Type, TypeKind, Types, UnaryOp,
+    self, BinaryOp, Expr, ExprKind, Function, NodeId, NodeKind, Type, TypeKind, Types, UnaryOp,
 };
 use crate::source::Span;
 use crate::suggest::did_you_mean;
@@ -129,11 +129,16 @@ fn file_type(args: &[Expr]) -> Type {
 }
 
 impl Lowerer<'_> {
-    /// The static type of every node of `contract` (inferred in
-    /// topological order), reporting what cannot work.
-    pub(super) fn check_types(&mut self, contract: &ir::Contract) -> Types {
+    /// The static type of every node of `contract`, inferred in `order`
+    /// (one the graph allows: every node after the nodes it reads),
+    /// reporting what cannot work.
+    pub(super) fn check_types(
+        &mut self,
+        contract: &ir::Contract,
+        order: impl Iterator<Item = NodeId>,
+    ) -> Types {
         let mut types = Types::any(contract.nodes.len());
-        for &id in contract.graph.order() {
+        for id in order {
             let node = &contract.nodes[id.index()];
             let ty = match &node.kind {
                 NodeKind::Input(param) => param.ty.clone(),
