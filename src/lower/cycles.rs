@@ -25,9 +25,9 @@ impl Lowerer<'_> {
         &mut self,
         name_spans: &[Span],
         contract: &mut ir::Contract,
-        graph: Result<(Graph, Vec<NodeId>), Vec<Vec<NodeId>>>,
+        graph: Result<Built, Vec<Vec<NodeId>>>,
     ) {
-        let (graph, gated) = match graph {
+        let Built { graph, gated, guards, branches } = match graph {
             Ok(built) => built,
             Err(cycles) => {
                 for cycle in cycles {
@@ -36,8 +36,8 @@ impl Lowerer<'_> {
                 return;
             }
         };
-        set_branch_deps(&mut contract.nodes, &gated);
-        self.check_unused(name_spans, &contract.nodes, &contract.outputs, &graph);
+        set_branch_deps(&mut contract.nodes, &branches, &gated, &guards);
+        self.check_unused(name_spans, &contract.nodes, &contract.outputs, &graph, &guards);
         contract.graph = graph;
         contract.gated = gated;
     }
@@ -68,10 +68,11 @@ impl Lowerer<'_> {
         nodes: &[ir::Node],
         outputs: &[ir::Output],
         graph: &Graph,
+        guards: &[NodeId],
     ) {
         let mut needed = vec![false; nodes.len()];
         let mut stack: Vec<NodeId> = outputs.iter().map(|o| o.node).collect();
-        stack.extend(guards(nodes));
+        stack.extend_from_slice(guards);
         while let Some(node) = stack.pop() {
             if std::mem::replace(&mut needed[node.index()], true) {
                 continue;
@@ -146,15 +147,31 @@ impl Lowerer<'_> {
     }
 }
 
-/// The graph of a contract's `nodes` with its gates, and the effects they
-/// gate; or its cycles. `effectful[c]` tells whether contract `c` makes
-/// effects.
-pub(super) fn graph_of(
-    nodes: &[ir::Node],
-    effectful: &[bool],
-) -> Result<(Graph, Vec<NodeId>), Vec<Vec<NodeId>>> {
+/// A contract's graph as [`graph_of`] builds it.
+pub(super) struct Built {
+    /// Its edges, gates included.
+    graph: Graph,
+    /// The effects that no guard needs.
+    gated: Vec<NodeId>,
+    /// Its guards.
+    guards: Vec<NodeId>,
+    /// Its branches.
+    branches: Vec<NodeId>,
+}
+
+/// The graph of a contract's `nodes` with its gates; or its cycles.
+/// `effectful[c]` tells whether contract `c` makes effects.
+pub(super) fn graph_of(nodes: &[ir::Node], effectful: &[bool]) -> Result<Built, Vec<Vec<NodeId>>> {
     let graph = Graph::new(dependencies(nodes))?;
-    let (gated, gated_deps) = gate(nodes, &graph, effectful);
+    let (mut guards, mut branches) = (Vec::new(), Vec::new());
+    for (i, node) in nodes.iter().enumerate() {
+        match node.kind {
+            NodeKind::Guard { .. } => guards.push(NodeId::from_index(i)),
+            NodeKind::Branch(_) => branches.push(NodeId::from_index(i)),
+            _ => {}
+        }
+    }
+    let (gated, gated_deps) = gate(nodes, &graph, effectful, &guards);
     // Gates add edges: the graph is built again only when there are some.
     let graph = match gated_deps {
         None => graph,
@@ -163,7 +180,7 @@ pub(super) fn graph_of(
             Graph::new(deps).unwrap_or_else(|_| unreachable!("gates add no cycle"))
         }
     };
-    Ok((graph, gated))
+    Ok(Built { graph, gated, guards, branches })
 }
 
 /// The nodes each node reads, in first-mention order, once each. A stamp
@@ -212,25 +229,19 @@ fn is_effect(kind: &NodeKind, effectful: &[bool]) -> bool {
     })
 }
 
-/// The guards among `nodes`.
-fn guards(nodes: &[ir::Node]) -> Vec<NodeId> {
-    nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| matches!(n.kind, NodeKind::Guard { .. }))
-        .map(|(i, _)| NodeId::from_index(i))
-        .collect()
-}
-
 /// The effects that no guard needs, and when there are some, the edges of
 /// `graph` with one more from every guard to each of them.
-fn gate(nodes: &[ir::Node], graph: &Graph, effectful: &[bool]) -> (Vec<NodeId>, Option<Deps>) {
-    let guards = guards(nodes);
+fn gate(
+    nodes: &[ir::Node],
+    graph: &Graph,
+    effectful: &[bool],
+    guards: &[NodeId],
+) -> (Vec<NodeId>, Option<Deps>) {
     if guards.is_empty() {
         return (Vec::new(), None);
     }
     let mut guarded = vec![false; nodes.len()];
-    let mut stack = guards.clone();
+    let mut stack = guards.to_vec();
     while let Some(node) = stack.pop() {
         for &dep in graph.deps(node) {
             if !std::mem::replace(&mut guarded[dep.index()], true) {
@@ -261,9 +272,13 @@ fn gate(nodes: &[ir::Node], graph: &Graph, effectful: &[bool]) -> (Vec<NodeId>, 
 
 /// Fills in what each branch waits for before choosing (its condition's
 /// nodes, and the guards when gated) and what each arm reads.
-fn set_branch_deps(nodes: &mut [ir::Node], gated: &[NodeId]) {
+fn set_branch_deps(
+    nodes: &mut [ir::Node],
+    branches: &[NodeId],
+    gated: &[NodeId],
+    guards: &[NodeId],
+) {
     let n = nodes.len();
-    let guards = guards(nodes);
     let reads = |exprs: &mut dyn Iterator<Item = &ir::Expr>| {
         let mut out: Vec<NodeId> = Vec::new();
         for expr in exprs {
@@ -276,10 +291,10 @@ fn set_branch_deps(nodes: &mut [ir::Node], gated: &[NodeId]) {
         }
         out
     };
-    for (i, node) in nodes.iter_mut().enumerate() {
-        let NodeKind::Branch(branch) = &mut node.kind else { continue };
+    for &id in branches {
+        let NodeKind::Branch(branch) = &mut nodes[id.index()].kind else { continue };
         branch.deps = reads(&mut std::iter::once(&branch.on));
-        if gated.contains(&NodeId::from_index(i)) {
+        if gated.contains(&id) {
             let missing: Vec<NodeId> =
                 guards.iter().copied().filter(|g| !branch.deps.contains(g)).collect();
             branch.deps.extend(missing);
