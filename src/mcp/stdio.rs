@@ -121,11 +121,16 @@ where
         }));
     }
 
-    /// Waits until every error answer is written.
+    /// Waits until every error answer is written. Cancellation-safe: a
+    /// task is forgotten only once it has finished, so a `receive`
+    /// cancelled while it waits leaves the rest for the next wait (taking
+    /// the list first lost them, and `close` then shut the output before
+    /// they were written).
     async fn answered(&mut self) {
-        for task in std::mem::take(&mut self.answering) {
+        while let Some(task) = self.answering.last_mut() {
             // A task that failed wrote nothing more than it could.
             let _ = task.await;
+            self.answering.pop();
         }
     }
 
@@ -253,5 +258,33 @@ where
             output.flush().await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::transport::Transport as _;
+    use tokio::io::AsyncReadExt as _;
+
+    use super::LineTransport;
+
+    #[tokio::test]
+    async fn answers_still_being_written_when_a_receive_is_cancelled_are_not_lost() {
+        let (output, mut written) = tokio::io::duplex(1 << 16);
+        let input: &[u8] = b"not json\nnor this\n";
+        let mut transport = LineTransport::new(input, output, 1024);
+        // `receive` reaches the input's end and waits for its two answers,
+        // and is cancelled there before they are written (as rmcp does when
+        // it has an answer of its own to send).
+        tokio::select! {
+            biased;
+            _ = transport.receive() => panic!("the answers are still being written"),
+            () = std::future::ready(()) => {}
+        }
+        assert!(transport.receive().await.is_none(), "the input has ended");
+        transport.close().await.expect("closed");
+        let mut text = String::new();
+        written.read_to_string(&mut text).await.expect("the answers");
+        assert_eq!(text.lines().filter(|l| l.contains("-32700")).count(), 2, "{text}");
     }
 }
