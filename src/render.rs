@@ -52,9 +52,7 @@ fn edges(contract: &Contract, id: NodeId) -> Vec<Edge> {
 /// True when the node's expressions read `node`.
 fn reads(kind: &NodeKind, node: NodeId) -> bool {
     let mut found = false;
-    for expr in kind.exprs() {
-        expr.visit_vars(&mut |var| found |= var as usize == node.index());
-    }
+    kind.visit_vars(&mut |var| found |= var as usize == node.index());
     found
 }
 

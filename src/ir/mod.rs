@@ -592,11 +592,11 @@ pub enum Body {
 }
 
 impl Body {
-    /// The expressions of the body.
-    pub fn exprs(&self) -> Box<dyn Iterator<Item = &Expr> + '_> {
+    /// Calls `f` for every variable the body reads, in source order.
+    pub fn visit_vars(&self, f: &mut impl FnMut(u32)) {
         match self {
-            Body::Pure(e) => Box::new(std::iter::once(e)),
-            Body::Call(call) => Box::new(call.args.iter().map(|(_, e)| e)),
+            Body::Pure(e) => e.visit_vars(f),
+            Body::Call(call) => call.args.iter().for_each(|(_, e)| e.visit_vars(f)),
         }
     }
 }
@@ -695,21 +695,31 @@ impl NodeKind {
         }
     }
 
-    /// Every expression of the node, in source order.
-    pub fn exprs(&self) -> Box<dyn Iterator<Item = &Expr> + '_> {
+    /// Calls `f` for every variable the node's expressions read, in source
+    /// order (without a boxed iterator: this runs once per node of a
+    /// contract that may have a million).
+    pub fn visit_vars(&self, f: &mut impl FnMut(u32)) {
         match self {
-            NodeKind::Input(_) => Box::new(std::iter::empty()),
-            NodeKind::Compute(e) => Box::new(std::iter::once(e)),
-            NodeKind::Call(call) => Box::new(call.args.iter().map(|(_, e)| e)),
+            NodeKind::Input(_) => {}
+            NodeKind::Compute(e) => e.visit_vars(f),
+            NodeKind::Call(call) => call.args.iter().for_each(|(_, e)| e.visit_vars(f)),
             NodeKind::Guard { condition, message } => {
-                Box::new(std::iter::once(condition).chain(message.as_deref()))
+                condition.visit_vars(f);
+                if let Some(message) = message {
+                    message.visit_vars(f);
+                }
             }
-            NodeKind::Branch(branch) => Box::new(
-                std::iter::once(&branch.on).chain(branch.arms.iter().flat_map(|a| a.body.exprs())),
-            ),
-            NodeKind::For(each) => Box::new(
-                std::iter::once(&each.items).chain(each.filter.iter()).chain(each.body.exprs()),
-            ),
+            NodeKind::Branch(branch) => {
+                branch.on.visit_vars(f);
+                branch.arms.iter().for_each(|arm| arm.body.visit_vars(f));
+            }
+            NodeKind::For(each) => {
+                each.items.visit_vars(f);
+                if let Some(filter) = &each.filter {
+                    filter.visit_vars(f);
+                }
+                each.body.visit_vars(f);
+            }
         }
     }
 }

@@ -190,14 +190,12 @@ fn dependencies(nodes: &[ir::Node]) -> Deps {
     let mut deps = Deps::with_capacity(nodes.len());
     for (i, node) in nodes.iter().enumerate() {
         let i = u32::try_from(i).unwrap_or(u32::MAX);
-        for expr in node.kind.exprs() {
-            expr.visit_vars(&mut |var| {
-                if (var as usize) < stamp.len() && stamp[var as usize] != i {
-                    stamp[var as usize] = i;
-                    deps.push(NodeId(var));
-                }
-            });
-        }
+        node.kind.visit_vars(&mut |var| {
+            if (var as usize) < stamp.len() && stamp[var as usize] != i {
+                stamp[var as usize] = i;
+                deps.push(NodeId(var));
+            }
+        });
         deps.end_row();
     }
     deps
@@ -270,6 +268,19 @@ fn gate(
     (gated, Some(deps))
 }
 
+/// The nodes (variables below `n`) that `visit` reports, once each, in
+/// the order first reported.
+fn read_by(n: usize, visit: impl FnOnce(&mut dyn FnMut(u32))) -> Vec<NodeId> {
+    let mut out: Vec<NodeId> = Vec::new();
+    visit(&mut |var| {
+        let id = NodeId::from_index(var as usize);
+        if (var as usize) < n && !out.contains(&id) {
+            out.push(id);
+        }
+    });
+    out
+}
+
 /// Fills in what each branch waits for before choosing (its condition's
 /// nodes, and the guards when gated) and what each arm reads.
 fn set_branch_deps(
@@ -279,28 +290,16 @@ fn set_branch_deps(
     guards: &[NodeId],
 ) {
     let n = nodes.len();
-    let reads = |exprs: &mut dyn Iterator<Item = &ir::Expr>| {
-        let mut out: Vec<NodeId> = Vec::new();
-        for expr in exprs {
-            expr.visit_vars(&mut |var| {
-                let id = NodeId::from_index(var as usize);
-                if (var as usize) < n && !out.contains(&id) {
-                    out.push(id);
-                }
-            });
-        }
-        out
-    };
     for &id in branches {
         let NodeKind::Branch(branch) = &mut nodes[id.index()].kind else { continue };
-        branch.deps = reads(&mut std::iter::once(&branch.on));
+        branch.deps = read_by(n, |f| branch.on.visit_vars(&mut |var| f(var)));
         if gated.contains(&id) {
             let missing: Vec<NodeId> =
                 guards.iter().copied().filter(|g| !branch.deps.contains(g)).collect();
             branch.deps.extend(missing);
         }
         for arm in &mut branch.arms {
-            arm.deps = reads(&mut arm.body.exprs());
+            arm.deps = read_by(n, |f| arm.body.visit_vars(&mut |var| f(var)));
         }
     }
 }
