@@ -92,17 +92,21 @@ impl Lowerer<'_> {
             // graph, for a big contract), else the graph's.
             if in_order {
                 let ids = || (0..contract.nodes.len()).map(NodeId::from_index);
-                let (graph, types) = if contract.nodes.len() >= GRAPH_BESIDE {
+                let beside = (contract.nodes.len() >= GRAPH_BESIDE).then(|| {
                     std::thread::scope(|s| {
                         let (nodes, effectful) = (&contract.nodes, &effectful);
-                        let graph = s.spawn(move || graph_of(nodes, effectful));
+                        // A thread that cannot start leaves the work to this one.
+                        let graph = std::thread::Builder::new()
+                            .spawn_scoped(s, move || graph_of(nodes, effectful))
+                            .ok()?;
                         let types = self.check_types(contract, ids());
                         let graph = graph.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                        (graph, types)
+                        Some((graph, types))
                     })
-                } else {
+                });
+                let (graph, types) = beside.flatten().unwrap_or_else(|| {
                     (graph_of(&contract.nodes, &effectful), self.check_types(contract, ids()))
-                };
+                });
                 self.set_graph(&spans, contract, graph);
                 contract.types = types;
             } else {
