@@ -16,7 +16,7 @@ use crate::failure::PendingCall;
 /// Exit code of a run that paused for approvals.
 pub(super) const PAUSED: u8 = 4;
 
-/// Arguments of `ignite approvals`.
+/// List the calls journaled runs wait for approval on.
 #[derive(Debug, clap::Args)]
 pub struct ApprovalsArgs {
     /// The run; every journaled run with waiting calls when absent.
@@ -24,7 +24,7 @@ pub struct ApprovalsArgs {
     pub run: Option<String>,
 }
 
-/// Arguments of `ignite approve`.
+/// Approve calls a journaled run waits for (all of them when none is named).
 #[derive(Debug, clap::Args)]
 pub struct ApproveArgs {
     /// The run, as `ignite run --journal` printed it.
@@ -38,7 +38,7 @@ pub struct ApproveArgs {
     pub note: Option<String>,
 }
 
-/// Arguments of `ignite deny`.
+/// Deny a call a journaled run waits for.
 #[derive(Debug, clap::Args)]
 pub struct DenyArgs {
     /// The run, as `ignite run --journal` printed it.

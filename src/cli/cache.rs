@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use super::GlobalArgs;
 use crate::effects::Cache;
 
-/// Arguments of `ignite cache`.
+/// Show or clear the result cache of tools and agents declared `cache`.
 #[derive(Debug, clap::Args)]
 pub struct CacheArgs {
     /// What to do.

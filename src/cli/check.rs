@@ -10,7 +10,7 @@ use clap::ValueEnum;
 use super::{GlobalArgs, WIDTH};
 use crate::diagnostic::{Diagnostics, Severity};
 
-/// Arguments of `ignite check`.
+/// Check `.ign` files and report every problem.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// Files or folders to check (folders: every `*.ign` inside).

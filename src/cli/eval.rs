@@ -21,7 +21,7 @@ use crate::evals::{self, Options, Running};
 use crate::llm::Llm;
 use crate::runtime::Engine;
 
-/// Arguments of `ignite eval`.
+/// Run the `eval` blocks of `.ign` files: scores with intervals, baselines.
 #[derive(Debug, clap::Args)]
 pub struct EvalArgs {
     /// Files or folders whose evals to run (folders: every `*.ign` inside).

@@ -18,7 +18,7 @@ use super::{GlobalArgs, WIDTH};
 use crate::fmt::{FmtError, format};
 use crate::source::Sources;
 
-/// Arguments of `ignite fmt`.
+/// Format `.ign` files in the one canonical layout.
 #[derive(Debug, clap::Args)]
 pub struct FmtArgs {
     /// Files or folders to format (folders: every `*.ign` inside); `-`

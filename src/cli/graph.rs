@@ -8,7 +8,7 @@ use clap::ValueEnum;
 use super::GlobalArgs;
 use crate::render::{GraphFormat, render_graph};
 
-/// Arguments of `ignite graph`.
+/// Draw a contract's graph.
 #[derive(Debug, clap::Args)]
 pub struct GraphArgs {
     /// The `.ign` file.

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use super::GlobalArgs;
 
-/// Arguments of `ignite lsp`.
+/// Run the language server (LSP over standard input and output) for editors.
 #[derive(Debug, clap::Args)]
 pub struct LspArgs {
     /// Talk over standard input and output (the only transport; accepted

@@ -16,7 +16,7 @@ use crate::mcp::Catalog;
 use crate::mcp::http::{HttpLimits, PATH};
 use crate::mcp::server::{Server, serve_stdio};
 
-/// Arguments of `ignite mcp`.
+/// Serve the tools and top-level contracts to MCP clients (stdio, or HTTP with `--http`).
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct McpArgs {

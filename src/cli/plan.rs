@@ -10,7 +10,8 @@ use clap::ValueEnum;
 use super::GlobalArgs;
 use crate::plan::{self, Options};
 
-/// Arguments of `ignite plan`.
+/// Show a contract's worst case (model calls, tool calls, cost) before it runs;
+/// with `--inputs`, a dry run listing its effects.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
     /// The `.ign` file.

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::GlobalArgs;
 
-/// Arguments of `ignite report`.
+/// Write a self-contained HTML page of a run (journal, recording) or a saved eval.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// A run ID (its journal in `.ignite/runs/`), a recording or journal

@@ -15,7 +15,7 @@ use crate::eval::{Fields, Val};
 use crate::runtime::{Engine, RunError, RunOptions};
 use crate::trace::{Timeline, Trace};
 
-/// Arguments of `ignite run`.
+/// Run a contract and print its outputs as JSON.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The `.ign` file to run.

@@ -9,7 +9,7 @@ use super::GlobalArgs;
 use crate::ir::ProviderKind;
 use crate::tools::{Registry, ToolView, Toolbox};
 
-/// Arguments of `ignite schema`.
+/// Print the JSON Schemas of the tools, as sent to models.
 #[derive(Debug, clap::Args)]
 pub struct SchemaArgs {
     /// The `.ign` file.

@@ -17,7 +17,7 @@ type EndStreams = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Stack of the threads runs go on: evaluating deep expressions recurses.
 const RUN_STACK: usize = 64 << 20;
 
-/// Arguments of `ignite serve`.
+/// Serve every top-level contract over HTTP.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// The `.ign` file whose contracts to serve.

@@ -14,7 +14,7 @@ use crate::runtime::Engine;
 use crate::testing::report::Report;
 use crate::testing::{self, Options, Suite};
 
-/// Arguments of `ignite test`.
+/// Run the `test` blocks of `.ign` files.
 #[derive(Debug, clap::Args)]
 pub struct TestArgs {
     /// Files or folders whose tests to run (folders: every `*.ign` inside).

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use super::GlobalArgs;
 use crate::tools::{Registry, Toolbox, render_table};
 
-/// Arguments of `ignite tools`.
+/// List the tools in a table.
 #[derive(Debug, clap::Args)]
 pub struct ToolsArgs {
     /// The `.ign` file.
