@@ -318,20 +318,20 @@ impl Clients {
         let mut progress = connection.service.service().watch(handle.progress_token.clone());
         let mut abandoned = Abandoned { peer: peer.clone(), id: Some(handle.id.clone()) };
         let sink = PROGRESS.try_with(Arc::clone).ok();
+        let record = |step: &ProgressNotificationParam| {
+            if let Some(sink) = &sink {
+                sink(progress_detail(mcp, step));
+            }
+        };
         let mut stop = STOP.subscribe();
         let response = handle.await_response();
         let limit = tokio::time::sleep(timeout);
         tokio::pin!(response, limit);
         let result = loop {
+            // In this order: a stop or the timeout first, and progress that
+            // came in before the answer is recorded before it.
             tokio::select! {
-                answered = &mut response => {
-                    abandoned.id = None;
-                    break answered;
-                }
-                () = &mut limit => {
-                    abandoned.cancel("timed out").await;
-                    return Err(ToolError::Timeout(timeout));
-                }
+                biased;
                 () = stopped(&mut stop) => {
                     abandoned.cancel("ignite is stopping").await;
                     // The process exits once its servers had their chance:
@@ -339,13 +339,25 @@ impl Clients {
                     drop(in_flight);
                     return std::future::pending().await;
                 }
-                Some(step) = progress.receiver.recv() => {
-                    if let Some(sink) = &sink {
-                        sink(progress_detail(mcp, &step));
-                    }
+                () = &mut limit => {
+                    abandoned.cancel("timed out").await;
+                    return Err(ToolError::Timeout(timeout));
+                }
+                Some(step) = progress.receiver.recv() => record(&step),
+                answered = &mut response => {
+                    abandoned.id = None;
+                    break answered;
                 }
             }
         };
+        // rmcp hands each notification to a task of its own, and the answer
+        // straight to the call: progress the server sent before its answer
+        // may still be on its way. Those tasks run first once this one
+        // yields; then what they passed on is recorded.
+        tokio::task::yield_now().await;
+        while let Ok(step) = progress.receiver.try_recv() {
+            record(&step);
+        }
         let result = match result {
             Ok(ServerResult::CallToolResult(result)) => result,
             Ok(_) => {
