@@ -72,7 +72,7 @@ impl Expr {
     }
 
     /// Calls `f` for every variable read, in source order.
-    pub fn visit_vars(&self, f: &mut impl FnMut(u32)) {
+    pub fn visit_vars(&self, f: &mut (impl FnMut(u32) + ?Sized)) {
         match &self.kind {
             ExprKind::Literal(_) => {}
             ExprKind::Var(v) => f(*v),

@@ -593,7 +593,7 @@ pub enum Body {
 
 impl Body {
     /// Calls `f` for every variable the body reads, in source order.
-    pub fn visit_vars(&self, f: &mut impl FnMut(u32)) {
+    pub fn visit_vars(&self, f: &mut (impl FnMut(u32) + ?Sized)) {
         match self {
             Body::Pure(e) => e.visit_vars(f),
             Body::Call(call) => call.args.iter().for_each(|(_, e)| e.visit_vars(f)),
@@ -698,7 +698,7 @@ impl NodeKind {
     /// Calls `f` for every variable the node's expressions read, in source
     /// order (without a boxed iterator: this runs once per node of a
     /// contract that may have a million).
-    pub fn visit_vars(&self, f: &mut impl FnMut(u32)) {
+    pub fn visit_vars(&self, f: &mut (impl FnMut(u32) + ?Sized)) {
         match self {
             NodeKind::Input(_) => {}
             NodeKind::Compute(e) => e.visit_vars(f),

@@ -91,22 +91,16 @@ impl Lowerer<'_> {
             // declaration when no node reads a later one (then beside the
             // graph, for a big contract), else the graph's.
             if in_order {
-                let ids = || (0..contract.nodes.len()).map(NodeId::from_index);
-                let beside = (contract.nodes.len() >= GRAPH_BESIDE).then(|| {
-                    std::thread::scope(|s| {
-                        let (nodes, effectful) = (&contract.nodes, &effectful);
-                        // A thread that cannot start leaves the work to this one.
-                        let graph = std::thread::Builder::new()
-                            .spawn_scoped(s, move || graph_of(nodes, effectful))
-                            .ok()?;
-                        let types = self.check_types(contract, ids());
-                        let graph = graph.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                        Some((graph, types))
-                    })
-                });
-                let (graph, types) = beside.flatten().unwrap_or_else(|| {
-                    (graph_of(&contract.nodes, &effectful), self.check_types(contract, ids()))
-                });
+                let ids = (0..contract.nodes.len()).map(NodeId::from_index);
+                let (nodes, effectful) = (&contract.nodes, &effectful);
+                let (graph, types) = if nodes.len() >= GRAPH_BESIDE {
+                    crate::sync::beside(
+                        || graph_of(nodes, effectful),
+                        || self.check_types(contract, ids),
+                    )
+                } else {
+                    (graph_of(nodes, effectful), self.check_types(contract, ids))
+                };
                 self.set_graph(&spans, contract, graph);
                 contract.types = types;
             } else {

@@ -292,14 +292,14 @@ fn set_branch_deps(
     let n = nodes.len();
     for &id in branches {
         let NodeKind::Branch(branch) = &mut nodes[id.index()].kind else { continue };
-        branch.deps = read_by(n, |f| branch.on.visit_vars(&mut |var| f(var)));
+        branch.deps = read_by(n, |f| branch.on.visit_vars(f));
         if gated.contains(&id) {
             let missing: Vec<NodeId> =
                 guards.iter().copied().filter(|g| !branch.deps.contains(g)).collect();
             branch.deps.extend(missing);
         }
         for arm in &mut branch.arms {
-            arm.deps = read_by(n, |f| arm.body.visit_vars(&mut |var| f(var)));
+            arm.deps = read_by(n, |f| arm.body.visit_vars(f));
         }
     }
 }

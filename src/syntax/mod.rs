@@ -95,17 +95,7 @@ const SCAN_BESIDE: usize = 1 << 20;
 /// dropped.
 fn scan_and_parse(file: FileId, text: &str) -> (Option<Diagnostic>, Option<ast::File>) {
     if text.len() >= SCAN_BESIDE {
-        let both = std::thread::scope(|s| {
-            let scan = std::thread::Builder::new().spawn_scoped(s, || limits::check(file, text));
-            scan.ok().map(|scan| {
-                let fast = fast::parse(file, text);
-                let limit = scan.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (limit, fast)
-            })
-        });
-        if let Some(both) = both {
-            return both;
-        }
+        return crate::sync::beside(|| limits::check(file, text), || fast::parse(file, text));
     }
     match limits::check(file, text) {
         Some(limit) => (Some(limit), None),
