@@ -283,6 +283,117 @@ tool Meet {
     assert!(most > 2, "the calls ran concurrently: {seen:?}");
 }
 
+/// A provider of kind `openai` on 127.0.0.1, from threads of its own (as
+/// one in another process): it asks for tool `step` `turns` times, then
+/// answers "done", over HTTP/1.1 keep-alive, the body a moment after the
+/// head. Returns its base URL and the count
+/// of connections it accepted.
+fn counting_provider(turns: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            count.fetch_add(1, Ordering::SeqCst);
+            let asked = Arc::clone(&asked);
+            std::thread::spawn(move || {
+                stream.set_nodelay(true).unwrap();
+                let mut reader = BufReader::new(stream);
+                let mut line = String::new();
+                loop {
+                    let mut length = 0;
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = n.trim().parse().unwrap();
+                        }
+                    }
+                    reader.read_exact(&mut vec![0; length]).unwrap();
+                    let turn = asked.fetch_add(1, Ordering::SeqCst);
+                    let message = if turn < turns {
+                        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
+                            "id": format!("c{turn}"), "type": "function",
+                            "function": {"name": "step", "arguments": format!("{{\"i\": {turn}}}")}}]})
+                    } else {
+                        serde_json::json!({"role": "assistant", "content": "done"})
+                    };
+                    let reply = serde_json::json!({"choices": [{"message": message,
+                        "finish_reason": if turn < turns { "tool_calls" } else { "stop" }}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 2}})
+                    .to_string();
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        reply.len()
+                    );
+                    let stream = reader.get_mut();
+                    stream.write_all(head.as_bytes()).unwrap();
+                    // The body a moment later, so the client reads them apart.
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    stream.write_all(reply.as_bytes()).unwrap();
+                }
+            });
+        }
+    });
+    (base, accepted)
+}
+
+/// An agent's turns go out on one connection: each request on the one the
+/// last reply came back on, which the pool has back by then (under `ignite
+/// run`, on the run's thread, the next turn used to open a second one).
+#[test]
+fn an_agent_s_turns_share_one_connection() {
+    let (base, accepted) = counting_provider(5);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("walk.ign");
+    let program = format!(
+        r#"
+provider Fake {{
+  kind openai
+  base_url "{base}"
+  retries 0
+}}
+
+tool Step {{
+  description "Takes one step"
+  param i: integer
+  returns i + 1
+}}
+
+agent Walker {{
+  provider Fake
+  model "m"
+  tools Step
+  input q: string
+  prompt "{{q}}"
+}}
+
+contract Walk {{
+  input q: string = "go"
+  compute answer = Walker(q: q)
+  output answer
+}}
+"#
+    );
+    std::fs::write(&file, program).unwrap();
+    let compilation = igniter::compile(&file);
+    let engine = Engine::new(compilation.program.expect("compiles")).with_calls_on_run_thread();
+    let contract = engine.contract(None).unwrap();
+    let output = engine.run(contract, &Map::new(), &RunOptions::default()).unwrap();
+    assert_eq!(output.outputs["answer"], "done");
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
 /// `http` tool nodes of a contract against a local server: GET sends the
 /// arguments as a query string, POST as a JSON body; a non-2xx status
 /// fails the node with the status in the message.

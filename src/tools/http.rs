@@ -152,6 +152,11 @@ pub(crate) async fn read_body(
         }
         body.extend_from_slice(&chunk);
     }
+    // The pool takes an HTTP/1 connection back in a task of its own, woken
+    // as the body ends. Yield once so that it runs: a caller that sends
+    // its next request without waiting on anything first (an agent's next
+    // turn) would otherwise find no idle connection and open another.
+    tokio::task::yield_now().await;
     Ok(Ok(String::from_utf8_lossy(&body).into_owned()))
 }
 
