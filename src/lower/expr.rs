@@ -100,16 +100,11 @@ impl<'s> Scope<'s> {
 
     fn of(names: Names<'s>, what: &'static str, owner: String) -> (Self, Vec<(usize, u32)>) {
         let hasher = DefaultHashBuilder::default();
-        let mut vars = Vars::with_capacity(names.len());
-        let mut repeated = Vec::new();
-        for i in 0..names.len() {
-            let name = names.get(i);
-            let var = u32::try_from(i).unwrap_or(u32::MAX - 1);
-            let hash = hasher.hash_one(name);
-            if let Err(first) = vars.insert(hash, var, |v| names.get(v as usize) == name) {
-                repeated.push((i, first));
-            }
-        }
+        let (vars, repeated) = Vars::of(
+            names.len(),
+            |i| hasher.hash_one(names.get(i)),
+            |v, i| names.get(v as usize) == names.get(i),
+        );
         let scope = Self {
             names: Rc::new(names),
             vars: Rc::new(vars),

@@ -24,6 +24,10 @@ use std::cell::Cell;
 /// itself, and most scopes are a few params).
 const RECENT: usize = 4096;
 
+/// How many names ahead [`Vars::of`] fetches a slot: enough misses in
+/// flight to cover one's latency with the work of the others.
+const AHEAD: usize = 16;
+
 /// Variables by the hash of their names.
 pub(super) struct Vars {
     /// 0 for an empty slot, else the fingerprint in the bits above
@@ -51,6 +55,57 @@ impl Vars {
             fingerprint_bits: u32::BITS - var_bits,
             recent: (0..if names >= RECENT { RECENT } else { 0 }).map(|_| Cell::new(0)).collect(),
         }
+    }
+
+    /// The table of `count` names, name `i` being variable `i`: `hash`
+    /// gives the hash of name `i`, `same(v, i)` whether variable `v`'s name
+    /// is name `i`'s. Also the repeated names: `(i, v)` when name `i` is
+    /// variable `v`'s, declared first.
+    ///
+    /// A big table is far larger than the caches, and each insert's slot a
+    /// miss; so each name's slot is fetched [`AHEAD`] names before it is
+    /// written, and the misses overlap.
+    pub(super) fn of(
+        count: usize,
+        mut hash: impl FnMut(usize) -> u64,
+        mut same: impl FnMut(u32, usize) -> bool,
+    ) -> (Self, Vec<(usize, u32)>) {
+        let mut vars = Vars::with_capacity(count);
+        let mut repeated = Vec::new();
+        let mut hashes = [0; AHEAD];
+        for i in 0..count + AHEAD {
+            if i >= AHEAD {
+                let at = i - AHEAD;
+                let var = u32::try_from(at).unwrap_or(u32::MAX - 1);
+                if let Err(first) = vars.insert(hashes[at % AHEAD], var, |v| same(v, at)) {
+                    repeated.push((at, first));
+                }
+            }
+            if i < count {
+                let h = hash(i);
+                vars.prefetch(h);
+                hashes[i % AHEAD] = h;
+            }
+        }
+        (vars, repeated)
+    }
+
+    /// Asks the processor to fetch the slot where a probe for `hash` starts.
+    fn prefetch(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            // Truncation intended: the low bits of the hash pick the bucket.
+            #[allow(clippy::cast_possible_truncation)]
+            let at = hash as usize & (self.slots.len() - 1);
+            let slot: *const u32 = &raw const self.slots[at];
+            // SAFETY: SSE is part of every x86_64 processor, and a prefetch
+            // neither reads nor writes memory for the program (it cannot
+            // fault); the address is a slot of the table besides.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(slot.cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
     }
 
     /// Notes that `var` (whose name has `hash`) was read or declared
@@ -135,15 +190,7 @@ mod tests {
 
     /// A table of `names`, each hashed by `hash`; the repeated names.
     fn table(names: &[&str], hash: impl Fn(&str) -> u64) -> (Vars, Vec<(usize, u32)>) {
-        let mut vars = Vars::with_capacity(names.len());
-        let mut repeated = Vec::new();
-        for (i, name) in names.iter().enumerate() {
-            let var = u32::try_from(i).expect("few names");
-            if let Err(first) = vars.insert(hash(name), var, |v| names[v as usize] == *name) {
-                repeated.push((i, first));
-            }
-        }
-        (vars, repeated)
+        Vars::of(names.len(), |i| hash(names[i]), |v, i| names[v as usize] == names[i])
     }
 
     fn find(vars: &Vars, names: &[&str], name: &str, hash: impl Fn(&str) -> u64) -> Option<u32> {
