@@ -37,9 +37,14 @@ Workloads (each one process start, timed from outside):
                  runs from its request line read to its reply written (the
                  parsing of its headers included); `handler` is the same
                  cost with the server's time from its handler on, after the
-                 headers (as measured until session 12)
+                 headers (as measured until session 12); `floor` is the
+                 same two figures for the barest client of the same
+                 conversation, run once a round (`scripts/floor_client.rs`,
+                 built with `rustc -O` into `.ab/`): what any client pays
+                 on this machine in this run
 
-Only the standard library is used; the fake server listens on 127.0.0.1.
+Only the standard library is used (and `rustc` for the floor client); the
+fake server listens on 127.0.0.1.
 """
 
 import argparse
@@ -198,6 +203,18 @@ contract Walk {{
     }
 
 
+def floor_client() -> Path:
+    """`scripts/floor_client.rs` built with `rustc -O` into `.ab/` (again
+    when the source is newer)."""
+    source = ROOT / "scripts" / "floor_client.rs"
+    built = ROOT / ".ab" / "floor-client"
+    if not built.exists() or built.stat().st_mtime < source.stat().st_mtime:
+        built.parent.mkdir(exist_ok=True)
+        subprocess.run(["rustc", "-O", "--edition", "2021", "-o", str(built), str(source)],
+                       check=True)
+    return built
+
+
 def cpu_of_children() -> float:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
@@ -249,6 +266,19 @@ def loop_figures(stderr: str, busy: float, handling: float, requests: int) -> tu
             (took - handling * 1000) / requests)
 
 
+def floor_figures(client: Path, url: str) -> tuple:
+    """The floor client's own milliseconds per request and its time over
+    the server's, from one conversation (the server's figures are put back
+    as they were, so the agent's are its own)."""
+    busy, handling, requests = Fake.busy, Fake.handling, Fake.requests
+    done = subprocess.run([client, url.removeprefix("http://"), str(TURNS)],
+                          check=True, capture_output=True, text=True)
+    took = int(done.stdout) / 1000
+    spent, asked = (Fake.busy - busy) * 1000, Fake.requests - requests
+    Fake.busy, Fake.handling, Fake.requests = busy, handling, requests
+    return (took - spent) / asked, took / spent
+
+
 def assignments(pairs: list) -> dict:
     env = {}
     for pair in pairs:
@@ -280,6 +310,7 @@ def main():
     try:
         loads = workloads(dir, url)
         names = args.only.split(",") if args.only else list(loads)
+        floor = floor_client() if "agent-loop" in names else None
         unknown = [n for n in names if n not in loads]
         if unknown:
             sys.exit(f"error: no workload {unknown}; the workloads: {', '.join(loads)}")
@@ -293,7 +324,10 @@ def main():
             runs = ([], [])
             figures = ([], [])
             Fake.busy, Fake.handling, Fake.requests = 0.0, 0.0, 0
+            floors = []
             for _ in range(args.rounds):
+                if name == "agent-loop":
+                    floors.append(floor_figures(floor, url))
                 for side, exe in enumerate((a, b)):
                     busy, handling, requests = Fake.busy, Fake.handling, Fake.requests
                     wall, cpu, stderr = timed([exe, *argv], dir, envs[side])
@@ -333,6 +367,11 @@ def main():
                     print(f"{'  handler':<12} {first[2]:>8.3f}ms {second[2]:>8.3f}ms"
                           f" {second[2] / first[2]:>6.2f}×   (the same cost with the server's"
                           f" time from its handler on, as until session 12)")
+                    own, over = map(statistics.median, zip(*floors))
+                    print(f"{'  floor':<12} {own:>8.3f}ms {over:>9.2f}×"
+                          f"          (the same two figures for a bare client,"
+                          f" scripts/floor_client.rs: A {first[0] / own:.1f}×, B"
+                          f" {second[0] / own:.1f}× its cost a request)")
             if name == "startup":
                 floor = statistics.median(timed(["/bin/true"], dir, {})[0]
                                           for _ in range(args.rounds))
