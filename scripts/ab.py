@@ -310,7 +310,7 @@ def main():
     try:
         loads = workloads(dir, url)
         names = args.only.split(",") if args.only else list(loads)
-        floor = floor_client() if "agent-loop" in names else None
+        bare = floor_client() if "agent-loop" in names else None
         unknown = [n for n in names if n not in loads]
         if unknown:
             sys.exit(f"error: no workload {unknown}; the workloads: {', '.join(loads)}")
@@ -327,7 +327,7 @@ def main():
             floors = []
             for _ in range(args.rounds):
                 if name == "agent-loop":
-                    floors.append(floor_figures(floor, url))
+                    floors.append(floor_figures(bare, url))
                 for side, exe in enumerate((a, b)):
                     busy, handling, requests = Fake.busy, Fake.handling, Fake.requests
                     wall, cpu, stderr = timed([exe, *argv], dir, envs[side])
