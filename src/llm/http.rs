@@ -58,6 +58,9 @@ pub(crate) struct HttpModel {
     /// The agent's index in the program and the link's in its chain: how
     /// a durable journal's worker finds this endpoint again ([`Work::Model`]).
     pub(crate) origin: (u32, u32),
+    /// The URL of the first request, as text and parsed: the next
+    /// requests (an agent's turns) go to it too, and are not parsed again.
+    pub(crate) url: OnceLock<(String, reqwest::Url)>,
 }
 
 /// Why an attempt has no response to keep.
@@ -362,8 +365,12 @@ impl HttpModel {
         let client = self.shared.http.get_or_init(client).as_ref().map_err(|e| {
             Unkept::Error(LlmError::config(format!("the HTTP client could not be created: {e}")))
         })?;
-        let mut builder = client
-            .post(url)
+        let request = match self.parsed(url) {
+            Some(url) => client.post(url),
+            // reqwest says what is wrong with it.
+            None => client.post(url),
+        };
+        let mut builder = request
             .timeout(endpoint.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.into_body());
@@ -395,6 +402,18 @@ impl HttpModel {
         let text = crate::tools::http::refused_redirect(status, location.as_deref())
             .map_or(text, |note| self.redact(&note));
         Ok((status, text, retry_after))
+    }
+
+    /// `url` parsed, from the first request's when it is the same.
+    fn parsed(&self, url: &str) -> Option<reqwest::Url> {
+        match self.url.get() {
+            Some((text, parsed)) if text == url => Some(parsed.clone()),
+            Some(_) => reqwest::Url::parse(url).ok(),
+            None => {
+                let parsed = reqwest::Url::parse(url).ok()?;
+                Some(self.url.get_or_init(|| (url.to_owned(), parsed)).1.clone())
+            }
+        }
     }
 
     /// The kind's fixed headers, then the key as the kind sends it.

@@ -51,7 +51,7 @@ pub mod wire;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value, json};
 
@@ -344,7 +344,7 @@ impl Llm {
             u32::try_from(agent.index()).unwrap_or(u32::MAX),
             u32::try_from(link).unwrap_or(u32::MAX),
         );
-        HttpModel { endpoint, shared: self.shared.clone(), origin }
+        HttpModel { endpoint, shared: self.shared.clone(), origin, url: OnceLock::new() }
     }
 
     /// The retry wait settings in use.
