@@ -19,6 +19,12 @@ pub(crate) fn ignite(dir: &Path) -> Command {
     command
 }
 
+/// An HTTP client for the servers the tests start: ignite's own kind
+/// (`igniter::http_client`), as reqwest brings no TLS provider of its own.
+pub(crate) fn http() -> reqwest::Client {
+    igniter::http_client::builder().build().expect("an HTTP client")
+}
+
 /// Reads the stderr of `ignite serve` up to its `listening on URL` line:
 /// the URL, and the rest of stderr (the server's writes fail once it is
 /// dropped).

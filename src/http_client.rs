@@ -1,0 +1,63 @@
+//! Every HTTP client ignite makes starts from [`builder`]: model providers,
+//! `http` tools and `http.get`, MCP servers over `url`, and the OTLP
+//! exporter. So all of them speak TLS alike and trust the same roots.
+//!
+//! TLS is rustls with ring. A server's certificate must verify against:
+//!
+//! - **the system's roots**, through rustls' platform verifier (reqwest's
+//!   own choice): on Linux the bundle `openssl` uses, or the files and
+//!   folders `SSL_CERT_FILE` and `SSL_CERT_DIR` name; a company's own
+//!   authority, installed in the system or named there, is trusted;
+//! - or, **when the system has none at all** (a minimal container without
+//!   a CA bundle: the platform verifier fails only then), the Mozilla
+//!   roots built into ignite (`webpki-roots`), so plain `http` and public
+//!   `https` servers still work there.
+//!
+//! The configuration is made once per process, by the first client, and
+//! shared by every client after it: the system's roots are read once.
+//! It is handed to reqwest whole (`tls_backend_preconfigured`), which
+//! needs reqwest's rustls to be this crate's `rustls` (one version in the
+//! lock; a mismatch fails building every client, so every `https` test).
+
+use std::sync::{Arc, OnceLock};
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::ServerCertVerifier;
+use rustls::crypto::CryptoProvider;
+
+/// A client builder with ignite's TLS (see the module docs); the caller
+/// adds its time limits, redirect policy and headers.
+#[allow(clippy::disallowed_methods)] // the one place a client builder is made
+pub fn builder() -> reqwest::ClientBuilder {
+    static TLS: OnceLock<rustls::ClientConfig> = OnceLock::new();
+    reqwest::Client::builder().tls_backend_preconfigured(TLS.get_or_init(tls).clone())
+}
+
+/// ring, TLS 1.2 and 1.3, the roots of [`verifier`], HTTP/1.1.
+fn tls() -> rustls::ClientConfig {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = verifier(&provider);
+    // rustls calls every verifier of one's own "dangerous"; this one verifies.
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("ring offers TLS 1.2 and 1.3")
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    // What reqwest offers itself when built without `http2`.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config
+}
+
+/// The system's roots, or the Mozilla roots when the system has none.
+fn verifier(provider: &Arc<CryptoProvider>) -> Arc<dyn ServerCertVerifier> {
+    match rustls_platform_verifier::Verifier::new(provider.clone()) {
+        Ok(system) => Arc::new(system),
+        Err(_) => {
+            let mozilla = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+            WebPkiServerVerifier::builder_with_provider(Arc::new(mozilla), provider.clone())
+                .build()
+                .expect("the Mozilla roots are not empty")
+        }
+    }
+}
