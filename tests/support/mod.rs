@@ -5,6 +5,7 @@
 
 pub(crate) mod peers;
 pub(crate) mod prefixes;
+pub(crate) mod tls;
 
 use std::io::{BufRead as _, BufReader, Lines};
 use std::path::Path;
