@@ -10,20 +10,28 @@
 //!   authority, installed in the system or named there, is trusted;
 //! - or, **when the system has none at all** (a minimal container without
 //!   a CA bundle: the platform verifier fails only then), the Mozilla
-//!   roots built into ignite (`webpki-roots`), so plain `http` and public
-//!   `https` servers still work there.
+//!   roots built into ignite (`webpki-roots`), so public `https` servers
+//!   still work there.
 //!
 //! The configuration is made once per process, by the first client, and
-//! shared by every client after it: the system's roots are read once.
-//! It is handed to reqwest whole (`tls_backend_preconfigured`), which
-//! needs reqwest's rustls to be this crate's `rustls` (one version in the
-//! lock; a mismatch fails building every client, so every `https` test).
+//! shared by every client after it. The roots are read once too, at the
+//! first `https` handshake ([`Lazy`]): reading the system's (every
+//! certificate of its bundle and of its folder, parsed) took 3.5–4.4 ms of
+//! CPU here, which a run that speaks plain `http` only (to a local model
+//! server, say) never pays.
+//!
+//! The configuration is handed to reqwest whole
+//! (`tls_backend_preconfigured`), which needs reqwest's rustls to be this
+//! crate's `rustls` (one version in the lock; a mismatch fails building
+//! every client, so every test that makes one).
 
 use std::sync::{Arc, OnceLock};
 
 use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::ServerCertVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 /// A client builder with ignite's TLS (see the module docs); the caller
 /// adds its time limits, redirect policy and headers.
@@ -36,7 +44,7 @@ pub fn builder() -> reqwest::ClientBuilder {
 /// ring, TLS 1.2 and 1.3, the roots of [`verifier`], HTTP/1.1.
 fn tls() -> rustls::ClientConfig {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = verifier(&provider);
+    let verifier = Arc::new(Lazy { provider: provider.clone(), verifier: OnceLock::new() });
     // rustls calls every verifier of one's own "dangerous"; this one verifies.
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -59,5 +67,62 @@ fn verifier(provider: &Arc<CryptoProvider>) -> Arc<dyn ServerCertVerifier> {
                 .build()
                 .expect("the Mozilla roots are not empty")
         }
+    }
+}
+
+/// The verifier of [`verifier`], made when rustls first asks for it: at
+/// the first handshake, as it builds its hello (the schemes it verifies).
+#[derive(Debug)]
+struct Lazy {
+    provider: Arc<CryptoProvider>,
+    verifier: OnceLock<Arc<dyn ServerCertVerifier>>,
+}
+
+impl Lazy {
+    fn get(&self) -> &dyn ServerCertVerifier {
+        self.verifier.get_or_init(|| verifier(&self.provider)).as_ref()
+    }
+}
+
+impl ServerCertVerifier for Lazy {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.get().verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.get().verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.get().verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.get().supported_verify_schemes()
+    }
+
+    fn requires_raw_public_keys(&self) -> bool {
+        self.get().requires_raw_public_keys()
+    }
+
+    fn root_hint_subjects(&self) -> Option<&[DistinguishedName]> {
+        self.get().root_hint_subjects()
     }
 }
