@@ -35,10 +35,17 @@ use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 /// A client builder with ignite's TLS (see the module docs); the caller
 /// adds its time limits, redirect policy and headers.
+///
+/// reqwest's own retries are off: they retry only HTTP/2 and HTTP/3
+/// refusals, which ignite's HTTP/1.1 never gets, yet copied every request
+/// for them (ignite retries by its own rules: a provider's retries, a
+/// tool's `retries N`).
 #[allow(clippy::disallowed_methods)] // the one place a client builder is made
 pub fn builder() -> reqwest::ClientBuilder {
     static TLS: OnceLock<rustls::ClientConfig> = OnceLock::new();
-    reqwest::Client::builder().tls_backend_preconfigured(TLS.get_or_init(tls).clone())
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(TLS.get_or_init(tls).clone())
+        .retry(reqwest::retry::never().max_retries_per_request(0))
 }
 
 /// ring, TLS 1.2 and 1.3, the roots of [`verifier`], HTTP/1.1.
