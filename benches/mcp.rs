@@ -178,8 +178,12 @@ struct HttpServer {
 
 impl HttpServer {
     async fn open(url: &str) -> Self {
-        let mut server =
-            Self { client: reqwest::Client::new(), url: url.to_owned(), session: None, id: 1 };
+        let mut server = Self {
+            client: igniter::http_client::builder().build().expect("an HTTP client"),
+            url: url.to_owned(),
+            session: None,
+            id: 1,
+        };
         let opened = server.post(initialize()).await;
         server.session =
             opened.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);

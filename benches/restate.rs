@@ -100,7 +100,7 @@ async fn main() {
     let (mut plain, plain_url) = serve(dir.path(), &[]);
     script(&["register", &admin, &worker_url]);
 
-    let client = reqwest::Client::new();
+    let client = igniter::http_client::builder().build().expect("an HTTP client");
     let body = json!({"n": 1});
     let cases = ["Pure", "Returns", "Exec", "Wide"];
     let url = |restate: bool, contract: &str| {

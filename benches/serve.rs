@@ -41,7 +41,7 @@ async fn main() {
         .map(|_| {
             let (url, body) = (url.clone(), body.clone());
             tokio::spawn(async move {
-                let client = reqwest::Client::new();
+                let client = igniter::http_client::builder().build().expect("an HTTP client");
                 let mut latencies = Vec::new();
                 while started.elapsed() < SPELL {
                     let sent = Instant::now();

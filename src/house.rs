@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// The floors of the house, from the ground up.
 const FLOORS: &[&[&str]] = &[
-    &["sync"],
+    &["sync", "http_client"],
     &["source", "suggest", "value", "shutdown", "telemetry", "backoff", "media", "markup"],
     &["diagnostic", "ast"],
     &["syntax", "ir", "failure"],

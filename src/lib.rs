@@ -29,7 +29,7 @@
 //!
 //! | floor | modules |
 //! | --- | --- |
-//! | 1 | `sync` (locks that outlive a panic) |
+//! | 1 | `sync` (locks that outlive a panic), [`http_client`] (every HTTP client's TLS) |
 //! | 2 | [`source`], [`suggest`] ("did you mean"), `value` (the run-time value), `shutdown`, [`telemetry`], `backoff`, [`media`] (images and documents), `markup` (XML and HTML escapes) |
 //! | 3 | [`diagnostic`], [`ast`] |
 //! | 4 | [`syntax`], [`ir`] (names a provider kind by index, holds no `llm` type), `failure` (the run's one failure type) |
@@ -60,6 +60,7 @@ pub(crate) mod failure;
 pub mod fmt;
 #[cfg(test)]
 mod house;
+pub mod http_client;
 pub mod ir;
 pub mod llm;
 pub mod load;

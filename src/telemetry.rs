@@ -373,9 +373,9 @@ fn note_export(failure: Option<String>) {
     *crate::sync::lock(&EXPORT_FAILURE) = failure;
 }
 
-/// The exporter's HTTP client: the reqwest the providers use, on a small
-/// runtime of its own (the SDK exports from its own thread, with no
-/// runtime around it).
+/// The exporter's HTTP client: a reqwest client like the providers' (their
+/// TLS, [`crate::http_client`]), on a small runtime of its own (the SDK
+/// exports from its own thread, with no runtime around it).
 #[derive(Debug)]
 struct ExportClient {
     http: reqwest::Client,
@@ -384,7 +384,7 @@ struct ExportClient {
 
 impl ExportClient {
     fn new() -> Result<Self, String> {
-        let http = reqwest::Client::builder()
+        let http = crate::http_client::builder()
             .timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(|e| format!("cannot create the OTLP exporter's HTTP client: {e}"))?;

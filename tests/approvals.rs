@@ -511,7 +511,7 @@ async fn a_served_run_answers_202_and_resumes_by_itself_once_approved() {
         .unwrap();
     let (base, lines) = support::listening(child.stderr.take().unwrap());
     std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-    let client = reqwest::Client::new();
+    let client = support::http();
     let post = |path: String, body: Value| {
         let request = client.post(format!("{base}{path}")).json(&body);
         async move {

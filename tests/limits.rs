@@ -157,7 +157,7 @@ async fn rate_limit_spaces_the_requests_of_a_server() {
     );
     let stderr = child.0.stderr.take().unwrap();
     let (base, _) = tokio::task::spawn_blocking(move || listening(stderr)).await.unwrap();
-    let client = reqwest::Client::new();
+    let client = support::http();
     let ask = |i: usize| {
         let request =
             client.post(format!("{base}/contracts/Asked")).json(&json!({"q": format!("q{i}")}));

@@ -1067,73 +1067,10 @@ contract Sum {{
     assert!(text(&out.stderr).contains("MCP server `Fixture` is not in `ignite.lock`"));
 }
 
-/// Runs `openssl ARGS` in `dir`.
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl runs");
-    assert!(out.status.success(), "openssl {args:?}: {}", text(&out.stderr));
-}
-
 #[test]
 fn calls_a_server_over_https_when_its_certificate_is_trusted() {
-    // A certificate authority of the test's own, and a certificate for
-    // 127.0.0.1 that it signed.
-    let certs = tempfile::tempdir().unwrap();
-    let dir = certs.path();
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=ignite test CA",
-        ],
-    );
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-    );
-    std::fs::write(dir.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
-        .unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "ext.cnf",
-        ],
-    );
+    let certs = support::tls::TestCa::new();
+    let dir = certs.dir();
     let port = free_port();
     let mut command = Command::new(python());
     command.arg(fixture()).args(["normal", "--https", &port.to_string()]);
@@ -1170,8 +1107,18 @@ contract Secure {{
         "{error}"
     );
     assert!(error.contains("the server's certificate must verify"), "{error}");
+    // A system with no roots at all: the Mozilla roots, not a panic.
+    let empty = certs.empty().display().to_string();
+    let none = [("SSL_CERT_FILE", empty.as_str()), ("SSL_CERT_DIR", "")];
+    let out = project.ignite(&["mcp", "lock", "p.ign"], &none);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("the server's certificate must verify"),
+        "{}",
+        text(&out.stderr)
+    );
     // Trusted through `SSL_CERT_FILE`.
-    let ca = dir.join("ca.pem").display().to_string();
+    let ca = certs.ca().display().to_string();
     let trusted = [("SSL_CERT_FILE", ca.as_str())];
     let out = project.ignite(&["mcp", "lock", "p.ign"], &trusted);
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -478,7 +478,7 @@ async fn a_served_request_joins_the_callers_trace() {
         .spawn()
         .unwrap();
     let (base, _stderr) = listening(child.stderr.take().unwrap());
-    let response = reqwest::Client::new()
+    let response = support::http()
         .post(format!("{base}/contracts/Ask"))
         .header("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
         .json(&json!({"q": "hi"}))
@@ -581,8 +581,7 @@ contract Wait {
         .spawn()
         .unwrap();
     let (base, _stderr) = listening(child.stderr.take().unwrap());
-    let response =
-        reqwest::Client::new().post(format!("{base}/contracts/Wait")).send().await.unwrap();
+    let response = support::http().post(format!("{base}/contracts/Wait")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 504);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "ignite::run::deadline");

@@ -79,7 +79,7 @@ impl Restate {
 
     /// The rows of `query` (Restate's SQL introspection).
     async fn query(&self, query: &str) -> Vec<Value> {
-        let rows: Value = reqwest::Client::new()
+        let rows: Value = support::http()
             .post(format!("{}/query", self.admin))
             .header("accept", "application/json")
             .json(&json!({"query": query}))
@@ -101,7 +101,7 @@ impl Restate {
 /// Calls contract `name` through the ingress at `ingress`, with an
 /// idempotency key if given: the status and the body.
 async fn call(ingress: &str, name: &str, inputs: &Value, key: Option<&str>) -> (u16, Value) {
-    let mut request = reqwest::Client::new()
+    let mut request = support::http()
         .post(format!("{ingress}/{name}/run"))
         .timeout(Duration::from_secs(120))
         .json(inputs);
@@ -531,7 +531,7 @@ async fn independent_steps_are_in_flight_together() {
     names.sort();
     assert_eq!(names, ["Meeting > left#0 tool:left", "Meeting > right#0 tool:right"]);
     // The ingress does not offer `step`.
-    let response = reqwest::Client::new()
+    let response = support::http()
         .post(format!("{}/Meeting/step", restate.ingress))
         .json(&json!({}))
         .send()
@@ -628,7 +628,7 @@ contract Single {
 
 /// Posts `body` to `path` of the ingress: the status and the body.
 async fn post(ingress: &str, path: &str, body: &Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
+    let response = support::http()
         .post(format!("{ingress}/{path}"))
         .timeout(Duration::from_secs(120))
         .json(body)
@@ -669,7 +669,7 @@ async fn wait_for_status(ingress: &str, run: &str, status: &str) -> Value {
 
 /// The answer of run `run` once it ends: the status and the body.
 async fn outcome(ingress: &str, run: &str) -> (u16, Value) {
-    let response = reqwest::Client::new()
+    let response = support::http()
         .get(format!("{ingress}/restate/invocation/{run}/attach"))
         .timeout(Duration::from_secs(120))
         .send()

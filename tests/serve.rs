@@ -47,7 +47,7 @@ impl Server {
     }
 
     async fn post(&self, contract: &str, body: Value) -> (u16, Value) {
-        let response = reqwest::Client::new()
+        let response = support::http()
             .post(self.url(&format!("/contracts/{contract}")))
             .json(&body)
             .send()
@@ -57,7 +57,8 @@ impl Server {
     }
 
     async fn get(&self, path: &str) -> Value {
-        let response = reqwest::get(self.url(path)).await.expect("the server answers");
+        let response =
+            support::http().get(self.url(path)).send().await.expect("the server answers");
         assert_eq!(response.status(), 200, "GET {path}");
         response.json().await.expect("a JSON answer")
     }
@@ -229,7 +230,7 @@ async fn sigterm_finishes_runs_in_flight_and_refuses_new_ones() {
     let mut server = Server::start(&[SLOW]);
     let url = server.url("/contracts/Slow");
     let in_flight = tokio::spawn(async move {
-        let response = reqwest::Client::new()
+        let response = support::http()
             .post(url)
             .json(&json!({"seconds": 4}))
             .send()
@@ -278,7 +279,7 @@ async fn an_agent_answer_output_has_its_result_type() {
 #[tokio::test]
 async fn runs_report_usage_in_headers_and_the_access_log() {
     let server = Server::start(&["tests/serve/asked.ign"]);
-    let response = reqwest::Client::new()
+    let response = support::http()
         .post(server.url("/contracts/Greet"))
         .json(&json!({"name": "Ada"}))
         .send()

@@ -44,8 +44,8 @@ pub(crate) struct Shared {
 /// The connection pool of a [`Shared`]: redirects only within the
 /// request's origin.
 fn client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .redirect(crate::tools::http::redirect_policy())
+    crate::http_client::builder()
+        .redirect(crate::tools::http::redirect_policy(crate::tools::http::Follow::Any))
         .build()
         .map_err(|e| e.to_string())
 }

@@ -160,15 +160,29 @@ pub(crate) async fn read_body(
     Ok(Ok(String::from_utf8_lossy(&body).into_owned()))
 }
 
+/// Which redirects within the origin [`redirect_policy`] follows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Follow {
+    /// Any (a 301, 302 or 303 after a POST is followed with a GET).
+    Any,
+    /// Only 307 and 308, which send the request again as it was: an MCP
+    /// message is a POST that must reach the server (rmcp's own choice).
+    SameRequest,
+}
+
 /// Redirects followed: at most 10, all within the origin (scheme, host, port)
-/// of the first request. A redirect elsewhere is not followed, so headers
-/// carrying secrets never reach another host; the 3xx answer is returned
-/// and [`refused_redirect`] words it.
-pub(crate) fn redirect_policy() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
+/// of the first request, and only those of `follow`. A redirect elsewhere is
+/// not followed, so headers carrying secrets never reach another host; the
+/// 3xx answer is returned and [`refused_redirect`] words it.
+pub(crate) fn redirect_policy(follow: Follow) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
         let same_origin =
             attempt.previous().first().is_none_or(|first| first.origin() == attempt.url().origin());
-        if !same_origin {
+        let same_request = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        if !same_origin || (matches!(follow, Follow::SameRequest) && !same_request) {
             attempt.stop()
         } else if attempt.previous().len() > 10 {
             attempt.error("more than 10 redirects")
@@ -507,6 +521,30 @@ mod tests {
                 std::path::Path::new("."),
             );
             assert_eq!(call(t, json!({})).await, expected, "{to}");
+        }
+    }
+
+    /// MCP's redirects: a 307 is followed with the same request, a 302
+    /// (which would send the message's POST again as a GET) is not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn same_request_redirects_follow_only_307_and_308() {
+        let server = MockServer::start().await;
+        let moved = |status| ResponseTemplate::new(status).insert_header("location", "/here");
+        Mock::given(path("/found")).respond_with(moved(302)).mount(&server).await;
+        Mock::given(path("/temporary")).respond_with(moved(307)).mount(&server).await;
+        Mock::given(method("POST"))
+            .and(path("/here"))
+            .and(body_json(json!({"id": 1})))
+            .respond_with(ResponseTemplate::new(200))
+            .mount(&server)
+            .await;
+        let client = crate::http_client::builder()
+            .redirect(super::redirect_policy(super::Follow::SameRequest))
+            .build()
+            .unwrap();
+        for (from, status) in [("/found", 302), ("/temporary", 200)] {
+            let sent = client.post(format!("{}{from}", server.uri())).json(&json!({"id": 1}));
+            assert_eq!(sent.send().await.unwrap().status().as_u16(), status, "{from}");
         }
     }
 

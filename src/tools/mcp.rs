@@ -54,6 +54,7 @@ use tokio::process::Command;
 
 use super::ToolError;
 use super::group::{self, Group};
+use super::http::Follow;
 use crate::ir::{self, LockedTool, McpServer, McpTransport};
 
 /// The variables of ignite's environment a server child gets (what the
@@ -470,12 +471,8 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
             (started, Some(group))
         }
         McpTransport::Url(url) => {
-            // rmcp's reqwest takes the process's TLS provider: ring, which
-            // ignite's other HTTP client already uses (an error says one is
-            // installed already).
-            let _ = rustls::crypto::ring::default_provider().install_default();
             let config = http_config(server, url)?;
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
             (tokio::time::timeout(server.timeout, Handler::default().serve(transport)).await, None)
         }
     };
@@ -707,6 +704,20 @@ fn broken_reason(server: &McpServer, broken: &AtomicU8, max_bytes: usize) -> Opt
         ))),
         _ => None,
     }
+}
+
+/// The HTTP client of one `url` connection: ignite's TLS (the roots of
+/// providers and `http` tools, [`crate::http_client`]), and otherwise as
+/// rmcp's own client: redirects only with the same request
+/// ([`Follow::SameRequest`]), and no idle connection kept for the next
+/// request (reusing one whose last body was not read to its end waits on
+/// the server's delayed ACK, ~40 ms on Linux).
+fn http_client() -> Result<reqwest::Client, ToolError> {
+    crate::http_client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(super::http::redirect_policy(Follow::SameRequest))
+        .build()
+        .map_err(|e| ToolError::Failed(format!("cannot start the http client: {e}")))
 }
 
 /// The HTTP transport's settings: the URL and the declared headers.

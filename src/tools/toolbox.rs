@@ -367,9 +367,9 @@ impl Toolbox {
         self.shared
             .http
             .get_or_init(|| {
-                reqwest::Client::builder()
+                crate::http_client::builder()
                     .user_agent(concat!("ignite/", env!("CARGO_PKG_VERSION")))
-                    .redirect(http::redirect_policy())
+                    .redirect(http::redirect_policy(http::Follow::Any))
                     .build()
                     .map_err(|e| format!("cannot start the http client: {e}"))
             })

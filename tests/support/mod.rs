@@ -5,6 +5,7 @@
 
 pub(crate) mod peers;
 pub(crate) mod prefixes;
+pub(crate) mod tls;
 
 use std::io::{BufRead as _, BufReader, Lines};
 use std::path::Path;
@@ -17,6 +18,12 @@ pub(crate) fn ignite(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ignite"));
     command.current_dir(dir).env("NO_COLOR", "1").env("FAKE_KEY", "sk-fake");
     command
+}
+
+/// An HTTP client for the servers the tests start: ignite's own kind
+/// (`igniter::http_client`), as reqwest brings no TLS provider of its own.
+pub(crate) fn http() -> reqwest::Client {
+    igniter::http_client::builder().build().expect("an HTTP client")
 }
 
 /// Reads the stderr of `ignite serve` up to its `listening on URL` line:
