@@ -15,7 +15,7 @@
 //!
 //! The configuration is made once per process, by the first client, and
 //! shared by every client after it. The roots are read once too, at the
-//! first `https` handshake ([`Lazy`]): reading the system's (every
+//! first `https` handshake (`Lazy`): reading the system's (every
 //! certificate of its bundle and of its folder, parsed) took 3.5–4.4 ms of
 //! CPU here, which a run that speaks plain `http` only (to a local model
 //! server, say) never pays.
