@@ -502,7 +502,7 @@ async fn connect(server: &Arc<McpServer>, max_bytes: usize) -> Result<Connection
             let mut message = format!("cannot connect: {}", causes(&error));
             if matches!(&server.transport, McpTransport::Url(url) if url.starts_with("https://")) {
                 // (rmcp keeps the TLS reason of a failed handshake to itself.)
-                message.push_str(" (over `https` the server's certificate must verify against the system's certificate authorities or those `SSL_CERT_FILE` names)");
+                message.push_str(" (over `https` the server's certificate must verify against the system's certificate authorities, or those `SSL_CERT_FILE` names, or on a system with none the Mozilla ones built into ignite)");
             }
             return Err(partial(message));
         }
