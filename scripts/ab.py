@@ -262,8 +262,13 @@ def loop_figures(stderr: str, busy: float, handling: float, requests: int) -> tu
         sys.exit(f"error: the agent run traced {len(agent)} agent nodes and made {requests} requests")
     start, end = agent[0]
     took = end - start
-    return ((took - busy * 1000) / requests, took / (busy * 1000),
-            (took - handling * 1000) / requests)
+    return (*own_cost(took, busy, requests), own_cost(took, handling, requests)[0])
+
+
+def own_cost(took: float, busy: float, requests: int) -> tuple:
+    """A client's own milliseconds per request, and its time over the
+    server's, from its `took` milliseconds and the server's `busy` seconds."""
+    return (took - busy * 1000) / requests, took / (busy * 1000)
 
 
 def floor_figures(client: Path, url: str) -> tuple:
@@ -273,10 +278,9 @@ def floor_figures(client: Path, url: str) -> tuple:
     busy, handling, requests = Fake.busy, Fake.handling, Fake.requests
     done = subprocess.run([client, url.removeprefix("http://"), str(TURNS)],
                           check=True, capture_output=True, text=True)
-    took = int(done.stdout) / 1000
-    spent, asked = (Fake.busy - busy) * 1000, Fake.requests - requests
+    spent, asked = Fake.busy - busy, Fake.requests - requests
     Fake.busy, Fake.handling, Fake.requests = busy, handling, requests
-    return (took - spent) / asked, took / spent
+    return own_cost(int(done.stdout) / 1000, spent, asked)
 
 
 def assignments(pairs: list) -> dict:

@@ -12,6 +12,9 @@
 //! would (snapshot: the rendered error).
 
 #![allow(clippy::unwrap_used)]
+
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
@@ -289,7 +292,7 @@ tool Meet {
 /// head. Returns its base URL and the count
 /// of connections it accepted.
 fn counting_provider(turns: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufReader, Write};
     use std::sync::atomic::{AtomicUsize, Ordering};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -304,22 +307,7 @@ fn counting_provider(turns: usize) -> (String, Arc<std::sync::atomic::AtomicUsiz
             std::thread::spawn(move || {
                 stream.set_nodelay(true).unwrap();
                 let mut reader = BufReader::new(stream);
-                let mut line = String::new();
-                loop {
-                    let mut length = 0;
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                        if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                            length = n.trim().parse().unwrap();
-                        }
-                    }
-                    reader.read_exact(&mut vec![0; length]).unwrap();
+                while let Ok(Some(_)) = support::read_request(&mut reader) {
                     let turn = asked.fetch_add(1, Ordering::SeqCst);
                     let message = if turn < turns {
                         serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{

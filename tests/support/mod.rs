@@ -7,7 +7,7 @@ pub(crate) mod peers;
 pub(crate) mod prefixes;
 pub(crate) mod tls;
 
-use std::io::{BufRead as _, BufReader, Lines};
+use std::io::{BufRead, BufReader, Lines};
 use std::path::Path;
 use std::process::{ChildStderr, Command};
 use std::time::Duration;
@@ -48,4 +48,30 @@ pub(crate) async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("timed out waiting for {what}");
+}
+
+/// Reads one HTTP/1.1 request from `reader` (its head, then
+/// `content-length` bytes of body), for the servers the tests start: its
+/// body, or `None` when the connection ends before a request.
+pub(crate) fn read_request(reader: &mut impl BufRead) -> std::io::Result<Option<Vec<u8>>> {
+    let mut length = 0;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(Some(body))
 }

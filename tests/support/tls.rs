@@ -2,7 +2,7 @@
 //! certificate for 127.0.0.1 that it signed (made with `openssl`), and a
 //! small HTTPS server that answers every request alike.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -136,23 +136,9 @@ impl TestCa {
 fn answer(config: Arc<rustls::ServerConfig>, stream: TcpStream, body: &str) -> std::io::Result<()> {
     let connection = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
     let mut tls = BufReader::new(rustls::StreamOwned::new(connection, stream));
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if tls.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
+    if super::read_request(&mut tls)?.is_none() {
+        return Ok(());
     }
-    tls.read_exact(&mut vec![0; length])?;
     let tls = tls.get_mut();
     write!(
         tls,
