@@ -24,6 +24,13 @@
 //! chain that really nests (`else if`, `for ...: try ...`, `- - -`) adds up
 //! however it is split across lines.
 //!
+//! A type's `<...>` (`array<integer>`) is a bracket, not two operators:
+//! after `param NAME:`, `input NAME:`, `result` and a field's `NAME:` in a
+//! `type` body, a `<` right after the type's name opens a level that its
+//! `>` closes, and the type completes an operand. Counted as operators,
+//! the types of a long list of statements added up: a record of 251
+//! `array<integer>` fields was refused as too long.
+//!
 //! This pre-scan stays a reader of its own (rather than a depth counter in
 //! each parser) because pest has no depth limit: the scan is what keeps
 //! pest, the reference parser, from overflowing the stack on hostile input.
@@ -59,9 +66,33 @@ enum Frame {
 struct Level {
     keywords: usize,
     operators: usize,
-    /// The code bracket that opened the level (`(`, `[`, `{`) and where;
-    /// `None` for the file and for a string's `{...}`.
+    /// The code bracket that opened the level (`(`, `[`, `{`, a type's
+    /// `<`) and where; `None` for the file and for a string's `{...}`.
     opened: Option<(usize, u8)>,
+    /// The `{` of `type Name {`: its statements are fields.
+    fields: bool,
+}
+
+/// A token of code, as far as finding where a type is read needs it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Token {
+    /// A word or a number, by its place.
+    Word(usize, usize),
+    /// `(`, `[` or `{`.
+    Open,
+    /// Anything else.
+    Other,
+}
+
+/// Where the scan is in reading a type.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Typing {
+    /// Not in a type.
+    No,
+    /// A type's name comes next.
+    Name,
+    /// A type's name was the last token: a `<` opens its argument.
+    Named,
 }
 
 /// The first limit `text` breaks, as a diagnostic.
@@ -105,6 +136,11 @@ struct Scan<'t> {
     /// The last token ends an operand: an operand after it starts the next
     /// expression.
     complete: bool,
+    /// The last two tokens of code, the last first, and whether the one
+    /// before the last ended an operand.
+    recent: [Token; 2],
+    complete_before: bool,
+    typing: Typing,
 }
 
 /// Where the `{` is when byte `at` of `text` is inside a string's
@@ -158,11 +194,19 @@ impl<'t> Scan<'t> {
             keywords: 0,
             operators: 0,
             complete: false,
+            recent: [Token::Other; 2],
+            complete_before: false,
+            typing: Typing::No,
         }
     }
 
     fn run(mut self) -> Option<(usize, Limit)> {
         while self.pos < self.bytes.len() {
+            // Whitespace and comments change nothing: skipped here, not
+            // stepped over.
+            if !matches!(self.frames.last(), Some(Frame::Text { .. })) && self.space() {
+                continue;
+            }
             let at = self.pos;
             self.step();
             if self.depth() > MAX_NESTING {
@@ -186,6 +230,44 @@ impl<'t> Scan<'t> {
         self.levels.push(Level { opened, ..Level::default() });
     }
 
+    /// Skips a run of whitespace and comments in code; false when there is
+    /// none here.
+    fn space(&mut self) -> bool {
+        let start = self.pos;
+        loop {
+            match self.at(0) {
+                b' ' | b'\t' | b'\r' | b'\n' => self.pos += 1,
+                b'#' => {
+                    while self.pos < self.bytes.len() && self.at(0) != b'\n' {
+                        self.pos += 1;
+                    }
+                }
+                _ => return self.pos > start,
+            }
+        }
+    }
+
+    /// The text of `token` when it is a word.
+    fn word_of(&self, token: Token) -> Option<&'t [u8]> {
+        match token {
+            Token::Word(start, end) => Some(&self.bytes[start..end]),
+            _ => None,
+        }
+    }
+
+    /// A `:` after the last token starts a type: the `:` of `param NAME`,
+    /// `input NAME`, or a field's name (first in its `type` body, or after
+    /// a complete field). In an expression a name before a `:` (that of a
+    /// `for`'s items or filter) follows an operator or a keyword.
+    fn type_follows(&self) -> bool {
+        if self.word_of(self.recent[0]).is_none() {
+            return false;
+        }
+        matches!(self.word_of(self.recent[1]), Some(b"param" | b"input"))
+            || (self.levels.last().is_some_and(|level| level.fields)
+                && (self.recent[1] == Token::Open || self.complete_before))
+    }
+
     /// A closing bracket: its level's expression ends with it.
     fn close(&mut self) {
         if self.levels.len() > 1 {
@@ -199,7 +281,8 @@ impl<'t> Scan<'t> {
         if let Some(level) = self.levels.last_mut() {
             self.keywords -= level.keywords;
             self.operators -= level.operators;
-            *level = Level { opened: level.opened, ..Level::default() };
+            level.keywords = 0;
+            level.operators = 0;
         }
     }
 
@@ -269,23 +352,16 @@ impl<'t> Scan<'t> {
 
     /// One token of code.
     fn code(&mut self) {
+        if self.space() {
+            return;
+        }
         let b = self.at(0);
+        let start = self.pos;
+        let was_complete = self.complete;
+        let typing = std::mem::replace(&mut self.typing, Typing::No);
+        let mut token = Token::Other;
         let mut complete = false;
         match b {
-            b' ' | b'\t' | b'\r' | b'\n' => {
-                // A run of whitespace in one step: it changes nothing.
-                self.pos += 1;
-                while matches!(self.at(0), b' ' | b'\t' | b'\r' | b'\n') {
-                    self.pos += 1;
-                }
-                return;
-            }
-            b'#' => {
-                while self.pos < self.bytes.len() && self.at(0) != b'\n' {
-                    self.pos += 1;
-                }
-                return;
-            }
             b'"' => {
                 if self.complete {
                     self.end_expression();
@@ -293,6 +369,7 @@ impl<'t> Scan<'t> {
                 let triple = self.triple_quote();
                 self.frames.push(Frame::Text { triple, raw: false });
                 self.pos += if triple { 3 } else { 1 };
+                self.remember(Token::Other, was_complete);
                 return;
             }
             b'(' | b'[' | b'{' => {
@@ -300,7 +377,14 @@ impl<'t> Scan<'t> {
                 if b == b'[' && self.complete {
                     self.count(0, 1);
                 }
+                let fields = b == b'{'
+                    && self.word_of(self.recent[0]).is_some()
+                    && self.word_of(self.recent[1]) == Some(b"type");
                 self.open(Some((self.pos, b)));
+                if let Some(level) = self.levels.last_mut() {
+                    level.fields = fields;
+                }
+                token = Token::Open;
                 self.pos += 1;
             }
             b')' | b']' | b'}' => {
@@ -320,6 +404,34 @@ impl<'t> Scan<'t> {
             }
             b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'0'..=b'9' => {
                 complete = self.word();
+                token = Token::Word(start, self.pos);
+                self.typing = match (typing, self.word_of(token)) {
+                    (Typing::Name, _) => Typing::Named,
+                    (_, Some(b"result")) => Typing::Name,
+                    _ => Typing::No,
+                };
+            }
+            b':' => {
+                if self.type_follows() {
+                    self.typing = Typing::Name;
+                }
+                self.pos += 1;
+            }
+            // A type's argument: a bracket, closed by its `>`.
+            b'<' if typing == Typing::Named => {
+                self.open(Some((self.pos, b)));
+                self.typing = Typing::Name;
+                self.pos += 1;
+            }
+            b'>' if matches!(self.levels.last(), Some(Level { opened: Some((_, b'<')), .. })) => {
+                self.close();
+                complete = true;
+                self.pos += 1;
+            }
+            // `?` is only ever a type's (`string?`), which it completes.
+            b'?' => {
+                complete = true;
+                self.pos += 1;
             }
             b'=' if self.at(1) == b'>' => self.pos += 2,
             b'=' if self.at(1) == b'=' => {
@@ -333,6 +445,18 @@ impl<'t> Scan<'t> {
             _ => self.pos += 1,
         }
         self.complete = complete;
+        if self.frames.last().is_some_and(|f| matches!(f, Frame::Text { raw: true, .. })) {
+            // `r"`: the word `r` opened a raw string.
+            token = Token::Other;
+        }
+        self.remember(token, was_complete);
+    }
+
+    /// `token` was the last token of code; an operand was complete before
+    /// it when `complete_before`.
+    fn remember(&mut self, token: Token, complete_before: bool) {
+        self.recent = [token, self.recent[0]];
+        self.complete_before = complete_before;
     }
 
     /// A word or a number; true when it completes an operand.
@@ -463,6 +587,45 @@ mod tests {
         assert_eq!(broken(&long).as_deref(), Some("expression is too long"));
         let many = "  compute x = a.b + c[0] - -1.5 * not d\n".repeat(MAX_OPERATORS);
         assert_eq!(broken(&format!("contract C {{\n{many}}}\n")), None);
+    }
+
+    #[test]
+    fn types_are_brackets_not_operators() {
+        let many = MAX_OPERATORS;
+        let fields = "  f: array<integer>\n  g: array<map<string>>? = [] \"d\"\n".repeat(many);
+        let inputs = "  input i: array<integer>\n  input j: array<string>? \"d\"\n".repeat(many);
+        let params = "  param p: array<integer>? \"d\"\n  param q: array<array<string>>\n";
+        let params = params.repeat(many);
+        let result = "  result array<Item>\n  result map<array<Item>>?\n".repeat(many);
+        for text in [
+            format!("type R {{\n{fields}}}\n"),
+            format!("contract C {{\n{inputs}  compute y = a > b\n}}\n"),
+            format!("tool T {{\n  description \"d\"\n{params}}}\n"),
+            format!("agent A {{\n{result}}}\n"),
+        ] {
+            assert_eq!(broken(&text), None, "{}", &text[..40]);
+            assert!(crate::syntax::parse(FileId(0), &text).is_ok(), "{}", &text[..40]);
+        }
+        // A type nests as brackets do.
+        let deep = format!(
+            "type R {{\n  f: {}integer{}\n}}\n",
+            "array<".repeat(MAX_NESTING + 1),
+            ">".repeat(MAX_NESTING + 1)
+        );
+        assert_eq!(broken(&deep).as_deref(), Some("expression nests too deeply"));
+    }
+
+    #[test]
+    fn comparisons_stay_operators_beside_types() {
+        let chain = " < a > b".repeat(MAX_OPERATORS / 2 + 1);
+        for text in [
+            format!("contract C {{\n  input x: array<integer>\n  compute y = x{chain}\n}}\n"),
+            format!("type R {{\n  f: integer = for x in xs: x{chain}\n}}\n"),
+            format!("type R {{\n  f: integer = for x in xs if a: b{chain}\n}}\n"),
+            format!("agent A {{\n  result R\n  input x: integer = result{chain}\n}}\n"),
+        ] {
+            assert_eq!(broken(&text).as_deref(), Some("expression is too long"), "{text}");
+        }
     }
 
     #[test]
