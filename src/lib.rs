@@ -120,7 +120,7 @@ pub fn compile(root: &Path) -> Compilation {
 #[must_use]
 pub fn compile_with(root: &Path, options: load::Options) -> Compilation {
     let root = root.to_path_buf();
-    on_big_stack(move || finish(load::load_with(&root, options)))
+    on_big_stack(move || finish(load::load_scanning(&root, options)))
 }
 
 /// Checks one in-memory file named `name` (its `use`s resolve from the
@@ -128,23 +128,37 @@ pub fn compile_with(root: &Path, options: load::Options) -> Compilation {
 #[must_use]
 pub fn compile_source(name: &str, text: &str) -> Compilation {
     let (name, text) = (name.to_owned(), text.to_owned());
-    on_big_stack(move || finish(load::load_source(&name, &text)))
+    on_big_stack(move || finish(load::load_source_scanning(&name, &text)))
 }
 
 /// Checks a program already loaded (by [`load::load_open`], say).
+///
+/// The limits of a big file may still be being scanned
+/// ([`load::load_scanning`]): the file is lowered meanwhile, and when it
+/// breaks a limit it did not parse, so the diagnostics are the load's and
+/// the limit's, as if the scan had come first.
 #[must_use]
-pub fn finish(loaded: load::Loaded) -> Compilation {
-    let load::Loaded { sources, files, mut diagnostics, lock } = loaded;
+pub fn finish(mut loaded: load::Loaded) -> Compilation {
+    let scanning = loaded.has_scans().then(|| loaded.diagnostics.clone());
     let mut program = None;
-    if !diagnostics.has_errors() {
-        let (lowered, found) = lower::lower(&sources, files, lock.as_ref());
-        diagnostics.extend(found);
+    if !loaded.diagnostics.has_errors() {
+        let (lowered, found) =
+            lower::lower(&loaded.sources, std::mem::take(&mut loaded.files), loaded.lock.as_ref());
+        loaded.diagnostics.extend(found);
         // Budgets are checked against each contract's plan.
         if let Some(checked) = &lowered {
-            diagnostics.extend(plan::check(checked));
+            loaded.diagnostics.extend(plan::check(checked));
         }
-        program = lowered.filter(|_| !diagnostics.has_errors());
+        program = lowered.filter(|_| !loaded.diagnostics.has_errors());
     }
+    let refused: Vec<diagnostic::Diagnostic> =
+        loaded.take_scans().into_iter().filter_map(|(_, v)| v).collect();
+    if let (false, Some(read)) = (refused.is_empty(), scanning) {
+        loaded.diagnostics = read;
+        refused.into_iter().for_each(|limit| loaded.diagnostics.push(limit));
+        program = None;
+    }
+    let load::Loaded { sources, mut diagnostics, .. } = loaded;
     diagnostics.sort(&sources);
     Compilation { sources, diagnostics, program }
 }

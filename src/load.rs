@@ -37,6 +37,32 @@ pub struct Loaded {
     /// `ignite.lock` beside the root file: `None` when there is none (or
     /// the root is not on disk), the reason when it cannot be read.
     pub lock: Option<Result<ir::Lock, String>>,
+    /// The limits of big files still being scanned ([`load_scanning`]).
+    scans: Vec<(FileId, syntax::Scanning)>,
+}
+
+impl Loaded {
+    /// Takes the verdicts of the limits still being scanned: a file that
+    /// breaks one did not parse, so its tree goes and its diagnostic comes.
+    pub fn settle(&mut self) {
+        for (file, verdict) in self.take_scans() {
+            if let Some(limit) = verdict {
+                self.files.retain(|(f, _)| *f != file);
+                self.diagnostics.push(limit);
+            }
+        }
+    }
+
+    /// True when the limits of a big file are still being scanned.
+    pub(crate) fn has_scans(&self) -> bool {
+        !self.scans.is_empty()
+    }
+
+    /// The verdicts of the limits still being scanned (waiting for them),
+    /// by file; none are left.
+    pub(crate) fn take_scans(&mut self) -> Vec<(FileId, Option<Diagnostic>)> {
+        std::mem::take(&mut self.scans).into_iter().map(|(f, s)| (f, s.verdict())).collect()
+    }
 }
 
 /// How far `use` may reach.
@@ -56,7 +82,17 @@ pub fn load(root: &Path) -> Loaded {
 /// [`load`] with `options`.
 #[must_use]
 pub fn load_with(root: &Path, options: Options) -> Loaded {
-    load_root(root, Loader { options, ..Loader::default() }).loaded
+    let mut loaded = load_scanning(root, options);
+    loaded.settle();
+    loaded
+}
+
+/// [`load_with`], except that the limits of a big file without `use`s may
+/// still be being scanned when it returns ([`syntax::parse_scanning`]):
+/// [`Loaded::settle`] or [`crate::finish`] takes their verdicts.
+#[must_use]
+pub fn load_scanning(root: &Path, options: Options) -> Loaded {
+    load_root(root, Loader { options, scanning: true, ..Loader::default() }).loaded
 }
 
 /// Loads `root` like [`load_with`], taking the text of each file from
@@ -157,7 +193,15 @@ fn read_lock(path: &Path) -> Option<Result<ir::Lock, String>> {
 /// folder of `name`.
 #[must_use]
 pub fn load_source(name: &str, text: &str) -> Loaded {
-    let mut loader = Loader::default();
+    let mut loaded = load_source_scanning(name, text);
+    loaded.settle();
+    loaded
+}
+
+/// [`load_source`] as [`load_scanning`] is [`load_with`].
+#[must_use]
+pub fn load_source_scanning(name: &str, text: &str) -> Loaded {
+    let mut loader = Loader { scanning: true, ..Loader::default() };
     loader.add(PathBuf::from(name), text);
     loader.loaded
 }
@@ -237,6 +281,9 @@ struct Loader {
     open: HashMap<PathBuf, Arc<str>>,
     /// The parses kept from the last load ([`load_open`]'s).
     cache: Option<ParseCache>,
+    /// A big file's limits may be scanned after its parse returns
+    /// ([`load_scanning`]).
+    scanning: bool,
 }
 
 impl Loader {
@@ -298,7 +345,21 @@ impl Loader {
         text: Arc<str>,
     ) -> Result<ast::File, Diagnostics> {
         let Some(cache) = self.cache.as_mut() else {
-            return syntax::parse(file, &text);
+            if !self.scanning {
+                return syntax::parse(file, &text);
+            }
+            let (tree, scan) = syntax::parse_scanning(file, &text)?;
+            if let Some(scan) = scan {
+                // The files a tree `use`s are loaded only if it parses.
+                if tree.items.iter().any(|item| matches!(item, ast::Item::Use(_))) {
+                    if let Some(limit) = scan.verdict() {
+                        return Err(limit.into());
+                    }
+                } else {
+                    self.loaded.scans.push((file, scan));
+                }
+            }
+            return Ok(tree);
         };
         if file == FileId(0) {
             return syntax::parse_kept(file, &text);
@@ -435,6 +496,34 @@ mod tests {
     use std::sync::Arc;
 
     use super::{ParseCache, load_open};
+
+    /// A big file's limits, scanned while it lowers, still decide: a file
+    /// that breaks one reports that alone, not what lowering found in it,
+    /// as when the scan comes first.
+    #[test]
+    fn a_big_file_s_limits_scanned_as_it_lowers_still_decide() {
+        crate::on_big_stack(|| {
+            // Over 1 MiB, the size from which the limits are scanned beside.
+            let nodes: String =
+                (0..40_000).map(|i| format!("  compute n{i} = x + {i}\n")).collect();
+            let body = format!(
+                "contract C {{\n  input x: integer\n{nodes}  compute z = unknown\n  output z\n"
+            );
+            let checked = |text: &str| {
+                let scanning = super::load_source_scanning("big.ign", text);
+                assert!(scanning.has_scans(), "the fast path read it; its scan came after");
+                let later = crate::finish(scanning);
+                let first = crate::finish(super::load_source("big.ign", text));
+                assert_eq!(later.diagnostics, first.diagnostics);
+                later.diagnostics.iter().map(|d| d.message.clone()).collect::<Vec<_>>()
+            };
+            // A `for` nests 129 deep: within the fast path's depth, past the
+            // limit of 256 `if` and `for` open at once (two each).
+            let nested = format!("{body}  compute y = {}a\n}}\n", "for a in b if c: ".repeat(129));
+            assert_eq!(checked(&nested), ["expression nests too deeply"]);
+            assert_eq!(checked(&format!("{body}}}\n")), ["unknown name `unknown`"]);
+        });
+    }
 
     /// A `use`d file is parsed again when its text changes, and its parse
     /// is reused (with the same diagnostics) while it does not.

@@ -49,8 +49,15 @@ impl Vars {
         let largest = u32::try_from(names).unwrap_or(u32::MAX - 1) + 1;
         let var_bits = u32::BITS - largest.leading_zeros();
         let var_mask = if var_bits == u32::BITS { u32::MAX } else { (1 << var_bits) - 1 };
+        // Written, not allocated zeroed: a zeroed allocation is the
+        // system's shared zero page until written, so a probe's read and
+        // then its insert's write took two page faults a page, the second
+        // one flushing the page from every core's TLB.
+        #[allow(clippy::slow_vector_initialization)]
+        let mut slots = Vec::with_capacity(buckets);
+        slots.resize(buckets, 0);
         Vars {
-            slots: vec![0; buckets].into_boxed_slice(),
+            slots: slots.into_boxed_slice(),
             var_mask,
             fingerprint_bits: u32::BITS - var_bits,
             recent: (0..if names >= RECENT { RECENT } else { 0 }).map(|_| Cell::new(0)).collect(),

@@ -103,6 +103,52 @@ fn scan_and_parse(file: FileId, text: &str) -> (Option<Diagnostic>, Option<ast::
     }
 }
 
+/// The pre-scan of a big text's limits, on a thread of its own while its
+/// caller goes on with the text's tree (see [`parse_scanning`]).
+#[derive(Debug)]
+#[must_use = "the text is not known to parse until the verdict is taken"]
+pub struct Scanning(std::thread::JoinHandle<Option<Diagnostic>>);
+
+impl Scanning {
+    /// The limit the text breaks, if any, once the scan is done.
+    pub fn verdict(self) -> Option<Diagnostic> {
+        self.0.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
+/// Parses one file as [`parse`] does, except that the limits of a big text
+/// the fast path reads are scanned after the parse, on a thread of its own:
+/// the tree comes with that [`Scanning`], whose verdict the caller takes
+/// before it reports anything, and a verdict that is a diagnostic is the
+/// answer instead of the tree (the file does not parse). `ignite check`
+/// lowers the tree meanwhile: its lowering leaves the second core idle, and
+/// the scan, beside the parse, took from the parse's two threads.
+///
+/// # Errors
+/// The syntax diagnostics when the text is not a valid `.ign` file.
+pub fn parse_scanning(
+    file: FileId,
+    text: &std::sync::Arc<str>,
+) -> Result<(ast::File, Option<Scanning>), Diagnostics> {
+    if text.len() < SCAN_BESIDE {
+        return parse(file, text).map(|tree| (tree, None));
+    }
+    let Some(tree) = fast::parse(file, text) else {
+        return match limits::check(file, text) {
+            Some(limit) => Err(limit.into()),
+            None => pest_parse(file, text).map(|tree| (tree, None)),
+        };
+    };
+    let shared = std::sync::Arc::clone(text);
+    match std::thread::Builder::new().spawn(move || limits::check(file, &shared)) {
+        Ok(scan) => Ok((tree, Some(Scanning(scan)))),
+        Err(_) => match limits::check(file, text) {
+            Some(limit) => Err(limit.into()),
+            None => Ok((tree, None)),
+        },
+    }
+}
+
 /// Parses one file as [`parse`] does, keeping each top-level declaration's
 /// tree (or errors) on this thread by its text: the next parse of a text
 /// that shares declarations with this one parses only the others. The
