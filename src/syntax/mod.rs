@@ -20,9 +20,10 @@
 //! declarations it changed.
 //!
 //! Big texts use a second thread: the pre-scan of the limits (`limits.rs`)
-//! runs beside the fast path, and the fast path parses the second half of
-//! a big contract's body on a thread of its own (`fast::Split`); neither
-//! changes the result.
+//! runs beside the fast path (or, through [`parse_scanning`], after it,
+//! while the caller lowers the tree), and the fast path parses the second
+//! half of a big contract's body on a thread of its own (`fast::Split`);
+//! none of this changes the result.
 //!
 //! pest's parser is derived in its own crate, `grammar/` (`ignite-grammar`),
 //! so that debug builds optimise it.
