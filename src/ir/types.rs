@@ -109,6 +109,12 @@ impl Hash for Enum {
     }
 }
 
+/// Arrays nested deeper than this in a type (`array<array<...>>`) keep it
+/// out of [`Types`]'s index: hashing or comparing it takes time in its
+/// depth, and a chain of nodes each nesting the last in a list made
+/// checking quadratic (8,000 nodes: 1.4 s against 0.03 s).
+const INDEXED_DEPTH: usize = 16;
+
 /// The static type of each variable of a scope (a contract's nodes, a
 /// tool's params), by index. Each distinct type is kept once and a
 /// variable holds the index of its own: four bytes instead of a whole
@@ -151,8 +157,14 @@ impl Types {
         self.of[i] = self.intern(ty);
     }
 
-    /// The index of `ty` in `distinct`, added if it is new.
+    /// The index of `ty` in `distinct`, added if it is new (a type nested
+    /// past [`INDEXED_DEPTH`] is added each time).
     fn intern(&mut self, ty: Type) -> u32 {
+        if !ty.nests_at_most(INDEXED_DEPTH) {
+            let t = u32::try_from(self.distinct.len()).unwrap_or(u32::MAX);
+            self.distinct.push(ty);
+            return t;
+        }
         if self.distinct.get(self.last as usize) == Some(&ty) {
             return self.last;
         }
@@ -182,6 +194,19 @@ impl FromIterator<Type> for Types {
 }
 
 impl Type {
+    /// True when at most `levels` arrays nest in the type (`array<integer>`
+    /// has one); it looks no deeper.
+    fn nests_at_most(&self, levels: usize) -> bool {
+        let mut ty = self;
+        for _ in 0..=levels {
+            match &ty.kind {
+                TypeKind::Array(Some(item)) => ty = item,
+                _ => return true,
+            }
+        }
+        false
+    }
+
     /// A non-nullable type of `kind`.
     #[must_use]
     pub fn new(kind: TypeKind) -> Self {
@@ -457,5 +482,25 @@ mod tests {
         assert_eq!(types.get(5).map(|t| t.nullable), Some(true));
         assert_eq!(types.get(6), None);
         assert_eq!(types.distinct.len(), 3, "any, integer, integer?");
+    }
+
+    #[test]
+    fn deeply_nested_types_are_kept_without_the_index() {
+        let nested = |depth: usize| {
+            (0..depth).fold(Type::new(TypeKind::Integer), |item, _| {
+                Type::new(TypeKind::Array(Some(std::sync::Arc::new(item))))
+            })
+        };
+        let (shallow, deep) = (nested(super::INDEXED_DEPTH), nested(super::INDEXED_DEPTH + 1));
+        assert!(shallow.nests_at_most(super::INDEXED_DEPTH));
+        assert!(!deep.nests_at_most(super::INDEXED_DEPTH));
+        let mut types = Types::default();
+        for i in 0..4 {
+            types.set(i, if i % 2 == 0 { shallow.clone() } else { deep.clone() });
+        }
+        assert_eq!(types.get(2), Some(&shallow));
+        assert_eq!(types.get(3), Some(&deep));
+        assert_eq!(types.distinct.len(), 4, "`any`, the shallow type once, the deep one twice");
+        assert_eq!(types.index.len(), 2);
     }
 }
