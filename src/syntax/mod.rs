@@ -78,6 +78,17 @@ fn binary_op(rule: Rule) -> BinaryOp {
 /// The syntax diagnostics when the text is not a valid `.ign` file.
 pub fn parse(file: FileId, text: &str) -> Result<ast::File, Diagnostics> {
     let (limit, fast) = scan_and_parse(file, text);
+    judged(file, text, limit, fast)
+}
+
+/// The parse of `text` once its limits are known: the limit it breaks, else
+/// the fast path's tree, else pest's parse (which the limits have passed).
+fn judged(
+    file: FileId,
+    text: &str,
+    limit: Option<Diagnostic>,
+    fast: Option<ast::File>,
+) -> Result<ast::File, Diagnostics> {
     if let Some(diagnostic) = limit {
         return Err(diagnostic.into());
     }
@@ -135,18 +146,14 @@ pub fn parse_scanning(
         return parse(file, text).map(|tree| (tree, None));
     }
     let Some(tree) = fast::parse(file, text) else {
-        return match limits::check(file, text) {
-            Some(limit) => Err(limit.into()),
-            None => pest_parse(file, text).map(|tree| (tree, None)),
-        };
+        return judged(file, text, limits::check(file, text), None).map(|tree| (tree, None));
     };
     let shared = std::sync::Arc::clone(text);
     match std::thread::Builder::new().spawn(move || limits::check(file, &shared)) {
         Ok(scan) => Ok((tree, Some(Scanning(scan)))),
-        Err(_) => match limits::check(file, text) {
-            Some(limit) => Err(limit.into()),
-            None => Ok((tree, None)),
-        },
+        Err(_) => {
+            judged(file, text, limits::check(file, text), Some(tree)).map(|tree| (tree, None))
+        }
     }
 }
 
